@@ -1,0 +1,1 @@
+"""Agent paradigms: LangGraph state machines built from graphs/ parts, registered by name."""

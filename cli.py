@@ -1,0 +1,93 @@
+"""The ``sysmo`` command. Each layer owns its command group (``<layer>/commands.py``); this module wires them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+from rich.console import Console
+
+from sysmo.errors import SysmoError
+
+app = typer.Typer(
+    name="sysmo",
+    help=(
+        "LLM agents write system models (TLA+, SysML v2, PlantUML) and real language tools check them.\n\n"
+        "Start with `sysmo tools doctor` (are SANY/TLC, PlantUML and OpenSysML working here?), "
+        "then `sysmo tasks list`."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+console = Console(stderr=True)
+
+# (module, attribute, name on the command line, help); a group whose module is absent is not offered
+COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
+    ("sysmo.tools.commands", "app", "tools", "Install, locate and self-check the language tools; check a file."),
+    ("sysmo.benchmarks.commands", "app", "tasks", "List, filter and show benchmark tasks."),
+]
+# (module, attribute): single top-level commands such as `sysmo run`, `sysmo attempt`
+COMMANDS: list[tuple[str, str]] = [
+    ("sysmo.agents.commands", "register"),
+    ("sysmo.runner_commands", "register"),
+    ("sysmo.evals.commands", "register"),
+]
+
+
+def _wire() -> None:
+    for module_name, attr, name, help_text in COMMAND_GROUPS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        app.add_typer(getattr(module, attr), name=name, help=help_text)
+    for module_name, attr in COMMANDS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            continue
+        getattr(module, attr)(app)
+
+
+@app.callback()
+def _root(
+    log_level: str = typer.Option("WARNING", "--log-level", help="structlog level for events on stderr."),
+) -> None:
+    from sysmo.log import configure
+
+    configure(level=log_level)
+
+
+def main() -> None:
+    """Entry point: run the app; a user-caused error prints one clear line, never a stack trace."""
+    _wire()
+    try:
+        app(standalone_mode=False)
+    except SysmoError as exc:
+        console.print(f"[bold red]error:[/] {exc}")
+        sys.exit(2)
+    except typer.Abort:
+        console.print("aborted")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        console.print("interrupted")
+        sys.exit(130)
+    except Exception as exc:  # click usage errors carry their own exit codes
+        import click
+
+        if isinstance(exc, click.exceptions.ClickException):
+            exc.show()
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        raise
+
+
+if __name__ == "__main__":
+    main()

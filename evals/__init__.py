@@ -1,0 +1,1 @@
+"""Scoring cascades per language, metrics, statistics and reports."""

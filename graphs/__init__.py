@@ -1,0 +1,1 @@
+"""Shared LangGraph parts: state schema, nodes, the bounded repair loop, checkpointing."""

@@ -1,0 +1,109 @@
+"""Long-lived tool servers: started on demand, health-checked, restarted after a crash, stopped at exit.
+
+A concrete server (PlantUML picoweb, the OpenSysML kernel) implements ``_start`` and ``_healthy``;
+callers use ``ensure()`` before each request and ``restart()`` when a request fails.
+"""
+
+from __future__ import annotations
+
+import atexit
+import socket
+import subprocess
+import threading
+import time
+import weakref
+from abc import ABC, abstractmethod
+
+from sysmo.log import get_logger
+
+log = get_logger(__name__)
+
+_live: weakref.WeakSet[ToolServer] = weakref.WeakSet()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ToolServer(ABC):
+    """Base of a supervised long-lived process. Thread-safe; one instance per process and tool."""
+
+    name = "server"
+    start_timeout_s = 60.0
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self.proc: subprocess.Popen | None = None
+        self.restarts = 0
+        self.started_at: float | None = None
+        _live.add(self)
+
+    @abstractmethod
+    def _start(self) -> subprocess.Popen | None:
+        """Start the process (return it if there is one to supervise)."""
+
+    @abstractmethod
+    def _healthy(self) -> bool:
+        """A cheap live check: does the server answer right now?"""
+
+    def _stop(self) -> None:
+        """Release resources beyond the process (override when needed)."""
+
+    def alive(self) -> bool:
+        return self.proc is None or self.proc.poll() is None
+
+    def ensure(self) -> None:
+        """Start the server if it is not running (or died); wait until it is healthy."""
+        with self._lock:
+            if self.started_at is not None and self.alive():
+                return
+            if self.started_at is not None:
+                log.warning("server.crashed", server=self.name, returncode=self.proc.returncode if self.proc else None)
+                self.restarts += 1
+                self.stop()
+            self.proc = self._start()
+            self.started_at = time.monotonic()
+            deadline = time.monotonic() + self.start_timeout_s
+            while time.monotonic() < deadline:
+                if self.proc is not None and self.proc.poll() is not None:
+                    break
+                if self._healthy():
+                    log.info("server.started", server=self.name, seconds=round(time.monotonic() - self.started_at, 3))
+                    return
+                time.sleep(0.05)
+            self.stop()
+            from sysmo.errors import ToolCrashError
+
+            raise ToolCrashError(f"{self.name} server did not become healthy within {self.start_timeout_s:.0f} s")
+
+    def restart(self) -> None:
+        with self._lock:
+            self.restarts += 1
+            self.stop()
+            self.ensure()
+
+    def stop(self) -> None:
+        with self._lock:
+            try:
+                self._stop()
+            finally:
+                if self.proc is not None and self.proc.poll() is None:
+                    self.proc.terminate()
+                    try:
+                        self.proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        self.proc.kill()
+                        self.proc.wait(timeout=5)
+                self.proc = None
+                self.started_at = None
+
+
+@atexit.register
+def _stop_all() -> None:
+    for server in list(_live):
+        try:
+            server.stop()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass

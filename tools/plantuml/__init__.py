@@ -1,0 +1,1 @@
+"""PlantUML tools: check, render, parse to class and architecture models, lint."""

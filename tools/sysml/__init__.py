@@ -1,0 +1,1 @@
+"""SysML v2 tools: OpenSysML validation and element-tree export."""

@@ -1,0 +1,1 @@
+"""TLA+ tools: SANY, TLC (model checking, simulation, coverage), trace validation."""
