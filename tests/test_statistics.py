@@ -1,0 +1,56 @@
+"""pass@k, best-of-n, bootstrap CI and paired tests against hand-computed values."""
+
+import math
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from sysmo.evals.statistics import best_of_n, bootstrap_ci, mean_pass_at_k, pass_at_k, paired_comparison
+
+
+def test_pass_at_k_hand_computed():
+    assert pass_at_k(5, 0, 1) == 0.0
+    assert pass_at_k(5, 5, 1) == 1.0
+    assert pass_at_k(5, 2, 1) == pytest.approx(0.4)  # 1 - C(3,1)/C(5,1) = 1 - 3/5
+    assert pass_at_k(5, 2, 3) == pytest.approx(0.9)  # 1 - C(3,3)/C(5,3) = 1 - 1/10
+    assert pass_at_k(5, 1, 5) == 1.0
+    assert pass_at_k(10, 3, 2) == pytest.approx(1 - math.comb(7, 2) / math.comb(10, 2))
+    assert mean_pass_at_k([(5, 1), (5, 0), (5, 5)], k=1) == pytest.approx((0.2 + 0 + 1) / 3)
+    with pytest.raises(ValueError):
+        pass_at_k(5, 6, 1)
+
+
+@given(n=st.integers(1, 30), data=st.data())
+def test_pass_at_k_is_monotone_in_k(n, data):
+    c = data.draw(st.integers(0, n))
+    values = [pass_at_k(n, c, k) for k in range(1, n + 1)]
+    assert all(0.0 <= v <= 1.0 for v in values)
+    assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
+
+
+def test_best_of_n_uses_declared_metric_and_first_on_ties():
+    samples = [{"i": 0, "s": 0.5}, {"i": 1, "s": None}, {"i": 2, "s": 0.9}, {"i": 3, "s": 0.9}]
+    assert best_of_n(samples, key=lambda x: x["s"])["i"] == 2
+    assert best_of_n([{"s": None}], key=lambda x: x["s"]) is None
+
+
+def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():
+    values = [0.0, 1.0] * 50
+    ci = bootstrap_ci(values, seed=1)
+    assert ci.mean == 0.5 and ci.low < 0.5 < ci.high
+    assert 0.38 < ci.low and ci.high < 0.62  # ~ mean +- 1.96 * 0.05
+    assert bootstrap_ci(values, seed=1) == ci
+    assert bootstrap_ci([0.7]).low == 0.7
+
+
+def test_paired_comparison_mcnemar_and_wilcoxon():
+    a = [1] * 10 + [0] * 2
+    b = [0] * 10 + [0] * 2
+    cmp = paired_comparison(a, b)
+    assert cmp.test == "mcnemar-exact" and cmp.p_value == pytest.approx(2 * 0.5 ** 10)
+    assert cmp.significant
+    same = paired_comparison([0.2, 0.4, 0.6], [0.2, 0.4, 0.6])
+    assert same.p_value == 1.0 and same.mean_diff == 0
+    cont = paired_comparison([0.9, 0.8, 0.7, 0.95, 0.85, 0.75, 0.9, 0.8], [0.5, 0.4, 0.6, 0.5, 0.45, 0.5, 0.55, 0.6])
+    assert cont.test == "wilcoxon" and cont.p_value < 0.05 and cont.mean_diff > 0
