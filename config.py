@@ -49,6 +49,8 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sysmo")
     data_dir: Path | None = None
+    sources_dir: Path | None = None  # checkouts of modelled systems, one folder per SysMoBench task
+    source_checkouts: dict[str, Path] = Field(default_factory=dict)  # per-task checkout paths (override sources_dir)
     tools: ToolSettings = Field(default_factory=ToolSettings)
     sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
 
