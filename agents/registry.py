@@ -1,0 +1,82 @@
+"""Agents registered by name, each declaring the task kinds it supports.
+
+>>> spec = get_agent("base_modeling")
+>>> graph = spec.build(ctx, checkpointer=None)
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.errors import SysmoError, UnknownNameError
+from sysmo.graphs.context import AgentContext
+
+AGENT_MODULES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
+
+
+class UnsupportedTaskError(SysmoError):
+    """An agent was asked to work on a kind of task it does not support."""
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    supports: frozenset[TaskKind]
+    build: Callable[..., Any]  # (ctx, checkpointer) -> compiled LangGraph graph
+    description: str
+    prompts: tuple[str, ...] = ()  # prompt keys "<agent>/<name>" the agent uses (hashed into the attempt)
+    needs: tuple[str, ...] = ()  # task inputs the agent requires, e.g. ("traces",)
+
+    def check_supports(self, task: Task) -> None:
+        if task.kind not in self.supports:
+            kinds = ", ".join(sorted(k.value for k in self.supports))
+            raise UnsupportedTaskError(
+                f"agent {self.name!r} does not support {task.kind.value} tasks (task {task.id}); it supports: {kinds}")
+        if "traces" in self.needs and not ((task.inputs.traces and task.inputs.traces.files)
+                                           or (task.references.traces and task.references.traces.files)):
+            raise UnsupportedTaskError(f"agent {self.name!r} learns from execution traces, and task {task.id} has none")
+
+
+_REGISTRY: dict[str, AgentSpec] = {}
+
+
+def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
+                   prompts: tuple[str, ...] = (), needs: tuple[str, ...] = ()):
+    """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``."""
+
+    def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
+        _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs)
+        return build
+
+    return wrap
+
+
+def _load_all() -> None:
+    for module in AGENT_MODULES:
+        try:
+            importlib.import_module(f"sysmo.agents.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"sysmo.agents.{module}":
+                raise
+
+
+def get_agent(name: str) -> AgentSpec:
+    _load_all()
+    if name not in _REGISTRY:
+        raise UnknownNameError(f"unknown agent {name!r}; available: {', '.join(sorted(_REGISTRY))}")
+    return _REGISTRY[name]
+
+
+def all_agents() -> list[AgentSpec]:
+    _load_all()
+    return [_REGISTRY[n] for n in sorted(_REGISTRY)]
+
+
+def build_for(name: str, ctx: AgentContext, checkpointer: Any = None):
+    spec = get_agent(name)
+    spec.check_supports(ctx.task)
+    return spec.build(ctx, checkpointer=checkpointer)

@@ -1,0 +1,64 @@
+"""Run one attempt: build the agent's graph, drive it to the end, return the ``Attempt`` record."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from sysmo.agents.registry import build_for, get_agent
+from sysmo.errors import SysmoError
+from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
+from sysmo.graphs.checkpoint import sqlite_checkpointer
+from sysmo.graphs.context import AgentContext
+from sysmo.graphs.loop import initial_state
+from sysmo.artifact import Artifact
+from sysmo.log import get_logger
+
+log = get_logger(__name__)
+
+RECURSION_LIMIT = 400  # graph steps; the loop itself is bounded by max_rounds, this only stops runaways
+
+
+def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None) -> Attempt:
+    """Run ``agent`` on ``ctx.task``; never raises for model/tool failures (they end up in the Attempt)."""
+    spec = get_agent(agent)
+    spec.check_supports(ctx.task)
+    attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
+                      sample_index=ctx.sample_index, max_rounds=ctx.max_rounds,
+                      is_control=model_name == "reference" or model_name.startswith("mockllm/"),
+                      checkpoint_db=str(checkpoint_db) if checkpoint_db else None)
+    started = time.monotonic()
+    config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
+    final: dict[str, Any] = {}
+    try:
+        if checkpoint_db is not None:
+            with sqlite_checkpointer(checkpoint_db) as saver:
+                graph = build_for(agent, ctx, checkpointer=saver)
+                final = graph.invoke(initial_state(ctx), config)
+        else:
+            graph = build_for(agent, ctx)
+            final = graph.invoke(initial_state(ctx), config)
+    except SysmoError as exc:
+        attempt.status = AttemptStatus.ERROR
+        attempt.error = str(exc)
+        log.warning("attempt.error", attempt=ctx.attempt_id, error=str(exc))
+    attempt.duration_s = time.monotonic() - started
+    attempt.prompt_hashes = dict(ctx.prompt_hashes)
+    if final:
+        attempt.rounds = [Round.model_validate(r) for r in final.get("rounds") or []]
+        status = final.get("status") or "failed"
+        attempt.status = AttemptStatus(status if status in AttemptStatus.__members__.values() else "failed")
+        attempt.error = final.get("error")
+        attempt.extras = dict(final.get("scratch") or {})
+        with_artifact = [r for r in attempt.rounds if r.artifact is not None]
+        if with_artifact:
+            attempt.final_artifact = with_artifact[-1].artifact
+        for rnd in attempt.rounds:
+            if rnd.check is not None:
+                attempt.tool_versions[rnd.check.tool] = rnd.check.tool_version
+    return attempt
+
+
+def final_artifact(attempt: Attempt) -> Artifact | None:
+    return attempt.final_artifact

@@ -1,0 +1,40 @@
+"""``AgentContext``: what an agent graph may use (task, model roles, tool check, limits); not part of the state."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sysmo.artifact import Artifact
+from sysmo.benchmarks.task import Task
+from sysmo.tools.result import CheckResult
+
+
+class ModelReply(Protocol):
+    text: str
+
+
+class ChatClient(Protocol):
+    """The slice of ``sysmo.llm.LLM`` the graphs need: one blocking chat completion."""
+
+    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+
+
+Checker = Callable[[Artifact, Task], CheckResult]
+
+
+@dataclass
+class AgentContext:
+    """Everything a node may reach besides the state. Built by the runner for one attempt."""
+
+    task: Task
+    llm: ChatClient
+    checker: Checker
+    attempt_id: str = "attempt"
+    sample_index: int = 0
+    max_rounds: int = 3
+    temperature: float | None = None
+    max_tokens: int | None = None
+    prompt_hashes: dict[str, str] = field(default_factory=dict)
+    max_steps: int | None = None  # tool-calling agents: defaults to an equivalent of the repair budget

@@ -1,0 +1,53 @@
+"""The bounded repair loop: [pre-stages] -> generate -> extract -> check -> record -> (repair -> generate)* -> finalize.
+
+Agents differ in how they build the first request (their pre-stages); the loop is shared.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from sysmo.graphs import nodes
+from sysmo.graphs.context import AgentContext
+from sysmo.graphs.state import AgentState
+
+Node = Callable[[AgentState, AgentContext], dict[str, Any]]
+
+
+def initial_state(ctx: AgentContext) -> AgentState:
+    return AgentState(task_id=ctx.task.id, round_index=0, max_rounds=ctx.max_rounds, messages=[], pending=[],
+                      rounds=[], status="running", error=None, scratch={}, llm_calls=[], steps=0,
+                      round_started=time.monotonic(), tool_time_s=0.0, llm_time_s=0.0)
+
+
+def _stop_on_error(state: AgentState) -> str:
+    return "finalize" if state.get("status") == "error" else "next"
+
+
+def build_repair_graph(ctx: AgentContext, first_request: Node, pre_stages: list[tuple[str, Node]] | None = None,
+                       checkpointer: Any = None):
+    """Compile the loop. ``pre_stages`` run once, in order, before ``first_request`` builds ``pending``."""
+    graph = StateGraph(AgentState)
+    chain = [*(pre_stages or []), ("first_request", first_request)]
+    for name, fn in chain:
+        graph.add_node(name, partial(fn, ctx=ctx))
+    for name, fn in [("generate", nodes.generate), ("extract", nodes.extract), ("check", nodes.check),
+                     ("record", nodes.record), ("repair", nodes.repair), ("finalize", nodes.finalize)]:
+        graph.add_node(name, partial(fn, ctx=ctx))
+    graph.add_edge(START, chain[0][0])
+    for (name, _), (following, _) in zip(chain, chain[1:]):
+        graph.add_conditional_edges(name, _stop_on_error, {"finalize": "finalize", "next": following})
+    graph.add_conditional_edges(chain[-1][0], _stop_on_error, {"finalize": "finalize", "next": "generate"})
+    graph.add_conditional_edges("generate", lambda s: "record" if s.get("status") == "error" else "extract",
+                                {"record": "record", "extract": "extract"})
+    graph.add_edge("extract", "check")
+    graph.add_edge("check", "record")
+    graph.add_conditional_edges("record", nodes.route_after_record, {"finalize": "finalize", "repair": "repair"})
+    graph.add_edge("repair", "generate")
+    graph.add_edge("finalize", END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,144 @@
+"""The shared nodes: generate, extract, check, record, repair, finalize. Each takes the state, returns changes."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sysmo.artifact import Artifact
+from sysmo.errors import SysmoError
+from sysmo.graphs.attempt import LLMCallSummary, Round
+from sysmo.graphs.context import AgentContext
+from sysmo.graphs.extract import extract_artifact
+from sysmo.graphs.repair import repair_request
+from sysmo.graphs.state import AgentState
+from sysmo.log import get_logger
+from sysmo.tools.result import CheckResult, Outcome
+
+log = get_logger(__name__)
+
+LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
+
+
+def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, role: str = "generator",
+               **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
+    """One model call through the context's client; returns (text, cost summary, raw response)."""
+    params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index}
+    if ctx.temperature is not None and role == "generator":
+        params["temperature"] = ctx.temperature
+    if ctx.max_tokens is not None and role == "generator":
+        params["max_tokens"] = ctx.max_tokens
+    params.update(kwargs)
+    started = time.monotonic()
+    response = ctx.llm.complete(messages, **params)
+    elapsed = time.monotonic() - started
+    usage = getattr(response, "usage", None)
+    summary = LLMCallSummary(
+        role=role,
+        model=str(getattr(response, "model", "") or ""),
+        provider=str(getattr(response, "provider", "") or ""),
+        prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0) if usage is not None else 0,
+        completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0) if usage is not None else 0,
+        cost_usd=float(getattr(response, "cost_usd", 0.0) or 0.0),
+        latency_s=float(getattr(response, "latency_s", elapsed) or elapsed),
+        cached=bool(getattr(response, "cached", False)),
+        request_hash=str(getattr(response, "request_hash", "") or ""),
+        is_control=bool(getattr(response, "is_control", False)),
+        purpose=purpose,
+    )
+    return str(getattr(response, "text", "") or ""), summary, response
+
+
+def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    started = time.monotonic()
+    try:
+        text, summary, _ = call_model(ctx, state["pending"], purpose="generate" if state.get("round_index", 0) == 0 else "repair")
+    except SysmoError as exc:
+        return {"response": "", "error": f"model call failed: {exc}", "status": "error", "round_started": started}
+    calls = list(state.get("llm_calls") or []) + [summary.model_dump()]
+    return {"response": text, "llm_calls": calls, "error": None,
+            "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s}
+
+
+def extract(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    result = extract_artifact(state.get("response"), ctx.task.language, ctx.task.inputs.module_name)
+    return {
+        "artifact": result.artifact.model_dump(mode="json") if result.artifact else None,
+        "extraction_error": result.error,
+        "extraction_notes": result.notes,
+    }
+
+
+def check(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    if not state.get("artifact"):
+        return {"check": None}
+    artifact = Artifact.model_validate(state["artifact"])
+    started = time.monotonic()
+    try:
+        result = ctx.checker(artifact, ctx.task)
+    except SysmoError as exc:
+        result = CheckResult(tool="checker", outcome=Outcome.ERROR, raw_output=str(exc))
+    return {"check": result.model_dump(mode="json"),
+            "tool_time_s": (state.get("tool_time_s") or 0.0) + (time.monotonic() - started)}
+
+
+def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Close the round: append its ``Round`` record; decide passed / keep going."""
+    index = state.get("round_index", 0)
+    check_result = CheckResult.model_validate(state["check"]) if state.get("check") else None
+    started = state.get("round_started") or time.monotonic()
+    rnd = Round(
+        index=index,
+        kind="generate" if index == 0 else "repair",
+        messages=list(state.get("pending") or []),
+        response=state.get("response") or "",
+        llm_calls=[LLMCallSummary.model_validate(c) for c in state.get("llm_calls") or []],
+        artifact=Artifact.model_validate(state["artifact"]) if state.get("artifact") else None,
+        extraction_error=state.get("extraction_error"),
+        extraction_notes=list(state.get("extraction_notes") or []),
+        check=check_result,
+        error=state.get("error"),
+        duration_s=time.monotonic() - started,
+        tool_time_s=state.get("tool_time_s") or 0.0,
+        llm_time_s=state.get("llm_time_s") or 0.0,
+    )
+    update: dict[str, Any] = {"rounds": [rnd.model_dump(mode="json")]}
+    if state.get("status") == "error":
+        return update
+    if check_result is not None and check_result.ok:
+        update["status"] = "passed"
+    elif index >= state.get("max_rounds", ctx.max_rounds):
+        update["status"] = "failed"
+    elif check_result is not None and check_result.outcome == Outcome.ERROR and not check_result.diagnostics:
+        # the tool itself broke: repairing the model cannot help, and its output is not about the model
+        update["status"] = "error"
+        update["error"] = f"{check_result.tool} could not run: {check_result.raw_output[-500:]}"
+    return update
+
+
+def route_after_record(state: AgentState) -> str:
+    return "finalize" if state.get("status") in ("passed", "failed", "error") else "repair"
+
+
+def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Next round's request: the conversation so far, the reply, and the tool's diagnostics."""
+    artifact = Artifact.model_validate(state["artifact"]) if state.get("artifact") else None
+    check_result = CheckResult.model_validate(state["check"]) if state.get("check") else None
+    feedback = repair_request(artifact, check_result, state.get("extraction_error"),
+                              LANGUAGE_NAMES.get(ctx.task.language.value, ctx.task.language.value))
+    conversation = list(state.get("pending") or []) + [
+        {"role": "assistant", "content": state.get("response") or ""},
+        {"role": "user", "content": feedback},
+    ]
+    return {"pending": conversation, "messages": conversation, "round_index": state.get("round_index", 0) + 1,
+            "response": "", "llm_calls": [], "artifact": None, "extraction_error": None, "extraction_notes": [],
+            "check": None, "round_started": time.monotonic(), "tool_time_s": 0.0, "llm_time_s": 0.0}
+
+
+def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    status = state.get("status") or "failed"
+    if status == "running":
+        status = "failed"
+    log.info("attempt.finalized", attempt=ctx.attempt_id, task=ctx.task.id, status=status,
+             rounds=len(state.get("rounds") or []))
+    return {"status": status}

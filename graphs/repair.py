@@ -1,0 +1,84 @@
+"""Build the repair request from the tool's real diagnostics: the messages, the offending lines, TLC's trace.
+
+The reference SysMoBench harness feeds back only "Runtime check failed"; we quote what the tool said,
+the lines it names (with numbers), and for TLC the states of the counterexample.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sysmo.artifact import Artifact
+from sysmo.tools.result import CheckResult, Diagnostic
+
+CONTEXT_LINES = 2
+MAX_DIAGNOSTICS = 15
+MAX_TRACE_STATES = 12
+
+
+def quote_lines(text: str, line: int, context: int = CONTEXT_LINES) -> str:
+    """The named line (marked ``>>``) with a little context, numbered as the tool numbers them."""
+    lines = text.splitlines()
+    if not 1 <= line <= len(lines):
+        return ""
+    lo, hi = max(1, line - context), min(len(lines), line + context)
+    width = len(str(hi))
+    return "\n".join(f"{'>>' if n == line else '  '} {n:>{width}} | {lines[n - 1]}" for n in range(lo, hi + 1))
+
+
+def _file_for(diagnostic: Diagnostic, artifact: Artifact) -> str | None:
+    if diagnostic.file:
+        base = diagnostic.file.rsplit("/", 1)[-1]
+        for name in artifact.files:
+            if name == base or name == diagnostic.file:
+                return name
+    return artifact.main_file
+
+
+def format_trace(trace: list[dict[str, Any]]) -> str:
+    """A TLC counterexample as numbered states (``details['trace']``: [{'action':..., 'variables': {...}}])."""
+    out = []
+    shown = trace if len(trace) <= MAX_TRACE_STATES else trace[: MAX_TRACE_STATES // 2] + [None] + trace[-MAX_TRACE_STATES // 2:]
+    for i, state in enumerate(shown):
+        if state is None:
+            out.append(f"... {len(trace) - MAX_TRACE_STATES} states omitted ...")
+            continue
+        number = state.get("number", i + 1)
+        action = state.get("action") or state.get("label") or ""
+        out.append(f"State {number}: {action}".rstrip())
+        for var, value in (state.get("variables") or {}).items():
+            out.append(f"  /\\ {var} = {value}")
+    return "\n".join(out)
+
+
+def diagnostics_report(artifact: Artifact | None, check: CheckResult) -> str:
+    """The tool's verdict as the model should see it: each diagnostic with the lines it names."""
+    parts = [f"The {check.tool} check ({check.tool_version}) reported: {check.outcome.value}."]
+    for d in check.diagnostics[:MAX_DIAGNOSTICS]:
+        parts.append(d.render())
+        if artifact is not None and d.line:
+            name = _file_for(d, artifact)
+            quoted = quote_lines(artifact.files.get(name or "", ""), d.line) if name else ""
+            if quoted:
+                parts.append(quoted)
+    if len(check.diagnostics) > MAX_DIAGNOSTICS:
+        parts.append(f"... and {len(check.diagnostics) - MAX_DIAGNOSTICS} more diagnostics.")
+    trace = check.details.get("trace") or check.details.get("error_trace")
+    if trace:
+        parts.append("Counterexample found by TLC:")
+        parts.append(format_trace(trace))
+    if not check.diagnostics and not trace and check.raw_output:
+        parts.append("Tool output (end):\n" + check.raw_output[-2000:])
+    return "\n".join(parts)
+
+
+def repair_request(artifact: Artifact | None, check: CheckResult | None, extraction_error: str | None,
+                   language_name: str) -> str:
+    """The user message of a repair round."""
+    if extraction_error:
+        return (f"I could not use your previous answer: {extraction_error}\n"
+                f"Reply with the complete corrected {language_name} model.")
+    assert check is not None
+    return (diagnostics_report(artifact, check)
+            + f"\n\nFix every problem above and reply with the complete corrected {language_name} model "
+              "(all files, not a diff), each file in its own fenced code block.")
