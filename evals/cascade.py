@@ -1,0 +1,104 @@
+"""The cascade framework: an ordered list of stages per task kind; a stage runs only if those before it passed.
+
+>>> card = cascade_for(TaskKind.UML_CLASS).score(artifact, task, ScoringContext())
+>>> [s.stage for s in card.stages]
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from sysmo.artifact import Artifact
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.errors import SysmoError, UnknownNameError
+from sysmo.evals.scorecard import ScoreCard, StageResult
+from sysmo.log import get_logger
+
+log = get_logger(__name__)
+
+
+@dataclass
+class ScoringContext:
+    """What stages may use beyond the artifact and task: LLM roles (helper, judge), embedding, limits."""
+
+    helper: Any = None  # sysmo.llm client for the helper role (mappings, invariant concretisation)
+    judge: Any = None  # sysmo.llm client for the judge role
+    embedding: Any = None  # a string-embedding callable, or None for exact-match metrics
+    options: dict[str, Any] = field(default_factory=dict)  # per-stage settings, e.g. {"runtime.runs": 20}
+
+    def option(self, key: str, default: Any) -> Any:
+        return self.options.get(key, default)
+
+
+class Stage(Protocol):
+    name: str
+    gate: bool  # True: later stages run only if this one passed
+
+    def __call__(self, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult: ...
+
+
+@dataclass
+class FunctionStage:
+    """A stage made from a function ``(artifact, task, ctx) -> StageResult``."""
+
+    name: str
+    fn: Callable[[Artifact, Task, ScoringContext], StageResult]
+    gate: bool = True
+
+    def __call__(self, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+        return self.fn(artifact, task, ctx)
+
+
+@dataclass
+class Cascade:
+    name: str
+    stages: list[Stage]
+
+    def score(self, artifact: Artifact | None, task: Task, ctx: ScoringContext | None = None) -> ScoreCard:
+        ctx = ctx or ScoringContext()
+        card = ScoreCard(task_id=task.id, cascade=self.name)
+        blocked_by: str | None = "no artifact was produced" if artifact is None or artifact.is_empty() else None
+        for stage in self.stages:
+            if blocked_by is not None:
+                card.stages.append(StageResult(stage=stage.name, value=0.0, passed=False, outcome="skipped",
+                                               skipped_because=blocked_by))
+                continue
+            started = time.monotonic()
+            try:
+                result = stage(artifact, task, ctx)
+            except SysmoError as exc:
+                result = StageResult(stage=stage.name, value=0.0, outcome="error", detail={"error": str(exc)})
+                log.warning("stage.error", stage=stage.name, task=task.id, error=str(exc))
+            result.duration_s = time.monotonic() - started
+            card.stages.append(result)
+            if stage.gate and not result.passed:
+                blocked_by = f"stage {stage.name!r} did not pass ({result.outcome})"
+        return card
+
+
+_CASCADES: dict[str, Callable[[], Cascade]] = {}
+CASCADE_MODULES = {TaskKind.TLA: "tla", TaskKind.SYSML: "sysml", TaskKind.UML_CLASS: "uml_class",
+                   TaskKind.ARCHITECTURE: "architecture"}
+
+
+def register_cascade(kind: TaskKind):
+    def wrap(factory: Callable[[], Cascade]) -> Callable[[], Cascade]:
+        _CASCADES[kind.value] = factory
+        return factory
+
+    return wrap
+
+
+def cascade_for(kind: TaskKind | str) -> Cascade:
+    import importlib
+
+    kind = TaskKind(kind)
+    if kind.value not in _CASCADES:
+        try:
+            importlib.import_module(f"sysmo.evals.cascades.{CASCADE_MODULES[kind]}")
+        except ModuleNotFoundError as exc:
+            raise UnknownNameError(f"no scoring cascade for {kind.value} tasks yet") from exc
+    return _CASCADES[kind.value]()

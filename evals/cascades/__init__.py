@@ -1,0 +1,1 @@
+"""Scoring cascades, one module per task kind."""
