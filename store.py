@@ -1,0 +1,185 @@
+"""The experiment store (SQLite): experiments, attempts, rounds, llm_calls, tool_calls, scores.
+
+Everything the reports and the trace viewer show is read from here; the run writes only through it.
+
+>>> store = Store(Path("runs/exp1/results.sqlite"))
+>>> store.save_attempt("exp1", attempt)
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Iterator
+
+from sysmo.errors import SysmoError
+from sysmo.evals.scorecard import ScoreCard
+from sysmo.graphs.attempt import Attempt
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS experiments (
+    id TEXT PRIMARY KEY, created_at TEXT, updated_at TEXT, status TEXT, is_control INTEGER,
+    config_json TEXT, environment_json TEXT
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    id TEXT PRIMARY KEY, experiment_id TEXT, task_id TEXT, benchmark TEXT, kind TEXT, domain TEXT,
+    difficulty INTEGER, agent TEXT, model TEXT, sample_index INTEGER, status TEXT, n_rounds INTEGER,
+    repair_rounds INTEGER, passed_round INTEGER, duration_s REAL, llm_time_s REAL, tool_time_s REAL,
+    prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, is_control INTEGER, error TEXT,
+    finished_at TEXT, attempt_json TEXT
+);
+CREATE INDEX IF NOT EXISTS attempts_exp ON attempts(experiment_id);
+CREATE TABLE IF NOT EXISTS rounds (
+    attempt_id TEXT, idx INTEGER, kind TEXT, prompt_json TEXT, response TEXT, artifact_json TEXT,
+    check_json TEXT, extraction_error TEXT, error TEXT, duration_s REAL, PRIMARY KEY (attempt_id, idx)
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    attempt_id TEXT, round_idx INTEGER, seq INTEGER, role TEXT, purpose TEXT, model TEXT, provider TEXT,
+    prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, latency_s REAL, cached INTEGER,
+    request_hash TEXT, is_control INTEGER
+);
+CREATE INDEX IF NOT EXISTS llm_calls_attempt ON llm_calls(attempt_id);
+CREATE TABLE IF NOT EXISTS tool_calls (
+    attempt_id TEXT, round_idx INTEGER, tool TEXT, tool_version TEXT, outcome TEXT, duration_s REAL,
+    n_diagnostics INTEGER
+);
+CREATE TABLE IF NOT EXISTS scores (
+    attempt_id TEXT PRIMARY KEY, experiment_id TEXT, cascade TEXT, scorecard_json TEXT, scored_at TEXT
+);
+CREATE TABLE IF NOT EXISTS score_metrics (
+    attempt_id TEXT, experiment_id TEXT, metric TEXT, value REAL, PRIMARY KEY (attempt_id, metric)
+);
+"""
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class Store:
+    """Thread-safe access to one experiment database (WAL; one connection guarded by a lock)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.RLock()
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
+        self._conn.row_factory = sqlite3.Row
+        with self._lock:
+            self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            self._conn.executescript(SCHEMA)
+            self._conn.commit()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return list(self._conn.execute(sql, params))
+
+    # ------------------------------------------------------------------ experiments
+    def save_experiment(self, experiment_id: str, config: dict[str, Any], environment: dict[str, Any],
+                        is_control: bool) -> None:
+        with self._lock, self._conn:
+            row = self._conn.execute("SELECT id FROM experiments WHERE id=?", (experiment_id,)).fetchone()
+            if row is None:
+                self._conn.execute(
+                    "INSERT INTO experiments VALUES (?,?,?,?,?,?,?)",
+                    (experiment_id, _now(), _now(), "running", int(is_control), json.dumps(config), json.dumps(environment)))
+            else:
+                self._conn.execute("UPDATE experiments SET updated_at=?, status='running', environment_json=? WHERE id=?",
+                                   (_now(), json.dumps(environment), experiment_id))
+
+    def set_experiment_status(self, experiment_id: str, status: str) -> None:
+        with self._lock, self._conn:
+            self._conn.execute("UPDATE experiments SET status=?, updated_at=? WHERE id=?", (status, _now(), experiment_id))
+
+    def experiment(self, experiment_id: str) -> dict[str, Any]:
+        rows = self.query("SELECT * FROM experiments WHERE id=?", (experiment_id,))
+        if not rows:
+            raise SysmoError(f"no experiment {experiment_id!r} in {self.path}")
+        row = dict(rows[0])
+        row["config"] = json.loads(row.pop("config_json") or "{}")
+        row["environment"] = json.loads(row.pop("environment_json") or "{}")
+        return row
+
+    # ------------------------------------------------------------------ attempts
+    def finished_attempt_ids(self, experiment_id: str) -> set[str]:
+        return {r["id"] for r in self.query("SELECT id FROM attempts WHERE experiment_id=?", (experiment_id,))}
+
+    def scored_attempt_ids(self, experiment_id: str) -> set[str]:
+        return {r["attempt_id"] for r in self.query("SELECT attempt_id FROM scores WHERE experiment_id=?", (experiment_id,))}
+
+    def save_attempt(self, experiment_id: str, attempt: Attempt, task_meta: dict[str, Any]) -> None:
+        """Write an attempt with its rounds, LLM calls and tool calls in one transaction."""
+        passed_round = next((r.index for r in attempt.rounds if r.passed), None)
+        with self._lock, self._conn:
+            self._conn.execute("DELETE FROM rounds WHERE attempt_id=?", (attempt.id,))
+            self._conn.execute("DELETE FROM llm_calls WHERE attempt_id=?", (attempt.id,))
+            self._conn.execute("DELETE FROM tool_calls WHERE attempt_id=?", (attempt.id,))
+            self._conn.execute(
+                "INSERT OR REPLACE INTO attempts VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (attempt.id, experiment_id, attempt.task_id, task_meta.get("benchmark"), task_meta.get("kind"),
+                 task_meta.get("domain"), task_meta.get("difficulty"), attempt.agent, attempt.model,
+                 attempt.sample_index, attempt.status.value, len(attempt.rounds), attempt.repair_rounds, passed_round,
+                 attempt.duration_s, sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
+                 attempt.prompt_tokens, attempt.completion_tokens, attempt.cost_usd, int(attempt.is_control),
+                 attempt.error, _now(), attempt.model_dump_json()))
+            for rnd in attempt.rounds:
+                self._conn.execute(
+                    "INSERT INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
+                    (attempt.id, rnd.index, rnd.kind, json.dumps(rnd.messages), rnd.response,
+                     rnd.artifact.model_dump_json() if rnd.artifact else None,
+                     rnd.check.model_dump_json() if rnd.check else None, rnd.extraction_error, rnd.error, rnd.duration_s))
+                for seq, call in enumerate(rnd.llm_calls):
+                    self._conn.execute(
+                        "INSERT INTO llm_calls VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                        (attempt.id, rnd.index, seq, call.role, call.purpose, call.model, call.provider,
+                         call.prompt_tokens, call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached),
+                         call.request_hash, int(call.is_control)))
+                if rnd.check is not None:
+                    self._conn.execute(
+                        "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?)",
+                        (attempt.id, rnd.index, rnd.check.tool, rnd.check.tool_version, rnd.check.outcome.value,
+                         rnd.check.duration_s, len(rnd.check.diagnostics)))
+
+    def attempt(self, attempt_id: str) -> Attempt:
+        rows = self.query("SELECT attempt_json FROM attempts WHERE id=?", (attempt_id,))
+        if not rows:
+            matches = self.query("SELECT attempt_json FROM attempts WHERE id LIKE ?", (f"{attempt_id}%",))
+            if len(matches) != 1:
+                raise SysmoError(f"no attempt {attempt_id!r} in {self.path}" if not matches
+                                 else f"attempt id prefix {attempt_id!r} is ambiguous ({len(matches)} matches)")
+            rows = matches
+        return Attempt.model_validate_json(rows[0]["attempt_json"])
+
+    def attempts(self, experiment_id: str) -> Iterator[Attempt]:
+        for row in self.query("SELECT attempt_json FROM attempts WHERE experiment_id=? ORDER BY task_id, agent, model, sample_index",
+                              (experiment_id,)):
+            yield Attempt.model_validate_json(row["attempt_json"])
+
+    # ------------------------------------------------------------------ scores
+    def save_score(self, experiment_id: str, attempt_id: str, card: ScoreCard) -> None:
+        with self._lock, self._conn:
+            self._conn.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
+                               (attempt_id, experiment_id, card.cascade, card.model_dump_json(), _now()))
+            self._conn.execute("DELETE FROM score_metrics WHERE attempt_id=?", (attempt_id,))
+            for metric, value in card.flat().items():
+                self._conn.execute("INSERT INTO score_metrics VALUES (?,?,?,?)", (attempt_id, experiment_id, metric, value))
+
+    def scorecard(self, attempt_id: str) -> ScoreCard | None:
+        rows = self.query("SELECT scorecard_json FROM scores WHERE attempt_id=?", (attempt_id,))
+        return ScoreCard.model_validate_json(rows[0]["scorecard_json"]) if rows else None
+
+    def llm_call_count(self, experiment_id: str, cached: bool | None = None) -> int:
+        sql = "SELECT COUNT(*) AS n FROM llm_calls JOIN attempts ON attempts.id = llm_calls.attempt_id WHERE experiment_id=?"
+        params: tuple = (experiment_id,)
+        if cached is not None:
+            sql += " AND cached=?"
+            params += (int(cached),)
+        return int(self.query(sql, params)[0]["n"])
