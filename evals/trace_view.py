@@ -1,0 +1,136 @@
+"""``sysmo trace``: one attempt as a terminal timeline, round by round (prompt folded, reply, artifact diff,
+diagnostics next to the lines they name, scores), or as JSON for machines."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.syntax import Syntax
+from rich.table import Table
+from rich.text import Text
+
+from sysmo.artifact import Artifact
+from sysmo.evals.scorecard import ScoreCard
+from sysmo.graphs.attempt import Attempt, Round
+from sysmo.tools.result import CheckResult
+
+FOLD_CHARS = 600
+SYNTAX = {"tla": "text", "sysml": "text", "plantuml": "text"}
+
+
+def fold(text: str, limit: int = FOLD_CHARS) -> str:
+    if len(text) <= limit:
+        return text
+    head, tail = text[: limit * 2 // 3], text[-limit // 3:]
+    return f"{head}\n  ... [{len(text) - len(head) - len(tail)} characters folded; --full shows all] ...\n{tail}"
+
+
+def artifact_diff(before: Artifact | None, after: Artifact | None) -> str:
+    """Unified diff of every file between two rounds' artifacts."""
+    if after is None:
+        return ""
+    old = before.files if before else {}
+    out = []
+    for name in sorted(set(old) | set(after.files)):
+        a, b = old.get(name, ""), after.files.get(name, "")
+        if a == b:
+            continue
+        out.extend(difflib.unified_diff(a.splitlines(), b.splitlines(), f"previous/{name}", f"this/{name}", lineterm=""))
+    return "\n".join(out)
+
+
+def annotated_listing(artifact: Artifact, check: CheckResult | None) -> Text:
+    """The artifact's lines with each diagnostic printed under the line it names."""
+    by_line: dict[tuple[str, int], list[str]] = {}
+    for d in (check.diagnostics if check else []):
+        if d.line:
+            fname = (d.file or artifact.main_file or "").rsplit("/", 1)[-1]
+            if fname not in artifact.files:
+                fname = artifact.main_file or ""
+            by_line.setdefault((fname, d.line), []).append(f"{d.severity.value}{'[' + d.code + ']' if d.code else ''}: {d.message}")
+    text = Text()
+    for name, body in artifact.files.items():
+        text.append(f"── {name}\n", style="bold")
+        lines = body.splitlines()
+        for n, line in enumerate(lines, 1):
+            marks = by_line.get((name, n))
+            text.append(f"{n:>4} {'>' if marks else '|'} ", style="red" if marks else "dim")
+            text.append(line + "\n")
+            for msg in marks or []:
+                text.append(f"       ^ {msg}\n", style="bold red")
+        for (fname, n), msgs in by_line.items():
+            if fname == name and n > len(lines):
+                for msg in msgs:
+                    text.append(f"  (line {n}) {msg}\n", style="bold red")
+    return text
+
+
+def round_panel(rnd: Round, previous: Artifact | None, full: bool = False) -> Panel:
+    parts: list[Any] = []
+    prompt = rnd.messages[-1]["content"] if rnd.messages else ""
+    parts.append(Text(f"prompt ({len(rnd.messages)} messages; last shown):", style="bold cyan"))
+    parts.append(Text(prompt if full else fold(str(prompt))))
+    calls = ", ".join(f"{c.role}:{c.model} {c.prompt_tokens}+{c.completion_tokens} tok ${c.cost_usd:.4f}"
+                      f"{' cached' if c.cached else ''}" for c in rnd.llm_calls)
+    parts.append(Text(f"response ({calls or 'no call'}):", style="bold cyan"))
+    parts.append(Text(rnd.response if full else fold(rnd.response)))
+    if rnd.extraction_error:
+        parts.append(Text(f"extraction error: {rnd.extraction_error}", style="bold red"))
+    if rnd.error:
+        parts.append(Text(f"error: {rnd.error}", style="bold red"))
+    if rnd.artifact is not None:
+        diff = artifact_diff(previous, rnd.artifact)
+        if previous is not None:
+            parts.append(Text("diff against the previous round:", style="bold cyan"))
+            parts.append(Syntax(diff or "(no change)", "diff", theme="ansi_dark", word_wrap=True))
+    if rnd.check is not None:
+        c = rnd.check
+        style = "green" if c.ok else "red"
+        parts.append(Text(f"{c.tool} {c.tool_version}: {c.outcome.value} ({len(c.diagnostics)} diagnostics, "
+                          f"{c.duration_s:.2f} s)", style=f"bold {style}"))
+        if rnd.artifact is not None and (c.diagnostics or full):
+            parts.append(annotated_listing(rnd.artifact, c))
+        trace = c.details.get("trace") if c.details else None
+        if trace:
+            parts.append(Text(f"TLC counterexample: {len(trace)} states", style="bold red"))
+    title = f"round {rnd.index} · {rnd.kind} · {rnd.duration_s:.2f} s"
+    return Panel(Group(*parts), title=title, title_align="left")
+
+
+def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False) -> None:
+    control = " [CONTROL: offline provider]" if attempt.is_control else ""
+    head = Table.grid(padding=(0, 2))
+    head.add_row("attempt", attempt.id)
+    head.add_row("task / agent / model", f"{attempt.task_id} / {attempt.agent} / {attempt.model}{control}")
+    head.add_row("sample", str(attempt.sample_index))
+    head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s")
+    head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens} / ${attempt.cost_usd:.4f}")
+    if attempt.error:
+        head.add_row("error", attempt.error)
+    console.print(Panel(head, title="sysmo trace", title_align="left"))
+    previous: Artifact | None = None
+    for rnd in attempt.rounds:
+        console.print(round_panel(rnd, previous, full=full))
+        previous = rnd.artifact or previous
+    if card is not None:
+        table = Table(title=f"scores ({card.cascade})")
+        for col in ("stage", "value", "outcome", "metrics", "skipped because"):
+            table.add_column(col)
+        for s in card.stages:
+            metrics = ", ".join(f"{k}={v:.3f}" for k, v in s.metrics.items() if isinstance(v, (int, float)))
+            table.add_row(s.stage, f"{s.value:.3f}", s.outcome, metrics, s.skipped_because or "")
+        console.print(table)
+
+
+def attempt_json(attempt: Attempt, card: ScoreCard | None) -> str:
+    data = attempt.model_dump(mode="json")
+    previous = None
+    for rnd, raw in zip(attempt.rounds, data["rounds"]):
+        raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""
+        previous = rnd.artifact or previous
+    data["scorecard"] = card.model_dump(mode="json") if card else None
+    return json.dumps(data, indent=2)
