@@ -32,6 +32,7 @@ class AgentContext:
     llm: ChatClient
     checker: Checker
     attempt_id: str = "attempt"
+    agent: str = ""
     sample_index: int = 0
     max_rounds: int = 3
     temperature: float | None = None

@@ -21,9 +21,15 @@ LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
 
 
 def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, role: str = "generator",
-               **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
+               round_index: int | None = None, **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
     """One model call through the context's client; returns (text, cost summary, raw response)."""
     params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index}
+    try:
+        from sysmo.llm.response import CallContext
+
+        params["context"] = CallContext(task=ctx.task, round=round_index, agent=ctx.agent, attempt_id=ctx.attempt_id)
+    except ImportError:  # the LLM layer is optional for graph unit tests with a plain client
+        pass
     if ctx.temperature is not None and role == "generator":
         params["temperature"] = ctx.temperature
     if ctx.max_tokens is not None and role == "generator":
@@ -52,7 +58,8 @@ def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: st
 def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     started = time.monotonic()
     try:
-        text, summary, _ = call_model(ctx, state["pending"], purpose="generate" if state.get("round_index", 0) == 0 else "repair")
+        text, summary, _ = call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
+                                      purpose="generate" if state.get("round_index", 0) == 0 else "repair")
     except SysmoError as exc:
         return {"response": "", "error": f"model call failed: {exc}", "status": "error", "round_started": started}
     calls = list(state.get("llm_calls") or []) + [summary.model_dump()]

@@ -1,0 +1,360 @@
+"""The experiment runner: agents x models x tasks x samples, run concurrently, scored, stored, resumable.
+
+It is the only place that knows about scheduling. A work unit is (task, agent, model, sample); its
+attempt id is a hash of those, so a resumed run recognises finished work and never recomputes it.
+
+>>> summary = run_experiment(ExperimentConfig.control())
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+import re
+import signal
+import threading
+import time
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sysmo.benchmarks.selection import TaskSelection
+from sysmo.benchmarks.task import Task
+from sysmo.errors import ConfigError, SysmoError
+from sysmo.evals.cascade import ScoringContext, cascade_for
+from sysmo.evals.scorecard import ScoreCard
+from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.log import get_logger
+from sysmo.store import Store
+
+log = get_logger(__name__)
+
+ALL_AGENTS = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
+CONTROL_MODELS = ["reference", "mockllm/control"]
+
+
+class Budget(BaseModel):
+    """Stop scheduling new attempts once spending passes a cap (finished work is kept)."""
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+
+class ExperimentConfig(BaseModel):
+    """One experiment. Every field has a default; a YAML file or CLI flags override them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None  # default: derived from the date and the settings
+    agents: list[str] = Field(default_factory=lambda: list(ALL_AGENTS))
+    models: list[Any] = Field(default_factory=lambda: list(CONTROL_MODELS))  # generator models (str or RoleConfig dict)
+    helper: Any = None  # helper role model (str or RoleConfig dict); default: none for controls
+    judge: Any = None  # judge role model
+    tasks: TaskSelection = Field(default_factory=lambda: TaskSelection(benchmarks=["starter"]))
+    data_dir: Path | None = None
+    samples: int = Field(default=5, ge=1)
+    max_rounds: int = Field(default=3, ge=0)
+    temperature: float | None = 0.2
+    max_tokens: int | None = None
+    seed: int = 0
+    concurrency: int = Field(default=4, ge=1)  # attempts in flight (their LLM calls overlap)
+    tool_concurrency: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
+    budget: Budget = Field(default_factory=Budget)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    output_dir: Path = Path("runs")
+    score: bool = True
+    scoring: dict[str, Any] = Field(default_factory=dict)  # per-stage options, e.g. {"runtime.runs": 5}
+    selection_metric: dict[str, str] = Field(default_factory=dict)  # kind -> metric for best-of-n
+
+    @field_validator("agents", "models", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @classmethod
+    def control(cls, **overrides: Any) -> ExperimentConfig:
+        """The offline control experiment: starter suite, `reference` + `mockllm/control`, all five agents."""
+        return cls(**overrides)
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> ExperimentConfig:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+            return cls.model_validate(data)
+        except OSError as exc:
+            raise ConfigError(f"cannot read experiment file {path}: {exc}") from exc
+        except (yaml.YAMLError, ValidationError) as exc:
+            raise ConfigError(f"experiment file {path} is invalid: {exc}") from exc
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m if isinstance(m, str) else m["model"] for m in self.models]
+
+    @property
+    def is_control(self) -> bool:
+        return all(n == "reference" or n.startswith("mockllm/") for n in self.model_names)
+
+    def experiment_id(self) -> str:
+        if self.id:
+            if not re.fullmatch(r"[\w.-]+", self.id):
+                raise ConfigError(f"experiment id {self.id!r} may use only letters, digits, '.', '_' and '-'")
+            return self.id
+        digest = hashlib.sha256(self.model_dump_json(exclude={"id", "output_dir"}).encode()).hexdigest()[:8]
+        prefix = "control" if self.is_control else "exp"
+        return f"{prefix}-{datetime.now(UTC):%Y%m%d}-{digest}"
+
+    def directory(self) -> Path:
+        return self.output_dir / self.experiment_id()
+
+
+@dataclass(frozen=True)
+class WorkUnit:
+    task: Task
+    agent: str
+    model: str
+    sample: int
+
+    @property
+    def attempt_id(self) -> str:
+        key = f"{self.task.id}|{self.agent}|{self.model}|{self.sample}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+@dataclass
+class RunSummary:
+    experiment_id: str
+    directory: Path
+    planned: int = 0
+    skipped_done: int = 0
+    ran: int = 0
+    passed: int = 0
+    errors: int = 0
+    unsupported: list[str] = field(default_factory=list)
+    stopped: str | None = None  # why the run stopped early (interrupt, budget)
+    cost_usd: float = 0.0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+def task_meta(task: Task) -> dict[str, Any]:
+    return {"benchmark": task.benchmark, "kind": task.kind.value, "domain": task.domain, "difficulty": task.difficulty}
+
+
+def expand(config: ExperimentConfig, tasks: list[Task]) -> tuple[list[WorkUnit], list[str]]:
+    """All work units, in a stable order, and the (agent, task) pairs skipped because the agent cannot do them."""
+    from sysmo.agents.registry import UnsupportedTaskError, get_agent
+
+    units: list[WorkUnit] = []
+    unsupported: list[str] = []
+    for agent in config.agents:
+        spec = get_agent(agent)
+        for task in tasks:
+            try:
+                spec.check_supports(task)
+            except UnsupportedTaskError as exc:
+                unsupported.append(str(exc))
+                continue
+            for model in config.model_names:
+                for sample in range(config.samples):
+                    units.append(WorkUnit(task, agent, model, sample))
+    return units, unsupported
+
+
+def environment_record() -> dict[str, Any]:
+    from sysmo import __version__
+
+    return {"sysmo": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "host": platform.node(), "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
+
+
+class UnitRunner:
+    """Runs one work unit end to end (attempt, score, store). Shared by the local and the Ray executors."""
+
+    def __init__(self, config: ExperimentConfig, directory: Path) -> None:
+        self.config = config
+        self.directory = directory
+        self._clients: dict[str, Any] = {}
+        self._lock = threading.Lock()
+        self._tool_slots = threading.BoundedSemaphore(config.tool_concurrency)
+
+    def _role_configs(self, model: str):
+        from sysmo.llm.roles import ModelRoles, RoleConfig
+
+        generator = next((m for m in self.config.models if (m if isinstance(m, str) else m["model"]) == model), model)
+        roles: dict[str, Any] = {"generator": RoleConfig.model_validate(generator)}
+        if self.config.helper is not None:
+            roles["helper"] = RoleConfig.model_validate(self.config.helper)
+        if self.config.judge is not None:
+            roles["judge"] = RoleConfig.model_validate(self.config.judge)
+        return ModelRoles(**roles)
+
+    def client(self, model: str) -> Any:
+        """One LLM client per generator model (it holds the cache, limits and mock script state)."""
+        with self._lock:
+            if model not in self._clients:
+                from sysmo.llm import LLM
+
+                self._clients[model] = LLM(self._role_configs(model))
+            return self._clients[model]
+
+    def checker(self, artifact, task):
+        from sysmo.tools.checkers import check_artifact
+
+        with self._tool_slots:  # bounded pool of tool processes, sized to the machine
+            return check_artifact(artifact, task)
+
+    def scoring_context(self, model: str) -> ScoringContext:
+        client = self.client(model)
+        helper = client if self.config.helper is not None else None
+        judge = client if self.config.judge is not None else None
+        return ScoringContext(helper=helper, judge=judge, options=dict(self.config.scoring))
+
+    def run_attempt(self, unit: WorkUnit) -> Attempt:
+        from sysmo.agents.run import run_attempt
+        from sysmo.graphs.context import AgentContext
+
+        ctx = AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
+                           attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
+                           max_rounds=self.config.max_rounds, temperature=self.config.temperature,
+                           max_tokens=self.config.max_tokens)
+        checkpoint = self.directory / "checkpoints" / f"{unit.attempt_id}.sqlite"
+        return run_attempt(unit.agent, ctx, model_name=unit.model, checkpoint_db=checkpoint)
+
+    def score(self, unit: WorkUnit, attempt: Attempt) -> ScoreCard:
+        with self._tool_slots:
+            return cascade_for(unit.task.kind).score(attempt.final_artifact, unit.task, self.scoring_context(unit.model))
+
+    def write_artifacts(self, attempt: Attempt) -> None:
+        """Each round's artifact on disk: <dir>/artifacts/<attempt>/round<i>/<file>."""
+        for rnd in attempt.rounds:
+            if rnd.artifact is None:
+                continue
+            folder = self.directory / "artifacts" / attempt.id / f"round{rnd.index}"
+            folder.mkdir(parents=True, exist_ok=True)
+            for name, text in rnd.artifact.files.items():
+                (folder / Path(name).name).write_text(text)
+
+
+def load_selected_tasks(config: ExperimentConfig) -> list[Task]:
+    from sysmo.benchmarks.registry import load_tasks
+
+    families = config.tasks.benchmarks or None
+    tasks = load_tasks(config.data_dir, families=families)
+    chosen = config.tasks.apply(tasks)
+    if not chosen:
+        raise ConfigError("the task selection matches no task; try `sysmo tasks list` with the same filters")
+    return chosen
+
+
+def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: bool = False,
+                   stop_event: threading.Event | None = None) -> RunSummary:
+    """Run (or resume) an experiment; finished units are skipped. Returns a summary of this invocation."""
+    started = time.monotonic()
+    experiment_id = config.experiment_id()
+    directory = config.output_dir / experiment_id
+    if not resume and (directory / "results.sqlite").exists():
+        raise SysmoError(f"experiment {experiment_id} already exists in {directory}; resume it with "
+                         f"`sysmo run --resume {experiment_id}` or choose another --id")
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    store = Store(directory / "results.sqlite")
+    store.save_experiment(experiment_id, config.model_dump(mode="json"), environment_record(), config.is_control)
+
+    tasks = load_selected_tasks(config)
+    units, unsupported = expand(config, tasks)
+    done = store.scored_attempt_ids(experiment_id) if config.score else store.finished_attempt_ids(experiment_id)
+    attempted = store.finished_attempt_ids(experiment_id)
+    pending = [u for u in units if u.attempt_id not in done]
+    summary = RunSummary(experiment_id=experiment_id, directory=directory, planned=len(units),
+                         skipped_done=len(units) - len(pending), unsupported=unsupported)
+    log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control)
+    runner = UnitRunner(config, directory)
+    stop = stop_event or threading.Event()
+    spent = {"cost": sum(a.cost_usd for a in store.attempts(experiment_id)), "tokens": 0}
+
+    def over_budget() -> str | None:
+        b = config.budget
+        if b.max_cost_usd is not None and spent["cost"] >= b.max_cost_usd:
+            return f"budget cap reached: ${spent['cost']:.2f} >= ${b.max_cost_usd:.2f}"
+        if b.max_tokens is not None and spent["tokens"] >= b.max_tokens:
+            return f"token cap reached: {spent['tokens']} >= {b.max_tokens}"
+        return None
+
+    def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt]:
+        if unit.attempt_id in attempted:  # the attempt finished before an interruption; only its score is missing
+            attempt = store.attempt(unit.attempt_id)
+        else:
+            attempt = runner.run_attempt(unit)
+            runner.write_artifacts(attempt)
+            store.save_attempt(experiment_id, attempt, task_meta(unit.task))
+        if config.score:
+            card = runner.score(unit, attempt)
+            store.save_score(experiment_id, attempt.id, card)
+        return unit, attempt
+
+    if config.executor == "ray":
+        from sysmo.ray_executor import run_on_ray
+
+        return run_on_ray(config, pending, summary, store, started)
+
+    from sysmo.progress import RunProgress
+
+    with RunProgress(total=len(units), done=summary.skipped_done, enabled=progress,
+                     label=f"{experiment_id}{' [CONTROL]' if config.is_control else ''}") as bar:
+        previous_handler = None
+        if threading.current_thread() is threading.main_thread():
+            def on_sigint(signum, frame):  # first Ctrl-C: finish running attempts; second: stop now
+                if stop.is_set():
+                    raise KeyboardInterrupt
+                stop.set()
+                bar.note("stopping: finishing the attempts in flight (Ctrl-C again to abort; `sysmo run --resume` continues)")
+            previous_handler = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="sysmo-unit") as pool:
+                queue = list(pending)
+                in_flight: set[Future] = set()
+                while queue or in_flight:
+                    reason = over_budget()
+                    if reason and not summary.stopped:
+                        summary.stopped = reason
+                        bar.note(reason)
+                    while queue and len(in_flight) < config.concurrency and not stop.is_set() and not summary.stopped:
+                        in_flight.add(pool.submit(run_unit, queue.pop(0)))
+                    if not in_flight:
+                        break
+                    finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
+                    for future in finished:
+                        try:
+                            unit, attempt = future.result()
+                        except SysmoError as exc:
+                            summary.errors += 1
+                            bar.note(f"error: {exc}")
+                            continue
+                        summary.ran += 1
+                        spent["cost"] += attempt.cost_usd
+                        spent["tokens"] += attempt.prompt_tokens + attempt.completion_tokens
+                        summary.cost_usd += attempt.cost_usd
+                        summary.tokens += attempt.prompt_tokens + attempt.completion_tokens
+                        if attempt.status == AttemptStatus.PASSED:
+                            summary.passed += 1
+                        elif attempt.status == AttemptStatus.ERROR:
+                            summary.errors += 1
+                        bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.cost_usd)
+                if stop.is_set() and not summary.stopped:
+                    summary.stopped = "interrupted"
+        finally:
+            if previous_handler is not None:
+                signal.signal(signal.SIGINT, previous_handler)
+    store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")
+    summary.seconds = time.monotonic() - started
+    store.close()
+    return summary
