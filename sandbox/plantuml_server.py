@@ -1,0 +1,296 @@
+"""The warm PlantUML server: one confined ``-picoweb`` JVM on 127.0.0.1 per process, rendering over HTTP.
+
+>>> response = plantuml_server().render("@startuml\\nclass A\\n@enduml")
+>>> response.error is None, response.svg.startswith("<svg")
+(True, True)
+
+The JVM runs under bubblewrap with everything unshared except the network namespace (it must be
+reachable on the host's loopback): a read-only ``/usr``, only the ``/etc`` entries Java needs, its own
+``/tmp`` and an empty work dir, a cleared environment, ``PLANTUML_SECURITY_PROFILE=SANDBOX`` (so
+``!include``, ``%getenv``, URLs and file functions cannot read the host), a heap bound and cgroup limits.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import BaseModel
+
+from sysmo.config import settings
+from sysmo.errors import ConfigError, ToolCrashError
+from sysmo.log import get_logger
+from sysmo.sandbox.base import Limits
+from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
+from sysmo.sandbox.server import ToolServer, free_port
+
+log = get_logger(__name__)
+
+# SANDBOX is PlantUML's strictest profile: no file, environment or URL access at all.
+ALLOWED_SECURITY_PROFILES = ("SANDBOX",)
+HEALTH_PROBE = "@startuml\nclass HealthProbe\n@enduml\n"
+BOX = "/box"
+JAR_INSIDE = "/opt/plantuml/plantuml.jar"
+
+
+class RenderResponse(BaseModel):
+    """What the server answered for one diagram: the SVG and PlantUML's error (line 1-based in the source)."""
+
+    svg: str
+    error: str | None = None
+    error_line: int | None = None
+    description: str | None = None
+    status: int = 200
+    duration_s: float = 0.0
+
+
+def security_profile() -> str:
+    """The configured PlantUML security profile, refused unless it is strict enough for untrusted text."""
+    profile = settings().tools.plantuml_security_profile.upper()
+    if profile not in ALLOWED_SECURITY_PROFILES:
+        raise ConfigError(
+            f"tools.plantuml_security_profile={profile!r} would let diagrams read host files or the environment; "
+            f"set it to one of {', '.join(ALLOWED_SECURITY_PROFILES)}"
+        )
+    return profile
+
+
+@lru_cache(maxsize=1)
+def _bwrap_usable() -> bool:
+    """bubblewrap present and allowed to create the namespaces we ask for (tried once per process)."""
+    if not shutil.which("bwrap"):
+        return False
+    try:
+        probe = subprocess.run(_bwrap_prefix(Path(tempfile.gettempdir())) + ["true"], capture_output=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return probe.returncode == 0
+
+
+def _etc_entries_for_java(java: Path) -> list[Path]:
+    """The /etc entries the JVM's own symlinks point into (its conf dir), plus what fonts and the loader read."""
+    java_home = java.resolve().parent.parent
+    wanted: set[Path] = set()
+    for root, _dirs, files in os.walk(java_home):
+        for name in files:
+            path = Path(root) / name
+            if path.is_symlink():
+                target = path.resolve()
+                if target.parts[:2] == ("/", "etc") and len(target.parts) > 2:
+                    wanted.add(Path("/etc") / target.parts[2])
+    for extra in ("fonts", "ld.so.cache", "localtime", "timezone"):
+        wanted.add(Path("/etc") / extra)
+    # cacerts is a symlink into /etc/ssl: the server needs no TLS, so the host's certificates stay hidden
+    wanted.discard(Path("/etc/ssl"))
+    return sorted(p for p in wanted if p.exists())
+
+
+def _bwrap_prefix(workdir: Path, binds: list[tuple[Path, str]] | None = None, etc: list[Path] | None = None) -> list[str]:
+    """A bwrap command line: all namespaces but the network, read-only system, private /tmp, one writable dir."""
+    cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+           "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+           "--ro-bind", "/usr", "/usr"]
+    for link in ("lib", "lib64", "bin", "sbin"):
+        target = Path("/") / link
+        if target.is_symlink():
+            cmd += ["--symlink", os.readlink(target), f"/{link}"]
+        elif target.exists():
+            cmd += ["--ro-bind", str(target), f"/{link}"]
+    cmd += ["--dir", "/etc"]
+    for entry in etc or []:
+        cmd += ["--ro-bind", str(entry), str(entry)]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for source, inside in binds or []:
+        cmd += ["--ro-bind", str(source), inside]
+    cmd += ["--bind", str(workdir), BOX, "--chdir", BOX, "--clearenv"]
+    return cmd
+
+
+class PlantUMLServer(ToolServer):
+    """A supervised ``java -jar plantuml.jar -picoweb:PORT:127.0.0.1`` (never ``--http-server``: it binds all interfaces)."""
+
+    name = "plantuml"
+    start_timeout_s = 60.0
+
+    def __init__(self, jar: Path | None = None, heap_mb: int = 768, request_timeout_s: float = 30.0,
+                 confine: bool = True) -> None:
+        super().__init__()
+        self._jar = jar
+        self.heap_mb = heap_mb
+        self.request_timeout_s = request_timeout_s
+        self.confine = confine
+        self.port: int | None = None
+        self.isolation: list[str] = []
+        self._dir: Path | None = None
+        self._cgroup: CgroupGroup | None = None
+        self._log_file = None
+
+    # ------------------------------------------------------------------ process
+    def jar(self) -> Path:
+        from sysmo.tools.install import plantuml_jar
+
+        return Path(self._jar or plantuml_jar()).resolve()
+
+    def _start(self) -> subprocess.Popen:
+        from sysmo.tools.install import java_binary
+
+        profile = security_profile()
+        jar = self.jar()
+        java = Path(java_binary()).resolve()
+        self.port = free_port()
+        self._dir = Path(tempfile.mkdtemp(prefix="sysmo-plantuml-server-"))
+        box = self._dir / "box"
+        box.mkdir()
+        java_argv = [f"-Xmx{self.heap_mb}m", "-Xss4m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", "-jar"]
+        env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PLANTUML_SECURITY_PROFILE": profile}
+        if self.confine and _bwrap_usable():
+            cmd = _bwrap_prefix(box, binds=[(jar, JAR_INSIDE)], etc=_etc_entries_for_java(java))
+            for key, value in env.items():
+                cmd += ["--setenv", key, value]
+            cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
+            cmd += [str(java), *java_argv, JAR_INSIDE, f"-picoweb:{self.port}:127.0.0.1"]
+            self.isolation = ["bwrap", "host-netns-loopback-only"]
+            popen_env = {}
+        else:
+            # Without bubblewrap the security profile and the cleared environment are the only guards.
+            log.warning("plantuml_server.unconfined", hint="install bubblewrap to confine the PlantUML server")
+            cmd = [str(java), *java_argv, str(jar), f"-picoweb:{self.port}:127.0.0.1"]
+            self.isolation = ["none"]
+            popen_env = {**env, "HOME": str(box), "TMPDIR": str(box)}
+        limiter = CgroupLimiter.detect()
+        limits = Limits(memory_mb=self.heap_mb + 768, pids=256)
+        self._cgroup = limiter.create(f"sysmo-plantuml-{uuid.uuid4().hex[:12]}", limits) if limiter else None
+        if self._cgroup is not None:
+            self.isolation.append(f"cgroup-{limiter.version}")
+        group = self._cgroup
+
+        def preexec() -> None:
+            if group is not None:
+                group.join(os.getpid())
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            size = 64 * 1024 * 1024  # the server writes nothing but its log
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+
+        self._log_file = open(self._dir / "server.log", "wb")  # noqa: SIM115 - kept open for the process's life
+        log.info("plantuml_server.start", port=self.port, jar=str(jar), isolation=self.isolation)
+        return subprocess.Popen(cmd, cwd=str(box), env=popen_env, stdin=subprocess.DEVNULL, stdout=self._log_file,
+                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
+
+    def _stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None
+        if self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
+            self._dir = None
+
+    def server_log(self, limit: int = 4000) -> str:
+        """The tail of the server's own output (for crash reports)."""
+        if self._dir is None or not (self._dir / "server.log").is_file():
+            return ""
+        return (self._dir / "server.log").read_bytes()[-limit:].decode(errors="replace")
+
+    def pids(self) -> list[int]:
+        """Every process of the server (bwrap and the JVM), found through /proc children links."""
+        if self.proc is None:
+            return []
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                try:
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+                except OSError:
+                    pass
+        return found
+
+    # ------------------------------------------------------------------ requests
+    def _post(self, port: int, source: str, timeout: float) -> RenderResponse:
+        body = json.dumps({"source": source, "options": ["-tsvg"]}).encode()
+        start = time.monotonic()
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+        try:
+            conn.request("POST", "/render", body=body, headers={"Content-Type": "application/json"})
+            reply = conn.getresponse()
+            svg = reply.read().decode(errors="replace")
+            line = reply.getheader("X-PlantUML-Diagram-Error-Line")
+            return RenderResponse(
+                svg=svg, status=reply.status, error=reply.getheader("X-PlantUML-Diagram-Error"),
+                error_line=int(line) if line and line.strip().lstrip("-").isdigit() else None,
+                description=reply.getheader("X-PlantUML-Diagram-Description"),
+                duration_s=time.monotonic() - start,
+            )
+        finally:
+            conn.close()
+
+    def _healthy(self) -> bool:
+        if self.port is None:
+            return False
+        try:
+            response = self._post(self.port, HEALTH_PROBE, timeout=5)
+        except (OSError, http.client.HTTPException):
+            return False
+        return response.status == 200 and response.error is None and "<svg" in response.svg
+
+    def render(self, source: str, timeout_s: float | None = None) -> RenderResponse:
+        """Render one diagram; a dead or wedged server is restarted and the request tried once more.
+
+        Raises ``TimeoutError`` when the diagram takes longer than the timeout (the server is then
+        restarted so that a runaway render cannot keep a CPU busy; the diagram is not tried again).
+        """
+        timeout = timeout_s or self.request_timeout_s
+        last: Exception | None = None
+        for attempt in range(2):
+            self.ensure()
+            port = self.port
+            assert port is not None
+            try:
+                return self._post(port, source, timeout)
+            except TimeoutError:
+                log.warning("plantuml_server.request_timeout", seconds=timeout)
+                self.restart()
+                raise
+            except (OSError, http.client.HTTPException) as exc:
+                log.warning("plantuml_server.request_failed", error=str(exc), attempt=attempt)
+                last = exc
+                with self._lock:
+                    if self.port == port:  # nobody restarted it meanwhile
+                        self.restart()
+        raise ToolCrashError(f"PlantUML server failed twice ({last}); server log tail:\n{self.server_log()}")
+
+
+_shared: PlantUMLServer | None = None
+_shared_lock = threading.Lock()
+
+
+def plantuml_server() -> PlantUMLServer:
+    """The process-wide PlantUML server (created on first use, started by the first request, stopped at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = PlantUMLServer()
+        return _shared
