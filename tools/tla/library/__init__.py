@@ -1,0 +1,1 @@
+"""Pure-TLA+ modules written for sysmo (SequencesExt, FiniteSetsExt, Functions, Folds, TLCExt subsets) for the library path."""
