@@ -1,0 +1,140 @@
+"""Experiment results as DataFrames: one row per attempt, summaries per (agent, model, kind), breakdowns.
+
+These frames are the single source of every report table, plot and export.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from sysmo.evals.statistics import bootstrap_ci, pass_at_k
+from sysmo.store import Store
+
+# the metric that picks the best of n samples, per task kind (override in the experiment's selection_metric)
+DEFAULT_SELECTION_METRIC = {
+    "tla": "invariants",
+    "sysml": "validity",
+    "uml_class": "clue.clue",
+    "architecture": "node_f1",
+}
+GROUP = ["agent", "model", "kind"]
+
+
+def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
+    """One row per attempt: identity, status, rounds, cost, and every score metric as a column."""
+    rows = store.query("SELECT id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, status, "
+                       "n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
+                       "completion_tokens, cost_usd, is_control, error FROM attempts WHERE experiment_id=?",
+                       (experiment_id,))
+    frame = pd.DataFrame([dict(r) for r in rows])
+    if frame.empty:
+        return frame
+    metrics = store.query("SELECT attempt_id, metric, value FROM score_metrics WHERE experiment_id=?", (experiment_id,))
+    if metrics:
+        wide = pd.DataFrame([dict(r) for r in metrics]).pivot_table(index="attempt_id", columns="metric",
+                                                                    values="value", aggfunc="first")
+        wide.columns = [f"score.{c}" for c in wide.columns]
+        frame = frame.merge(wide, left_on="id", right_index=True, how="left")
+    frame["passed"] = (frame["status"] == "passed").astype(int)
+    frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
+    return frame.sort_values(["task_id", "agent", "model", "sample_index"]).reset_index(drop=True)
+
+
+def score_columns(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if c.startswith("score.")]
+
+
+def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None = None,
+                  ks: tuple[int, ...] = (1, 3, 5)) -> pd.DataFrame:
+    """Per (agent, model, kind): tasks, samples, pass@k (unbiased), best-of-n, metric means with 95% CIs, cost."""
+    if frame.empty:
+        return pd.DataFrame()
+    selection = {**DEFAULT_SELECTION_METRIC, **(selection_metric or {})}
+    out = []
+    for (agent, model, kind), group in frame.groupby(GROUP, sort=True):
+        per_task = group.groupby("task_id")
+        counts = [(len(g), int(g["passed"].sum())) for _, g in per_task]
+        row: dict[str, Any] = {"agent": agent, "model": model, "kind": kind, "tasks": len(counts),
+                               "samples": int(len(group))}
+        n_min = min(n for n, _ in counts)
+        for k in ks:
+            if k <= n_min:
+                row[f"pass@{k}"] = float(np.mean([pass_at_k(n, c, k) for n, c in counts]))
+        ci = bootstrap_ci(list(group.groupby("task_id")["passed"].mean()))
+        row["pass_rate_ci"] = f"[{ci.low:.3f}, {ci.high:.3f}]"
+        metric = f"score.{selection.get(kind, '')}"
+        for col in score_columns(group):
+            values = group[col].dropna()
+            if values.empty:
+                continue
+            ci = bootstrap_ci(list(values))
+            row[f"{col[6:]}"] = ci.mean
+            row[f"{col[6:]} CI"] = f"[{ci.low:.3f}, {ci.high:.3f}]"
+        if metric in group.columns and group[metric].notna().any():
+            best = per_task[metric].max()
+            row[f"best-of-n {selection[kind]}"] = float(best.mean())
+        solved = group[group["passed"] == 1]
+        row["mean rounds to pass"] = float(solved["passed_round"].mean() + 1) if not solved.empty else None
+        row["cost $"] = float(group["cost_usd"].sum())
+        row["tokens"] = int(group["tokens"].sum())
+        row["wall s"] = float(group["duration_s"].sum())
+        out.append(row)
+    return pd.DataFrame(out)
+
+
+def breakdown_frame(frame: pd.DataFrame, by: str, metric: str = "passed") -> pd.DataFrame:
+    """Mean of ``metric`` per (agent, model) and a task attribute (benchmark, domain, difficulty)."""
+    if frame.empty or by not in frame.columns or metric not in frame.columns:
+        return pd.DataFrame()
+    data = frame.dropna(subset=[by])
+    if data.empty:
+        return pd.DataFrame()
+    table = data.pivot_table(index=["agent", "model"], columns=by, values=metric, aggfunc="mean")
+    return table.reset_index()
+
+
+def rounds_to_success(frame: pd.DataFrame, max_rounds: int) -> pd.DataFrame:
+    """Share of attempts passed by round r (cumulative), per (agent, model)."""
+    rows = []
+    for (agent, model), group in frame.groupby(["agent", "model"]):
+        total = len(group)
+        for r in range(max_rounds + 1):
+            share = float(((group["passed"] == 1) & (group["passed_round"] <= r)).sum()) / total if total else 0.0
+            rows.append({"agent": agent, "model": model, "round": r, "passed_share": share})
+    return pd.DataFrame(rows)
+
+
+def provenance(store: Store, experiment_id: str) -> dict[str, Any]:
+    """Tool versions, prompt hashes and model roles the results came from."""
+    experiment = store.experiment(experiment_id)
+    tools = {f"{r['tool']}": r["tool_version"] for r in store.query(
+        "SELECT DISTINCT tool, tool_version FROM tool_calls JOIN attempts ON attempts.id = tool_calls.attempt_id "
+        "WHERE experiment_id=?", (experiment_id,))}
+    prompts: dict[str, str] = {}
+    stage_provenance: dict[str, str] = {}
+    for attempt in store.attempts(experiment_id):
+        prompts.update(attempt.prompt_hashes)
+        card = store.scorecard(attempt.id)
+        if card is not None:
+            for stage in card.stages:
+                for key, value in stage.provenance.items():
+                    stage_provenance[f"{stage.stage}.{key}"] = value
+    config = experiment["config"]
+    return {
+        "experiment": experiment_id,
+        "control": bool(experiment["is_control"]),
+        "environment": experiment["environment"],
+        "models": {"generator": config.get("models"), "helper": config.get("helper"), "judge": config.get("judge")},
+        "tool_versions": tools,
+        "scoring_provenance": stage_provenance,
+        "prompt_hashes": prompts,
+        "settings": {k: config.get(k) for k in ("samples", "max_rounds", "temperature", "agents", "tasks")},
+    }
+
+
+def provenance_json(store: Store, experiment_id: str) -> str:
+    return json.dumps(provenance(store, experiment_id), indent=2, default=str)
