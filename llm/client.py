@@ -1,0 +1,311 @@
+"""``LLM``: the one way sysmo calls a model: roles, cache, retries, concurrency limits, accounting, events."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+from tenacity import RetryCallState
+
+from sysmo.artifact import Artifact
+from sysmo.errors import ConfigError, LLMError, SysmoError
+from sysmo.llm.cache import ResponseCache
+from sysmo.llm.limits import SHARED_LIMITS, ConcurrencyLimits
+from sysmo.llm.mockllm import MockLLMProvider, MockScript, find_script
+from sysmo.llm.reference import ReferenceProvider
+from sysmo.llm.request import LLMRequest, Provider
+from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse
+from sysmo.llm.retry import LLMCallError, is_retryable, retry_policy, status_of
+from sysmo.llm.roles import ModelRoles, RoleConfig
+from sysmo.log import get_logger
+
+log = get_logger("sysmo.llm")
+
+
+class RoleSpend(BaseModel):
+    calls: int = 0
+    cached_calls: int = 0
+    failed_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0  # what the answers cost when they were made
+    spend_usd: float = 0.0  # what this process paid
+
+
+def default_cache_path() -> Path:
+    from sysmo.config import settings
+
+    return settings().home / "llm_cache.sqlite"
+
+
+class LLM:
+    """Every model call goes through ``complete`` / ``acomplete``.
+
+    >>> llm = LLM(ModelRoles(generator="openai/gpt-4o-mini", helper="mockllm/default"))
+    >>> r = llm.complete([{"role": "user", "content": "Write a TLA+ spec ..."}], role="generator", sample_index=2)
+    >>> r.text, r.usage.prompt_tokens, r.cost_usd, r.cached
+
+    ``cache``: a ``ResponseCache``, a path, ``None`` for ``<settings().home>/llm_cache.sqlite``, or ``False``.
+    ``on_call`` receives an ``LLMCallRecord`` for every call (the store persists them).
+    ``scripts`` / ``reference`` supply the offline providers in code instead of files / the call context.
+    """
+
+    def __init__(
+        self,
+        roles: ModelRoles | RoleConfig | str,
+        *,
+        cache: ResponseCache | Path | str | bool | None = None,
+        on_call: Callable[[LLMCallRecord], None] | None = None,
+        limits: ConcurrencyLimits | None = None,
+        scripts: dict[str, MockScript] | None = None,
+        reference: Artifact | None = None,
+    ) -> None:
+        self.roles = roles if isinstance(roles, ModelRoles) else ModelRoles.model_validate(roles)
+        if cache is False:
+            self.cache: ResponseCache | None = None
+        elif isinstance(cache, ResponseCache):
+            self.cache = cache
+        else:
+            self.cache = ResponseCache(default_cache_path() if cache in (None, True) else Path(cache))
+        self.on_call = on_call
+        self.limits = limits or SHARED_LIMITS
+        self.scripts = scripts or {}
+        self.reference = reference
+        self.spend: dict[str, RoleSpend] = {}
+        self._providers: dict[str, Provider] = {}
+        self._lock = threading.Lock()
+
+    # -- providers
+    def config(self, role: str) -> RoleConfig:
+        return self.roles.for_role(role)
+
+    def provider(self, role: str) -> Provider:
+        """The role's provider, built on first use (this is where a bad name or a missing key is reported)."""
+        config = self.config(role)
+        key = config.model_dump_json()
+        with self._lock:
+            if key not in self._providers:
+                self._providers[key] = self._build(config)
+            return self._providers[key]
+
+    def _build(self, config: RoleConfig) -> Provider:
+        if config.model == "reference":
+            return ReferenceProvider(self.reference)
+        if config.model.startswith("mockllm/"):
+            name = config.model.split("/", 1)[1]
+            script = self.scripts.get(name) or find_script(name, config.script)
+            return MockLLMProvider(config.model, script)
+        from sysmo.llm.litellm_provider import LiteLLMProvider
+
+        return LiteLLMProvider(config)
+
+    def validate(self) -> None:
+        """Build every role's provider now: unknown models and missing API keys fail here, not mid-run."""
+        for role in ("generator", "helper", "judge"):
+            try:
+                self.provider(role)
+            except ConfigError:
+                if role == "generator":
+                    raise
+
+    # -- calls
+    def _request(self, messages: list[dict[str, Any]], role: str, sample_index: int, temperature: float | None,
+                 max_tokens: int | None, tools: list[dict[str, Any]] | None,
+                 response_format: dict[str, Any] | type[BaseModel] | None,
+                 context: CallContext | None, extra: dict[str, Any] | None) -> tuple[RoleConfig, LLMRequest]:
+        config = self.config(role)
+        if not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
+            raise LLMError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts")
+        if isinstance(response_format, type) and issubclass(response_format, BaseModel):
+            response_format = {"type": "json_schema", "json_schema": {
+                "name": response_format.__name__, "schema": response_format.model_json_schema()}}
+        request = LLMRequest(
+            model=config.model, role=role, messages=messages, sample_index=sample_index,
+            temperature=config.temperature if temperature is None else temperature,
+            max_tokens=config.max_tokens if max_tokens is None else max_tokens,
+            tools=tools, response_format=response_format, api_base=config.api_base,
+            extra={**config.extra, **(extra or {})},
+            context=context,
+        )
+        return config, request
+
+    def _lookup(self, config: RoleConfig, request: LLMRequest, key: str, start: float) -> LLMResponse | None:
+        # before the provider is built: replaying a cached run needs neither litellm's import nor an API key
+        if self.cache is None or not config.cache or config.is_control:
+            return None  # controls are free and deterministic: caching them would only hide script edits
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        response = hit.model_copy(update={
+            "cached": True, "spend_usd": 0.0, "original_latency_s": hit.latency_s, "role": request.role,
+            "latency_s": time.perf_counter() - start, "attempts": 0})
+        log.info("llm.cache_hit", model=config.model, role=request.role, request_hash=key[:16],
+                 sample=request.sample_index, prompt_tokens=response.usage.prompt_tokens,
+                 completion_tokens=response.usage.completion_tokens, cost_usd=response.cost_usd)
+        return response
+
+    def _before_sleep(self, config: RoleConfig, request: LLMRequest) -> Callable[[RetryCallState], None]:
+        def before_sleep(state: RetryCallState) -> None:
+            exc = state.outcome.exception() if state.outcome else None
+            log.warning("llm.retry", model=config.model, role=request.role, attempt=state.attempt_number,
+                        wait_s=round(state.upcoming_sleep, 3), status=status_of(exc) if exc else None,
+                        error=type(exc).__name__ if exc else None)
+        return before_sleep
+
+    def _fail(self, config: RoleConfig, exc: BaseException, attempts: int) -> SysmoError:
+        if isinstance(exc, SysmoError):
+            return exc
+        status = status_of(exc)
+        retryable = is_retryable(exc)
+        detail = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
+        if status in (401, 403):
+            hint = (f"set {config.api_key_env}" if config.api_key_env
+                    else "check the provider's API key environment variable (or api_key_env in the role config)")
+            message = f"authentication failed for {config.model!r} ({status}): {hint}. {detail}"
+        elif status == 404:
+            message = f"model {config.model!r} was not found by the server ({status}): check the name. {detail}"
+        elif retryable:
+            message = f"{config.model!r} kept failing after {attempts} attempts: {detail}"
+        else:
+            message = f"{config.model!r} rejected the request ({status or type(exc).__name__}): {detail}"
+        return LLMCallError(message, status_code=status, retryable=retryable, attempts=attempts)
+
+    def _record(self, config: RoleConfig, provider: Provider | None, request: LLMRequest, key: str,
+                response: LLMResponse | None, error: BaseException | None, latency_s: float) -> None:
+        with self._lock:
+            spend = self.spend.setdefault(request.role, RoleSpend())
+            spend.calls += 1
+            if error is not None:
+                spend.failed_calls += 1
+            if response is not None:
+                spend.cached_calls += int(response.cached)
+                spend.prompt_tokens += response.usage.prompt_tokens
+                spend.completion_tokens += response.usage.completion_tokens
+                spend.cost_usd += response.cost_usd
+                spend.spend_usd += response.spend_usd
+        if self.on_call is None:
+            return
+        self.on_call(LLMCallRecord(
+            role=request.role, model=config.model,
+            provider=response.provider if response else (provider.name if provider else "unknown"),
+            is_control=config.is_control, request_hash=key, sample_index=request.sample_index,
+            messages=request.messages, params=request.params(), context=request.context, response=response,
+            prompt_tokens=response.usage.prompt_tokens if response else 0,
+            completion_tokens=response.usage.completion_tokens if response else 0,
+            cost_usd=response.cost_usd if response else 0.0, spend_usd=response.spend_usd if response else 0.0,
+            latency_s=latency_s, cached=bool(response and response.cached),
+            error=str(error) if error else None, error_type=type(error).__name__ if error else None,
+        ))
+
+    def _finish(self, config: RoleConfig, provider: Provider, request: LLMRequest, key: str,
+                response: LLMResponse, attempts: int, start: float) -> LLMResponse:
+        response = response.model_copy(update={
+            "request_hash": key, "attempts": attempts, "latency_s": time.perf_counter() - start})
+        if self.cache is not None and config.cache and not provider.is_control:
+            self.cache.put(key, response)
+        log.info("llm.response", model=config.model, role=request.role, provider=response.provider,
+                 request_hash=key[:16], sample=request.sample_index, prompt_tokens=response.usage.prompt_tokens,
+                 completion_tokens=response.usage.completion_tokens, cost_usd=response.cost_usd,
+                 latency_s=round(response.latency_s, 3), attempts=attempts, control=response.is_control)
+        self._record(config, provider, request, key, response, None, response.latency_s)
+        return response
+
+    def _failed(self, config: RoleConfig, provider: Provider | None, request: LLMRequest, key: str,
+                exc: BaseException, attempts: int, start: float) -> SysmoError:
+        error = self._fail(config, exc, attempts)
+        log.error("llm.error", model=config.model, role=request.role, request_hash=key[:16],
+                  attempts=attempts, status=status_of(exc), error=str(error)[:300])
+        self._record(config, provider, request, key, None, error, time.perf_counter() - start)
+        return error
+
+    def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str = "generator",
+        sample_index: int = 0,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | type[BaseModel] | None = None,
+        context: CallContext | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> LLMResponse:
+        """One answer for ``messages`` (OpenAI format). ``temperature``/``max_tokens`` override the role's;
+        ``extra`` adds provider parameters (``tool_choice``, ``stop``, ``seed`` ...) over the role's ``extra``.
+
+        Raises ``LLMError`` (``LLMCallError`` with ``status_code`` for HTTP failures) once retries are spent.
+        """
+        start = time.perf_counter()
+        config, request = self._request(messages, role, sample_index, temperature, max_tokens, tools,
+                                        response_format, context, extra)
+        key = request.key()
+        provider: Provider | None = None
+        attempts = 0
+        try:
+            hit = self._lookup(config, request, key, start)
+            if hit is not None:
+                self._record(config, None, request, key, hit, None, hit.latency_s)
+                return hit
+            provider = self.provider(role)
+            start = time.perf_counter()  # latency is the model's, not litellm's first import
+            log.info("llm.request", model=config.model, role=role, request_hash=key[:16], sample=sample_index,
+                     messages=len(messages), tools=len(tools or []))
+            if provider.is_control:
+                attempts = 1
+                response = provider.complete(request)
+            else:
+                with self.limits.hold(config.limit_key, config.concurrency):
+                    for attempt in retry_policy(config, self._before_sleep(config, request)):
+                        with attempt:
+                            attempts = attempt.retry_state.attempt_number
+                            response = provider.complete(request)
+        except Exception as exc:
+            raise self._failed(config, provider, request, key, exc, attempts, start) from exc
+        return self._finish(config, provider, request, key, response, attempts, start)
+
+    async def acomplete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        role: str = "generator",
+        sample_index: int = 0,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        response_format: dict[str, Any] | type[BaseModel] | None = None,
+        context: CallContext | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> LLMResponse:
+        """``complete`` for asyncio callers; concurrency is bounded per provider within the event loop."""
+        start = time.perf_counter()
+        config, request = self._request(messages, role, sample_index, temperature, max_tokens, tools,
+                                        response_format, context, extra)
+        key = request.key()
+        provider: Provider | None = None
+        attempts = 0
+        try:
+            hit = self._lookup(config, request, key, start)
+            if hit is not None:
+                self._record(config, None, request, key, hit, None, hit.latency_s)
+                return hit
+            provider = self.provider(role)
+            start = time.perf_counter()  # latency is the model's, not litellm's first import
+            log.info("llm.request", model=config.model, role=role, request_hash=key[:16], sample=sample_index,
+                     messages=len(messages), tools=len(tools or []))
+            if provider.is_control:
+                attempts = 1
+                response = await provider.acomplete(request)
+            else:
+                async with self.limits.ahold(config.limit_key, config.concurrency):
+                    async for attempt in retry_policy(config, self._before_sleep(config, request), is_async=True):
+                        with attempt:
+                            attempts = attempt.retry_state.attempt_number
+                            response = await provider.acomplete(request)
+        except Exception as exc:
+            raise self._failed(config, provider, request, key, exc, attempts, start) from exc
+        return self._finish(config, provider, request, key, response, attempts, start)

@@ -1,0 +1,130 @@
+"""Hosted and self-served models through litellm (imported on first use: the import takes seconds)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from types import ModuleType
+from typing import Any
+
+from sysmo.errors import LLMError, UnknownNameError
+from sysmo.llm.request import LLMRequest
+from sysmo.llm.response import LLMResponse, ToolCall, Usage
+from sysmo.llm.roles import RoleConfig
+from sysmo.log import get_logger
+
+log = get_logger("sysmo.llm")
+
+NO_KEY = "sysmo-no-key"  # OpenAI clients insist on a key; self-hosted servers ignore it
+
+
+def import_litellm() -> ModuleType:
+    """litellm, with its bundled price map (no network fetch at import) and without its banner."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[float, str | None]:
+    """USD for ``usage`` from the role's own price, else litellm's map; (0, why) when no price is known."""
+    if config is not None and config.price_per_mtok is not None:
+        inp, out = config.price_per_mtok
+        return (usage.prompt_tokens * inp + usage.completion_tokens * out) / 1e6, None
+    litellm = import_litellm()
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+    except Exception:  # litellm raises several types for unmapped models
+        return 0.0, (f"no price for {model!r} in litellm's cost map (a local or unknown model): cost counted as 0; "
+                     "set price_per_mtok in the role config to price it")
+    return float(prompt_cost + completion_cost), None
+
+
+class LiteLLMProvider:
+    """One role's model via ``litellm.completion``. Validates the model name and the API key up front."""
+
+    is_control = False
+
+    def __init__(self, config: RoleConfig) -> None:
+        self.config = config
+        self.litellm = import_litellm()
+        try:
+            _, self.name, _, _ = self.litellm.get_llm_provider(config.model, api_base=config.api_base)
+        except Exception as exc:
+            raise UnknownNameError(
+                f"litellm does not know the model {config.model!r}: prefix it with a provider, e.g. "
+                "openai/gpt-4o-mini, anthropic/claude-3-5-sonnet-20240620, ollama/llama3; for an "
+                "OpenAI-compatible server use openai/<served-name> with api_base; offline: mockllm/<script> "
+                "or reference") from exc
+        self.api_key = self._api_key()
+
+    def _api_key(self) -> str | None:
+        env = self.config.api_key_env
+        if env:
+            key = os.environ.get(env)
+            if not key:
+                raise LLMError(f"model {self.config.model!r} needs an API key: set the environment variable {env}")
+            return key
+        if self.config.api_base:
+            # never send a hosted provider's key to an arbitrary server; name api_key_env to send one
+            return NO_KEY
+        check = self.litellm.validate_environment(self.config.model)
+        missing = [k for k in check.get("missing_keys", []) if k.endswith(("_KEY", "_TOKEN"))]
+        if missing:
+            raise LLMError(f"model {self.config.model!r} needs an API key: set {' or '.join(missing)} "
+                           "(or api_key_env in the role config)")
+        return None
+
+    def _kwargs(self, request: LLMRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.config.model, "messages": request.messages, "timeout": self.config.timeout_s,
+            "max_retries": 0,  # retries are ours (tenacity), so every HTTP attempt is seen and logged
+            "drop_params": True,  # a parameter one provider lacks is dropped, not an error
+        }
+        if self.config.api_base:
+            kwargs["api_base"] = self.config.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        for name in ("temperature", "max_tokens", "response_format"):
+            value = getattr(request, name)
+            if value is not None:
+                kwargs[name] = value
+        if request.tools:
+            kwargs["tools"] = request.tools
+            # litellm 1.106 otherwise imports its MCP gateway (the optional `mcp` package) for any tools
+            kwargs["_skip_mcp_handler"] = True
+        kwargs.update(request.extra)
+        return kwargs
+
+    def complete(self, request: LLMRequest) -> LLMResponse:
+        start = time.perf_counter()
+        raw = self.litellm.completion(**self._kwargs(request))
+        return self._convert(raw, request, time.perf_counter() - start)
+
+    async def acomplete(self, request: LLMRequest) -> LLMResponse:
+        start = time.perf_counter()
+        raw = await self.litellm.acompletion(**self._kwargs(request))
+        return self._convert(raw, request, time.perf_counter() - start)
+
+    def _convert(self, raw: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
+        if not getattr(raw, "choices", None):
+            raise LLMError(f"model {self.config.model!r} answered without any choice")
+        choice = raw.choices[0]
+        message = choice.message
+        calls = [ToolCall.parse(c.id or f"call_{i}", c.function.name, c.function.arguments)
+                 for i, c in enumerate(message.tool_calls or [])]
+        raw_usage = getattr(raw, "usage", None)
+        usage = Usage(prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
+                      completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0)
+        cost, note = price(self.config.model, usage, self.config)
+        hidden = getattr(raw, "_hidden_params", {}) or {}
+        return LLMResponse(
+            text=message.content or "", tool_calls=calls, finish_reason=choice.finish_reason,
+            model=self.config.model, served_model=getattr(raw, "model", None),
+            provider=hidden.get("custom_llm_provider") or self.name, role=request.role,
+            sample_index=request.sample_index, usage=usage, cost_usd=cost, spend_usd=cost, cost_note=note,
+            latency_s=latency_s, raw=json.loads(raw.model_dump_json()),
+        )

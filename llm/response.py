@@ -1,0 +1,126 @@
+"""What one model call returns (``LLMResponse``) and what the store persists about it (``LLMCallRecord``)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from sysmo.benchmarks.task import Task
+
+
+class Usage(BaseModel):
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ToolCall(BaseModel):
+    """A function call the model asked for, in the OpenAI tools format.
+
+    ``arguments`` is the parsed JSON object; when the model sent malformed JSON it is ``{}`` and
+    ``error`` says why (``arguments_json`` keeps what was sent, to feed back to the model).
+    """
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    arguments_json: str = "{}"
+    error: str | None = None
+
+    @classmethod
+    def parse(cls, id: str, name: str, arguments: str | dict[str, Any] | None) -> ToolCall:
+        if isinstance(arguments, dict):
+            return cls(id=id, name=name, arguments=arguments, arguments_json=json.dumps(arguments))
+        text = arguments or "{}"
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            return cls(id=id, name=name, arguments_json=text, error=f"tool arguments are not valid JSON: {exc}")
+        if not isinstance(value, dict):
+            return cls(id=id, name=name, arguments_json=text, error="tool arguments must be a JSON object")
+        return cls(id=id, name=name, arguments=value, arguments_json=text)
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments_json}}
+
+
+class CallContext(BaseModel):
+    """Who is calling, for the offline providers (the reference needs the task) and for the record.
+
+    >>> llm.complete(messages, role="generator", context=CallContext(task=task, round=2, agent="base_modeling"))
+    """
+
+    task: Task | None = Field(default=None, exclude=True)  # not persisted: the record keeps task_id
+    task_id: str | None = None
+    round: int | None = None
+    agent: str | None = None
+    attempt_id: str | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if self.task is not None and self.task_id is None:
+            self.task_id = self.task.id
+
+
+class LLMResponse(BaseModel):
+    """One answer. ``cost_usd`` is what the call cost when it was made; ``spend_usd`` is new money spent
+    by this call (0 for a cache hit or an offline provider). ``is_control`` marks ``mockllm``/``reference``.
+    """
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    finish_reason: str | None = None
+    model: str  # as configured, e.g. "openai/gpt-4o-mini", "mockllm/demo", "reference"
+    served_model: str | None = None  # what the server said it ran
+    provider: str  # "openai", "anthropic", "ollama", ..., "mockllm", "reference"
+    is_control: bool = False
+    role: str = "generator"
+    sample_index: int = 0
+    usage: Usage = Field(default_factory=Usage)
+    cost_usd: float = 0.0
+    spend_usd: float = 0.0
+    cost_note: str | None = None  # why the cost is 0 (no price known, offline provider)
+    latency_s: float = 0.0  # wall time of this call, retries included
+    original_latency_s: float | None = None  # for a cache hit: the latency of the call that filled the cache
+    attempts: int = 1  # HTTP attempts, retries included
+    cached: bool = False
+    request_hash: str = ""
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+    def assistant_message(self) -> dict[str, Any]:
+        """This answer as an OpenAI-format assistant message, to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.text or None}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        return message
+
+
+class LLMCallRecord(BaseModel):
+    """Everything about one call, successful or not: what the store persists and the trace viewer shows."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    started_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    role: str
+    model: str
+    provider: str
+    is_control: bool = False
+    request_hash: str
+    sample_index: int = 0
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, tools, response_format, extra
+    context: CallContext | None = None
+    response: LLMResponse | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    spend_usd: float = 0.0
+    latency_s: float = 0.0
+    cached: bool = False
+    error: str | None = None
+    error_type: str | None = None

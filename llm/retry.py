@@ -1,0 +1,85 @@
+"""When a failed call is worth repeating (rate limits, 5xx, timeouts, dropped connections) and how long to wait."""
+
+from __future__ import annotations
+
+import email.utils
+import random
+import time
+from collections.abc import Callable
+from typing import Any
+
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
+
+from sysmo.errors import LLMError
+from sysmo.llm.roles import RoleConfig
+
+RETRYABLE_STATUS = {408, 409, 425, 429}  # plus every 5xx
+
+
+class LLMCallError(LLMError):
+    """A model call failed for good. ``status_code`` is the HTTP status when there was one."""
+
+    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
+                 attempts: int = 1) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.retryable = retryable
+        self.attempts = attempts
+
+
+def status_of(exc: BaseException) -> int | None:
+    status = getattr(exc, "status_code", None)
+    return status if isinstance(status, int) else None
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """429, 408 and 5xx answers, timeouts and connection failures; never other 4xx (bad request, auth)."""
+    if isinstance(exc, LLMCallError):
+        return exc.retryable
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if names & {"Timeout", "APITimeoutError", "APIConnectionError", "TimeoutError", "ConnectError"}:
+        return True
+    status = status_of(exc)
+    return status is not None and (status in RETRYABLE_STATUS or status >= 500)
+
+
+def retry_after_s(exc: BaseException) -> float | None:
+    """The server's Retry-After (seconds or an HTTP date), if it sent one."""
+    for headers in (getattr(exc, "litellm_response_headers", None),
+                    getattr(getattr(exc, "response", None), "headers", None)):
+        value = headers.get("retry-after") if headers is not None else None
+        if not value:
+            continue
+        try:
+            return max(0.0, float(value))
+        except ValueError:
+            parsed = email.utils.parsedate_to_datetime(value) if value else None
+            if parsed is not None:
+                return max(0.0, parsed.timestamp() - time.time())
+    return None
+
+
+def backoff(config: RoleConfig) -> Callable[[RetryCallState], float]:
+    """Exponential backoff with jitter from ``retry_initial_s``; a Retry-After header wins (both capped)."""
+
+    def wait(state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome else None
+        hinted = retry_after_s(exc) if exc is not None else None
+        if hinted is not None:
+            return min(hinted, config.retry_max_s)
+        delay = config.retry_initial_s * 2 ** (state.attempt_number - 1)
+        return min(delay * (0.5 + random.random() / 2), config.retry_max_s)
+
+    return wait
+
+
+def retry_policy(config: RoleConfig, before_sleep: Callable[[RetryCallState], Any],
+                 *, is_async: bool = False) -> Retrying | AsyncRetrying:
+    kind = AsyncRetrying if is_async else Retrying
+    return kind(
+        retry=retry_if_exception(is_retryable),
+        stop=stop_after_attempt(config.max_retries + 1),
+        wait=backoff(config),
+        before_sleep=before_sleep,
+        reraise=True,
+    )

@@ -1,0 +1,84 @@
+"""Which model plays which role: ``generator`` (under test), ``helper`` (mappings, configs, invariants), ``judge``.
+
+From YAML (a bare string is a model name)::
+
+    models:
+      generator: {model: openai/qwen2.5-coder, api_base: "http://127.0.0.1:8000/v1", concurrency: 4}
+      helper: openai/gpt-4o-mini
+      judge: {model: anthropic/claude-3-5-sonnet-20240620, temperature: 0}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, model_validator
+
+from sysmo.errors import ConfigError
+
+Role = Literal["generator", "helper", "judge"]
+ROLES: tuple[Role, ...] = ("generator", "helper", "judge")
+CONTROL_PREFIXES = ("mockllm/", "reference")
+
+
+class RoleConfig(BaseModel):
+    """How to reach one model. ``model`` is any litellm provider string, ``mockllm/<script>`` or ``reference``."""
+
+    model: str
+    api_base: str | None = None  # OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy)
+    api_key_env: str | None = None  # env var holding the key; default: what litellm expects for the provider
+    temperature: float | None = None
+    max_tokens: int | None = None
+    timeout_s: float = 300.0
+    max_retries: int = 5  # retries after the first attempt, on 429 / 5xx / timeouts only
+    retry_initial_s: float = 1.0  # exponential backoff start; doubled per retry (with jitter)
+    retry_max_s: float = 60.0  # cap on one wait, Retry-After included
+    concurrency: int = 8  # in-flight calls per provider / api_base
+    cache: bool = True
+    extra: dict[str, Any] = Field(default_factory=dict)  # passed to litellm: top_p, seed, mock_response, ...
+    price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per million tokens, overrides litellm's map
+    script: Path | None = None  # mockllm: the script file (default: found from the name)
+    client: Literal["litellm", "langchain-openai"] = "litellm"  # which LangChain chat model chat_model() builds
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"model": value} if isinstance(value, str) else value
+
+    @property
+    def is_control(self) -> bool:
+        return self.model == "reference" or self.model.startswith("mockllm/")
+
+    @property
+    def limit_key(self) -> str:
+        """Calls sharing this key share one concurrency limit: the server, else the provider."""
+        if self.api_base:
+            return self.api_base.rstrip("/")
+        return self.model.split("/", 1)[0] if "/" in self.model else self.model
+
+
+class ModelRoles(BaseModel):
+    """The three roles. ``helper`` and ``judge`` default to the generator's model, except for the
+    ``reference`` control, which answers only generator calls."""
+
+    generator: RoleConfig
+    helper: RoleConfig | None = None
+    judge: RoleConfig | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_name(cls, value: Any) -> Any:
+        return {"generator": value} if isinstance(value, str | RoleConfig) else value
+
+    def for_role(self, role: str) -> RoleConfig:
+        if role not in ROLES:
+            raise ConfigError(f"unknown LLM role {role!r}: use one of {', '.join(ROLES)}")
+        config = getattr(self, role)
+        if config is not None:
+            return config
+        if self.generator.model == "reference":
+            raise ConfigError(
+                f"no model for the {role} role: the reference control only answers generator calls; "
+                f"set models.{role} (e.g. {role}: openai/gpt-4o-mini or a mockllm/<script>)")
+        return self.generator
