@@ -1,0 +1,341 @@
+"""The OpenSysML kernel as a supervised long-lived server: confined, health-checked, restarted, one cell at a time.
+
+The kernel is the static Go binary of PyPI ``jupyter-opensysml-kernel`` spoken to over Jupyter's ZMQ
+protocol on 127.0.0.1 (``jupyter_client``). It cannot get a network namespace of its own (the client
+must reach its sockets), so bubblewrap gives it everything else: a read-only system, its own pid/ipc/uts
+namespaces, a tmpfs ``/tmp``, and one scratch root that it can read (model folders we write) with one
+writable sub-folder for ``%save`` exports. A cgroup bounds memory and processes where writable.
+
+>>> run = shared_kernel().load({"m.sysml": "package P { part def A; }"}, exports=("model.json",))
+>>> run.reply.stdout, sorted(run.exports)
+('✓ package P\\n', ['model.json'])
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import resource
+import secrets
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path, PurePosixPath
+
+import zmq
+from jupyter_client import BlockingKernelClient
+from jupyter_client.connect import write_connection_file
+from pydantic import BaseModel, Field
+
+from sysmo.errors import SysmoError, ToolCrashError
+from sysmo.log import get_logger
+from sysmo.sandbox.base import Limits
+from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
+from sysmo.sandbox.server import ToolServer
+from sysmo.tools.install import opensysml_kernel
+
+log = get_logger(__name__)
+
+DEFAULT_REQUEST_TIMEOUT_S = 60.0
+KERNEL_MEMORY_MB = 3072  # the whole OMG examples folder at once stays well below this
+KERNEL_PIDS = 256
+CLEARED = "session cleared\n"  # what %clear prints before the %load output
+HEALTH_CELL = "1+1"  # evaluates to 2 without touching the session model
+
+
+class KernelReply(BaseModel):
+    """What the kernel answered to one cell (or why it did not)."""
+
+    status: str  # ok | error (a command failed) | timeout | crashed
+    stdout: str = ""
+    stderr: str = ""
+    results: list[str] = Field(default_factory=list)  # text/plain of execute_result / display_data
+    error: str | None = None  # ename: evalue of an error reply, or what went wrong
+    duration_s: float = 0.0
+
+
+class KernelRun(BaseModel):
+    """A ``%clear`` + ``%load`` of files in a fresh folder, with the text of any ``%save`` exports."""
+
+    reply: KernelReply
+    folder: str  # where the files were while the kernel read them (diagnostics name this path)
+    exports: dict[str, str] = Field(default_factory=dict)  # export name -> file text
+    export_replies: list[KernelReply] = Field(default_factory=list)
+    restarts: int = 0  # kernel restarts this run caused or needed
+
+
+def _safe_relative(name: str) -> PurePosixPath:
+    """A model file name as a relative path that stays inside its folder (no absolute, no ``..``)."""
+    path = PurePosixPath(name.replace("\\", "/"))
+    parts = [p for p in path.parts if p not in ("", ".", "/")]
+    if not parts or any(p == ".." for p in parts) or path.is_absolute():
+        raise SysmoError(f"model file name {name!r} must be a relative path inside the model folder")
+    return PurePosixPath(*parts)
+
+
+class OpenSysMLKernel(ToolServer):
+    """One OpenSysML kernel process. Thread-safe: requests are serialised by the server lock."""
+
+    name = "opensysml-kernel"
+    start_timeout_s = 30.0
+
+    def __init__(self, binary: Path | None = None, request_timeout_s: float = DEFAULT_REQUEST_TIMEOUT_S,
+                 confine: bool | None = None) -> None:
+        super().__init__()
+        self.binary = Path(binary or opensysml_kernel()).resolve()
+        self.request_timeout_s = request_timeout_s
+        self.confine = shutil.which("bwrap") is not None if confine is None else confine
+        self.isolation: list[str] = []
+        self.scratch: Path | None = None
+        self.client: BlockingKernelClient | None = None
+        self._cgroup: CgroupGroup | None = None
+        self._key = b""
+
+    # ------------------------------------------------------------------ process
+    def _command(self, connection_file: Path) -> list[str]:
+        kernel = [str(self.binary), "-connection-file", str(connection_file)]
+        if not self.confine:
+            return kernel
+        assert self.scratch is not None
+        cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+               "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+               # no --unshare-net: the kernel's ZMQ sockets must be reachable on the host's 127.0.0.1
+               "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+        for link in ("lib", "lib64", "bin", "sbin"):
+            target = Path("/") / link
+            if target.is_symlink():
+                cmd += ["--symlink", os.readlink(target), f"/{link}"]
+            elif target.exists():
+                cmd += ["--ro-bind", str(target), f"/{link}"]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
+                "--ro-bind", str(self.binary), str(self.binary),
+                "--ro-bind", str(self.scratch), str(self.scratch),
+                "--bind", str(self.scratch / "exports"), str(self.scratch / "exports"),
+                "--chdir", str(self.scratch / "exports"), "--clearenv",
+                "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8", "--"]
+        return cmd + kernel
+
+    def _start(self) -> subprocess.Popen:
+        self.scratch = Path(tempfile.mkdtemp(prefix="sysmo-opensysml-"))
+        (self.scratch / "models").mkdir()
+        (self.scratch / "exports").mkdir()
+        self._key = secrets.token_hex(16).encode()  # signed messages: other local users cannot inject cells
+        connection_file = self.scratch / "connection.json"
+        write_connection_file(str(connection_file), ip="127.0.0.1", key=self._key, transport="tcp")
+        limiter = CgroupLimiter.detect()
+        self._cgroup = limiter.create(f"sysmo-opensysml-{uuid.uuid4().hex[:12]}",
+                                      Limits(memory_mb=KERNEL_MEMORY_MB, pids=KERNEL_PIDS)) if limiter else None
+        group = self._cgroup
+
+        def preexec() -> None:
+            if group is not None:
+                group.join(os.getpid())  # before exec, so every thread and child is bounded
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+        argv = self._command(connection_file)
+        self.isolation = (["bwrap"] if self.confine else ["none"]) + ([f"cgroup-{limiter.version}"] if group else [])
+        if not self.confine:
+            log.warning("opensysml.unconfined", hint="apt-get install bubblewrap to confine the kernel")
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                cwd=str(self.scratch / "exports"), start_new_session=True, preexec_fn=preexec,
+                                env={"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "LANG": "C.UTF-8"})
+        client = BlockingKernelClient(connection_file=str(connection_file))
+        client.load_connection_file()
+        client.start_channels()
+        self.client = client
+        log.info("opensysml.launch", pid=proc.pid, isolation=self.isolation, scratch=str(self.scratch))
+        return proc
+
+    def _healthy(self) -> bool:
+        # short: iopub drops what the kernel publishes before our subscription is live (the ZMQ
+        # slow-joiner effect), so an early probe loses its output; the next probe then succeeds
+        reply = self._execute(HEALTH_CELL, timeout_s=0.5)
+        return reply.status == "ok" and any("= 2" in r for r in reply.results)
+
+    def _stop(self) -> None:
+        if self.client is not None:
+            try:
+                self.client.stop_channels()
+            except Exception:  # noqa: BLE001 - tearing down a client of a dead kernel
+                pass
+            self.client = None
+        if self.proc is not None and self.proc.poll() is None:
+            try:
+                os.killpg(self.proc.pid, signal.SIGKILL)  # the kernel has no state worth a graceful exit
+            except (ProcessLookupError, PermissionError):
+                pass
+            try:
+                self.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                log.warning("opensysml.unreaped", pid=self.proc.pid)
+        if self._cgroup is not None:
+            self._cgroup.remove()
+            self._cgroup = None
+        if self.scratch is not None:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
+
+    def kernel_pids(self) -> list[int]:
+        """The launched process and its descendants (the kernel itself sits below bwrap)."""
+        if self.proc is None:
+            return []
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            try:
+                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+            except OSError:
+                children = []
+            todo.extend(int(c) for c in children)
+        return found
+
+    # ------------------------------------------------------------------ requests
+    def _execute(self, code: str, timeout_s: float) -> KernelReply:
+        """Send one cell and gather its output; ``timeout``/``crashed`` instead of waiting forever."""
+        client = self.client
+        if client is None:
+            return KernelReply(status="crashed", error="kernel not started")
+        start = time.monotonic()
+        deadline = start + timeout_s
+        msg_id = client.execute(code, silent=False, store_history=False, allow_stdin=False, stop_on_error=False)
+        stdout: list[str] = []
+        stderr: list[str] = []
+        results: list[str] = []
+        error: str | None = None
+        replied = idle = False
+        status = "ok"
+        channels = (("iopub", client.iopub_channel), ("shell", client.shell_channel))
+        poller = zmq.Poller()
+        for _, channel in channels:
+            poller.register(channel.socket, zmq.POLLIN)
+        while not (replied and idle):
+            if time.monotonic() > deadline:
+                return KernelReply(status="timeout", stdout="".join(stdout), stderr="".join(stderr), results=results,
+                                   error=f"no answer within {timeout_s:g} s", duration_s=time.monotonic() - start)
+            if self.proc is not None and self.proc.poll() is not None:
+                return KernelReply(status="crashed", stdout="".join(stdout), stderr="".join(stderr), results=results,
+                                   error=f"kernel exited with status {self.proc.returncode}",
+                                   duration_s=time.monotonic() - start)
+            # wake up at least every 0.1 s to notice a dead kernel or the deadline
+            ready = dict(poller.poll(timeout=max(1, min(100, int((deadline - time.monotonic()) * 1000)))))
+            for channel_name, channel in channels:
+                if channel.socket not in ready:
+                    continue
+                try:
+                    msg = channel.get_msg(timeout=0)
+                except queue.Empty:
+                    continue
+                channel_is_shell = channel_name == "shell"
+                if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                    continue  # a late answer to an earlier (timed-out or health) request
+                kind, content = msg["msg_type"], msg["content"]
+                if channel_is_shell:
+                    replied = True
+                    if content.get("status") != "ok":
+                        status = "error"
+                        error = error or f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+                elif kind == "stream":
+                    (stdout if content.get("name") == "stdout" else stderr).append(content.get("text", ""))
+                elif kind in ("execute_result", "display_data"):
+                    results.append(content.get("data", {}).get("text/plain", ""))
+                elif kind == "error":
+                    error = f"{content.get('ename', 'error')}: {content.get('evalue', '')}"
+                elif kind == "status" and content.get("execution_state") == "idle":
+                    idle = True
+        return KernelReply(status=status, stdout="".join(stdout), stderr="".join(stderr), results=results,
+                           error=error, duration_s=time.monotonic() - start)
+
+    def _fail_request(self, reply: KernelReply, code: str) -> None:
+        """A request that timed out or crashed leaves the kernel unusable: kill it now, start afresh next time."""
+        log.warning("opensysml.request_failed", status=reply.status, error=reply.error, cell=code[:200])
+        self.restarts += 1
+        self.stop()
+
+    def execute(self, code: str, timeout_s: float | None = None) -> KernelReply:
+        """Run one cell on a healthy kernel. A timeout or crash restarts the kernel and is returned as such."""
+        with self._lock:
+            self.ensure()
+            reply = self._execute(code, timeout_s or self.request_timeout_s)
+            if reply.status in ("timeout", "crashed"):
+                self._fail_request(reply, code)
+            return reply
+
+    def load(self, files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
+             retry_after_crash: bool = True) -> KernelRun:
+        """``%clear`` then ``%load`` ``files`` from a fresh folder of their own; then ``%save`` each export name.
+
+        ``%load`` reads every ``.sysml`` file of a folder, so each load gets an empty folder. A kernel that
+        crashes is restarted and the load tried once more (the crash may not be the model's doing);
+        a timeout is not retried: the model may be what hangs the kernel.
+        """
+        timeout_s = timeout_s or self.request_timeout_s
+        attempts = 2 if retry_after_crash else 1
+        restarts = 0
+        with self._lock:
+            for attempt in range(attempts):
+                self.ensure()
+                assert self.scratch is not None
+                folder = self.scratch / "models" / uuid.uuid4().hex
+                out = self.scratch / "exports" / folder.name
+                try:
+                    for name, text in files.items():
+                        target = folder / _safe_relative(name)
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        target.write_text(text, encoding="utf-8")
+                    folder.mkdir(parents=True, exist_ok=True)
+                    out.mkdir()
+                    code = f"%clear\n%load {folder}"
+                    reply = self._execute(code, timeout_s)
+                    reply.stdout = reply.stdout.removeprefix(CLEARED)
+                    run = KernelRun(reply=reply, folder=str(folder))
+                    if reply.status in ("timeout", "crashed"):
+                        self._fail_request(reply, code)
+                        restarts += 1
+                        run.restarts = restarts
+                        if reply.status == "crashed" and attempt + 1 < attempts:
+                            continue
+                        return run
+                    for name in exports:
+                        target = out / PurePosixPath(name).name
+                        saved = self._execute(f"%save {target}", timeout_s)
+                        run.export_replies.append(saved)
+                        if saved.status in ("timeout", "crashed"):
+                            self._fail_request(saved, f"%save {target}")
+                            restarts += 1
+                            break
+                        if target.is_file():
+                            run.exports[name] = target.read_text(encoding="utf-8", errors="replace")
+                    run.restarts = restarts
+                    return run
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    shutil.rmtree(out, ignore_errors=True)
+        raise ToolCrashError("unreachable: the OpenSysML load loop ended without a result")  # pragma: no cover
+
+    def version(self) -> str:
+        return self.version_of(self.binary)
+
+    @staticmethod
+    def version_of(binary: Path) -> str:
+        """``v0.11.0`` from ``sysml-jupyter-kernel -version`` (no kernel needed)."""
+        proc = subprocess.run([str(binary), "-version"], capture_output=True, text=True, timeout=30)
+        first = (proc.stdout or proc.stderr).strip().splitlines()
+        return first[0].rsplit(" ", 1)[-1] if first else "unknown"
+
+
+_shared: OpenSysMLKernel | None = None
+_shared_lock = threading.Lock()
+
+
+def shared_kernel() -> OpenSysMLKernel:
+    """The process-wide kernel (started on first use, stopped at exit)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = OpenSysMLKernel()
+        return _shared

@@ -1,0 +1,171 @@
+"""Validate SysML v2 text with the OpenSysML kernel: one fresh folder per check, diagnostics with code and place.
+
+Outcome rule (it reproduces ``sysmbench/reference_validation_opensysml.jsonl`` and the OMG corpus counts):
+``failed`` when the kernel reports any ``error``, including the strict typing codes, which are reported
+with ``Severity.TYPING`` (``details["typing_only"]`` says when they are all that failed; pass
+``typing_fails=False`` to accept such a model); warnings never fail a model. A model with no declarations
+fails with code ``empty-model``. A kernel that does not answer in time is restarted and the check is
+``inconclusive``; a kernel that crashes twice, or cannot start, gives ``error``. Never ``ok`` for either.
+
+>>> validate("package P { part def A; part a : A; }").outcome
+<Outcome.OK: 'ok'>
+>>> validate("package P { part a : Missing; }").diagnostics[0].render()
+'model.sysml:1:22: error[unresolved]: unresolved reference: Missing'
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from functools import lru_cache
+from pathlib import Path
+
+from sysmo.artifact import Artifact, Language
+from sysmo.errors import SysmoError
+from sysmo.log import get_logger
+from sysmo.sandbox.opensysml_kernel import KernelRun, OpenSysMLKernel, shared_kernel
+from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.tools.status import ToolStatus
+from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
+
+log = get_logger(__name__)
+
+MODEL_SUFFIXES = (".sysml", ".kerml")
+DEFAULT_FILE = "model.sysml"
+MAX_MODEL_CHARS = 5_000_000  # far beyond any real model; bounds what we hand the kernel
+FOLDER_TIMEOUT_S = 120.0  # a whole corpus folder (the OMG examples load in ~10 s)
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.DOTALL)
+
+
+@lru_cache(maxsize=8)
+def _version(binary: str) -> str:
+    return OpenSysMLKernel.version_of(Path(binary))
+
+
+def model_files(model: str | Artifact | dict[str, str]) -> dict[str, str]:
+    """The ``.sysml``/``.kerml`` files of a model given as text, an ``Artifact`` or a name -> text map."""
+    if isinstance(model, str):
+        return {DEFAULT_FILE: model}
+    if isinstance(model, Artifact):
+        if model.language != Language.SYSML:
+            raise SysmoError(f"OpenSysML validates SysML v2 artifacts, not {model.language.value!r} ones")
+        files = model.files
+    else:
+        files = model
+    return {name: text for name, text in files.items() if name.endswith(MODEL_SUFFIXES)}
+
+
+def _is_empty(files: dict[str, str]) -> bool:
+    return all(not _COMMENTS.sub("", text).strip() for text in files.values())
+
+
+def _result(outcome: Outcome, diagnostics: list[Diagnostic], start: float, version: str, raw: str = "",
+            **details: object) -> CheckResult:
+    raw_output, truncated = CheckResult.bound_output(raw)
+    return CheckResult(tool=TOOL, tool_version=version, outcome=outcome, diagnostics=diagnostics,
+                       duration_s=time.monotonic() - start, raw_output=raw_output, truncated=truncated,
+                       details=dict(details))
+
+
+def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
+              typing_fails: bool = True, kernel: OpenSysMLKernel | None = None) -> tuple[CheckResult, KernelRun | None]:
+    """Load ``files`` together in one fresh folder; the check result and the kernel's raw run (with exports)."""
+    start = time.monotonic()
+    kernel = kernel or shared_kernel()
+    version = _version(str(kernel.binary))
+    if not files:
+        return _result(Outcome.FAILED, [Diagnostic(tool=TOOL, code="no-model", message=(
+            "no .sysml or .kerml file in the model: write the SysML v2 text into a .sysml file"))], start, version), None
+    if sum(len(t) for t in files.values()) > MAX_MODEL_CHARS:
+        return _result(Outcome.FAILED, [Diagnostic(tool=TOOL, code="too-large", message=(
+            f"the model is larger than {MAX_MODEL_CHARS} characters; nothing was checked"))], start, version), None
+    if _is_empty(files):
+        return _result(Outcome.FAILED, [Diagnostic(tool=TOOL, code="empty-model", message=(
+            "the model declares nothing (only whitespace or comments): write at least one package or definition"))],
+            start, version), None
+    try:
+        run = kernel.load(files, exports=exports, timeout_s=timeout_s)
+    except SysmoError as exc:  # the kernel could not start: a tool problem, not the model's
+        log.error("opensysml.unavailable", error=str(exc))
+        return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=str(exc))], start, version), None
+    reply = run.reply
+    details: dict[str, object] = {"files": len(files), "kernel_restarts": run.restarts,
+                                  "isolation": list(kernel.isolation), "kernel_s": round(reply.duration_s, 4)}
+    if reply.status == "timeout":
+        message = (f"OpenSysML did not answer within {timeout_s or kernel.request_timeout_s:g} s and was restarted; "
+                   "the model may be too large or send the validator into a loop")
+        return _result(Outcome.INCONCLUSIVE, [Diagnostic(tool=TOOL, severity=Severity.INFO, code="timeout", message=message)],
+                       start, version, reply.stdout, reason="timeout", **details), run
+    if reply.status == "crashed":
+        message = f"the OpenSysML kernel crashed while loading the model ({reply.error}); it was restarted"
+        return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="crash", message=message)],
+                       start, version, reply.stdout, reason="crash", **details), run
+    if reply.status != "ok":
+        message = f"OpenSysML refused the load: {reply.error}"
+        return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=message)],
+                       start, version, reply.stdout + reply.stderr, reason="command-error", **details), run
+    diagnostics = parse_load_output(reply.stdout, folder=run.folder)
+    if len(files) == 1:  # one file: name it as the caller did
+        only = next(iter(files))
+        for d in diagnostics:
+            if d.file is not None:
+                d.file = only
+    errors = [d for d in diagnostics if d.severity == Severity.ERROR]
+    typing = [d for d in diagnostics if d.severity == Severity.TYPING]
+    failed = bool(errors) or (typing_fails and bool(typing))
+    details.update(errors=len(errors), typing=len(typing),
+                   warnings=sum(d.severity == Severity.WARNING for d in diagnostics),
+                   typing_only=bool(typing) and not errors)
+    raw = reply.stdout.replace(run.folder.rstrip("/") + "/", "")
+    return _result(Outcome.FAILED if failed else Outcome.OK, diagnostics, start, version, raw, **details), run
+
+
+def validate(model: str | Artifact | dict[str, str], *, timeout_s: float | None = None, typing_fails: bool = True,
+             kernel: OpenSysMLKernel | None = None) -> CheckResult:
+    """Check a SysML v2 model (text, ``Artifact`` or name -> text map) alone, in a fresh isolated folder."""
+    result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
+    log.info("opensysml.validate", outcome=result.outcome.value, diagnostics=len(result.diagnostics),
+             seconds=round(result.duration_s, 3))
+    return result
+
+
+def validate_folder(folder: Path, *, timeout_s: float = FOLDER_TIMEOUT_S, typing_fails: bool = True,
+                    kernel: OpenSysMLKernel | None = None) -> CheckResult:
+    """Check every ``.sysml``/``.kerml`` file under ``folder`` loaded as a whole (files may import each other).
+
+    Diagnostics name files relative to ``folder``; ``failing_files`` groups them per file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise SysmoError(f"{folder} is not a folder of SysML v2 files")
+    files = {str(p.relative_to(folder)): p.read_text(encoding="utf-8", errors="replace")
+             for p in sorted(folder.rglob("*")) if p.is_file() and p.suffix in MODEL_SUFFIXES}
+    result, _ = run_files(files, timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
+    result.details["folder"] = str(folder)
+    return result
+
+
+def failing_files(result: CheckResult, typing_fails: bool = True) -> dict[str, list[Diagnostic]]:
+    """File name -> the diagnostics that make it fail (errors, and typing errors unless ``typing_fails=False``)."""
+    failing = {Severity.ERROR, Severity.TYPING} if typing_fails else {Severity.ERROR}
+    found: dict[str, list[Diagnostic]] = {}
+    for d in result.diagnostics:
+        if d.severity in failing and d.file:
+            found.setdefault(d.file, []).append(d)
+    return found
+
+
+def self_check() -> ToolStatus:
+    """Live check for ``sysmo tools doctor``: start the kernel, accept a valid model, reject a broken one."""
+    kernel = shared_kernel()
+    version = _version(str(kernel.binary))
+    good = validate("package Doctor { part def A; part a : A; }", timeout_s=30)
+    bad = validate("package Doctor { part a : Missing; }", timeout_s=30)
+    ok = good.outcome == Outcome.OK and bad.outcome == Outcome.FAILED and any(d.code == "unresolved" for d in bad.diagnostics)
+    if ok:
+        message = (f"validated a model in {good.duration_s * 1000:.0f} ms; caught an unresolved type "
+                   f"(isolation: {', '.join(kernel.isolation)})")
+    else:
+        message = f"unexpected answers: valid model -> {good.summary(3)}; broken model -> {bad.summary(3)}"
+    return ToolStatus(name="OpenSysML", ok=ok, version=version, path=str(kernel.binary), message=message)
