@@ -104,18 +104,26 @@ def ablate(prd: str, ablation: Ablation) -> str:
         return prd
     lines = prd.splitlines()
     secs = sections(prd)
+    level = _section_level(secs)
+    # only the PRD's own sections count, not a sub-heading such as "Architecture constraints"
+    top = [s for s in secs if s.level == level]
     if ablation is Ablation.NO_ARCH:
         drop: set[int] = set()
-        for s in filter(_is_architecture, secs):
+        for s in filter(_is_architecture, top):
             drop.update(range(s.start, s.end))
         return _join([line for n, line in enumerate(lines) if n not in drop])
     keep: set[int] = set()
     title = _doc_title(secs)
     if title is not None:
         keep.add(title.start)
-    for s in filter(_is_minimal, secs):
+    for s in filter(_is_minimal, top):
         keep.update(range(s.start, s.end))
-    return _join([line for n, line in enumerate(lines) if n in keep])
+    kept: list[str] = []
+    for n in sorted(keep):
+        if kept and n - 1 not in keep and kept[-1].strip():
+            kept.append("")  # keep blocks that were apart in the PRD apart
+        kept.append(lines[n])
+    return _join(kept)
 
 
 def load_project(folder: Path) -> list[Task]:
