@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+import fnmatch
+import os
+import stat
+from pathlib import Path, PurePosixPath
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
+
+from sysmo.errors import SandboxError
+
+BOX = "/box"  # where the work dir appears inside bubblewrap and inside a container
 
 
 class Limits(BaseModel):
@@ -34,6 +41,9 @@ class RunResult(BaseModel):
     backend: str = "local"
     isolation: list[str] = Field(default_factory=list)  # e.g. ["bwrap", "netns", "cgroup-memory"]
     files_out: dict[str, str] = Field(default_factory=dict)  # files read back from the work dir on request
+    files_truncated: list[str] = Field(default_factory=list)  # collected files cut at output_limit_bytes
+    oom_killed: bool = False  # the memory limit killed a process of the command
+    memory_peak_mb: float | None = None  # peak memory of the command's cgroup (or container), when known
 
     @property
     def output(self) -> str:
@@ -64,3 +74,104 @@ class Sandbox(Protocol):
         ``collect`` names work-dir files to read back into ``RunResult.files_out``.
         """
         ...
+
+
+def write_files(work: Path, files: dict[str, str | bytes] | None) -> None:
+    """Write ``files`` (relative names) into ``work``; a name that escapes it raises SandboxError.
+
+    Resolving the target also refuses a symlink a previous sandboxed run left in a reused work dir.
+    """
+    root = work.resolve()
+    for name, content in (files or {}).items():
+        target = (root / name).resolve()
+        if target == root or not target.is_relative_to(root):
+            raise SandboxError(f"file name {name!r} escapes the work dir; use a relative name inside it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            target.write_bytes(content)
+        else:
+            target.write_text(content)
+
+
+def relative_name(name: str, work: Path, inner_root: str = BOX) -> str | None:
+    """``name`` as a path relative to the work dir, whether given relative, as ``/box/...`` or as the host path."""
+    path = PurePosixPath(name)
+    if path.is_absolute():
+        for root in (PurePosixPath(inner_root), PurePosixPath(str(work)), PurePosixPath(str(work.resolve()))):
+            if path == root or path.is_relative_to(root):
+                path = path.relative_to(root)
+                break
+        else:
+            return None
+    if ".." in path.parts or not path.parts:
+        return None
+    return path.as_posix()
+
+
+def collect_files(work: Path, names: list[str] | None, limit_bytes: int,
+                  inner_root: str = BOX) -> tuple[dict[str, str], list[str]]:
+    """Read regular files named in ``names`` (relative, ``/box/...``, host paths or globs) out of ``work``.
+
+    The work dir was written by the untrusted command: symlinks are never followed (a link to
+    ``/etc/shadow`` must not be read back), FIFOs and devices are skipped, and each file is read
+    up to ``limit_bytes``. Returns (files by relative name, names cut at the bound).
+    """
+    root = work.resolve()
+    found: dict[str, str] = {}
+    cut: list[str] = []
+    for name in names or []:
+        rel = relative_name(name, root, inner_root) or relative_name(name, work, inner_root)
+        if rel is None:
+            continue
+        if any(ch in rel for ch in "*?["):
+            candidates = sorted(_walk_files(root, limit=10_000))
+            matches = [c for c in candidates if fnmatch.fnmatchcase(c, rel)]
+        else:
+            matches = [rel]
+        for match in matches:
+            text, truncated = _read_regular(root, match, limit_bytes)
+            if text is None:
+                continue
+            found[match] = text
+            if truncated:
+                cut.append(match)
+    return found, cut
+
+
+def _walk_files(root: Path, limit: int) -> list[str]:
+    """Relative names of the regular files under ``root`` without following symlinked directories."""
+    names: list[str] = []
+    for dirpath, _dirs, filenames in os.walk(root, followlinks=False):
+        for filename in filenames:
+            names.append(Path(dirpath, filename).relative_to(root).as_posix())
+            if len(names) >= limit:
+                return names
+    return names
+
+
+def _read_regular(root: Path, rel: str, limit_bytes: int) -> tuple[str | None, bool]:
+    """Open ``root/rel`` refusing symlinks at every component; None if it is not a regular file."""
+    parts = rel.split("/")
+    flags_dir = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(root, flags_dir)
+    except OSError:
+        return None, False
+    try:
+        for part in parts[:-1]:
+            next_fd = os.open(part, flags_dir, dir_fd=fd)
+            os.close(fd)
+            fd = next_fd
+        file_fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+    except OSError:
+        os.close(fd)
+        return None, False
+    os.close(fd)
+    try:
+        if not stat.S_ISREG(os.fstat(file_fd).st_mode):
+            return None, False
+        with os.fdopen(file_fd, "rb", closefd=False) as handle:
+            data = handle.read(limit_bytes + 1)
+    finally:
+        os.close(file_fd)
+    return data[:limit_bytes].decode(errors="replace"), len(data) > limit_bytes

@@ -1,10 +1,13 @@
-"""Local backend: bubblewrap (else ``unshare -n``) for no network and confined writes, rlimits, cgroups, timeouts.
+"""Local backend: bubblewrap (else ``unshare``) for no network and confined writes, rlimits, cgroups, timeouts.
 
 Isolation, strongest available first:
-- bubblewrap: new user/pid/net/ipc namespaces, read-only system, only the work dir writable;
-- ``unshare -n``: no network, but the file system is shared (writes limited by running in the work dir);
-Memory and pids are bounded through cgroup v1/v2 when writable; the process joins its cgroup before exec,
-so grandchildren cannot escape. RLIMIT_AS is never used because it breaks the JVM.
+- ``bwrap``: new pid/net/ipc/uts namespaces, no capabilities, read-only /usr and /etc, a private /tmp,
+  only the work dir writable (it appears as ``/box``; work-dir paths in argv and env are rewritten);
+- ``unshare``: new net/pid/mount namespaces, every mount remounted read-only except the work dir and
+  a private /tmp, capabilities dropped before exec (the work dir keeps its host path);
+- ``none``: only when explicitly allowed (no network isolation at all).
+Memory and pids are bounded through cgroup v1/v2 when writable; the process joins its cgroup before
+exec, so grandchildren cannot escape. RLIMIT_AS is never used because it breaks the JVM.
 """
 
 from __future__ import annotations
@@ -17,87 +20,183 @@ import subprocess
 import tempfile
 import threading
 import time
-import uuid
 from pathlib import Path
+from typing import IO
 
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import Limits, RunResult
-from sysmo.sandbox.cgroups import CgroupLimiter
+from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, write_files
+from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
 
 log = get_logger(__name__)
 
-BOX = "/box"  # where the work dir appears inside bubblewrap
+MODES = ("bwrap", "unshare", "none")
+PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
+# Run by `sh` inside fresh mount/pid/net namespaces: a private /tmp and /dev/shm; the work dir and
+# read-only paths that lived under the host /tmp carried over (the shell's cwd still names the old
+# /tmp after the tmpfs covers it); the work dir bound on itself so it stays writable; /proc/sys and
+# friends read-only (root without capabilities could still write them); every other mount read-only;
+# then exec with no capabilities and no new privileges, so nothing can be remounted.
+UNSHARE_SCRIPT = r"""
+set -e
+W="$1"; shift
+n="$1"; shift
+keep() {
+  rel="${1#/tmp/}"
+  if [ -d "./$rel" ]; then mkdir -p "$1"; else mkdir -p "$(dirname "$1")"; : > "$1"; fi
+  mount --no-canonicalize --bind "./$rel" "$1"
+}
+cd /tmp
+mount -t tmpfs -o mode=1777,size=1g sysmo-tmp /tmp
+case "$W" in /tmp/*) keep "$W" ;; *) mount --bind "$W" "$W" ;; esac
+while [ "$n" -gt 0 ]; do
+  case "$1" in /tmp/*) [ -e "./${1#/tmp/}" ] && keep "$1" ;; esac
+  shift; n=$((n - 1))
+done
+[ -d /dev/shm ] && mount -t tmpfs -o mode=1777,size=256m sysmo-shm /dev/shm
+for p in /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus; do
+  [ -e "$p" ] && mount --bind "$p" "$p"
+done
+while read -r _ _ _ _ m _; do
+  case "$m" in
+    "$W"|/tmp|/dev/shm|/proc) ;;
+    *) mount -o remount,bind,ro "$m" 2>/dev/null || true ;;
+  esac
+done < /proc/self/mountinfo
+cd "$W"
+exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
+"""
 
-def _drain(stream, limit: int, sink: list[bytes], truncated: list[bool]) -> None:
-    """Read a pipe to its end, keeping at most ``limit`` bytes."""
+def _drain(stream: IO[bytes], limit: int, sink: list[bytes], truncated: list[bool]) -> None:
+    """Read a pipe to its end, keeping at most ``limit`` bytes (the writer is never blocked)."""
     kept = 0
-    while True:
-        chunk = stream.read(65536)
-        if not chunk:
-            break
-        if kept < limit:
-            take = chunk[: limit - kept]
-            sink.append(take)
-            kept += len(take)
-            if len(take) < len(chunk):
+    try:
+        while True:
+            chunk = stream.read1(65536) if hasattr(stream, "read1") else stream.read(65536)
+            if not chunk:
+                break
+            if kept < limit:
+                take = chunk[: limit - kept]
+                sink.append(take)
+                kept += len(take)
+                if len(take) < len(chunk):
+                    truncated[0] = True
+            else:
                 truncated[0] = True
-        else:
-            truncated[0] = True
-    stream.close()
+    except (OSError, ValueError):
+        pass
+    finally:
+        stream.close()
+
+
+def _feed(stream: IO[bytes], data: bytes) -> None:
+    """Write stdin from a thread: a command that never reads it must not block the timeout."""
+    try:
+        stream.write(data)
+    except (BrokenPipeError, OSError, ValueError):
+        pass
+    finally:
+        try:
+            stream.close()
+        except OSError:
+            pass
+
+
+def _probe(argv: list[str]) -> bool:
+    try:
+        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
 
 
 class LocalSandbox:
-    """Runs commands on this machine under the strongest isolation it has."""
+    """Runs commands on this machine under the strongest isolation it has.
+
+    >>> box = LocalSandbox()
+    >>> box.run(["sh", "-c", "echo hi > out.txt"], collect=["out.txt"]).files_out
+    {'out.txt': 'hi\\n'}
+    """
 
     name = "local"
 
-    def __init__(self, mode: str | None = None, allow_network_fallback: bool = False) -> None:
+    def __init__(self, mode: str | None = None, allow_network_fallback: bool = False,
+                 use_cgroups: bool = True) -> None:
+        if mode is not None and mode not in MODES:
+            raise SandboxError(f"unknown sandbox mode {mode!r}; use one of {', '.join(MODES)}")
         self.mode = mode or self.detect_mode()
-        self.cgroups = CgroupLimiter.detect()
+        self.cgroups = CgroupLimiter.detect() if use_cgroups else None
         if self.mode == "none" and not allow_network_fallback:
             raise SandboxError(
                 "no way to isolate the network here: install bubblewrap (apt-get install bubblewrap) "
                 "or run as root so that `unshare -n` works"
             )
+        if self.cgroups is None:
+            log.info("sandbox.no_cgroups", hint="memory and pids limits are not enforced; run as root with a "
+                     "writable /sys/fs/cgroup, or use the docker backend")
+        log.debug("sandbox.local", mode=self.mode, cgroups=self.cgroups.version if self.cgroups else None)
 
     @staticmethod
     def detect_mode() -> str:
-        if shutil.which("bwrap") and _probe(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/", "true"]):
+        """``bwrap`` if bubblewrap can build namespaces here, else ``unshare`` if that can, else ``none``."""
+        if shutil.which("bwrap") and _probe(["bwrap", "--unshare-all", "--die-with-parent", "--ro-bind", "/", "/",
+                                              "true"]):
             return "bwrap"
-        if shutil.which("unshare") and _probe(["unshare", "-n", "true"]):
+        if all(shutil.which(tool) for tool in ("unshare", "setpriv", "mount")) and _probe(
+            ["unshare", "--net", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private",
+             "--mount-proc", "true"]
+        ):
             return "unshare"
         return "none"
 
     # ------------------------------------------------------------------ wrapping
-    def _wrap(self, argv: list[str], workdir: Path, readonly: list[Path], limits: Limits, env: dict[str, str]) -> tuple[list[str], str]:
+    def _wrap(self, argv: list[str], work: Path, readonly: list[Path], limits: Limits,
+              env: dict[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The command line that runs ``argv`` isolated, and the environment to start it with."""
         if self.mode == "bwrap":
-            cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-                   "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-            if not limits.network:
-                cmd.append("--unshare-net")
-            cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-            for link in ("lib", "lib64", "bin", "sbin"):
-                target = Path("/") / link
-                if target.is_symlink():
-                    cmd += ["--symlink", os.readlink(target), f"/{link}"]
-                elif target.exists():
-                    cmd += ["--ro-bind", str(target), f"/{link}"]
-            cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-            for path in readonly:
-                path = path.resolve()
-                if path.exists() and not str(path).startswith(("/usr/", "/etc/")):
-                    cmd += ["--ro-bind", str(path), str(path)]
-            cmd += ["--bind", str(workdir), BOX, "--chdir", BOX, "--clearenv"]
-            for key, value in env.items():
-                cmd += ["--setenv", key, value.replace(str(workdir), BOX)]
-            cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
-            return cmd + [a.replace(str(workdir), BOX) for a in argv], BOX
+            return self._wrap_bwrap(argv, work, readonly, limits, env), {"PATH": env["PATH"]}
         if self.mode == "unshare":
-            prefix = [] if limits.network else ["unshare", "-n"]
-            return prefix + argv, str(workdir)
-        return argv, str(workdir)
+            ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount", "--propagation", "private",
+                  "--mount-proc"]
+            if not limits.network:
+                ns.insert(1, "--net")
+            ro = [str(p.resolve()) for p in readonly]
+            return [*ns, "--", "sh", "-c", UNSHARE_SCRIPT, "sysmo-box", str(work), str(len(ro)), *ro, *argv], env
+        return argv, env
+
+    @staticmethod
+    def _wrap_bwrap(argv: list[str], work: Path, readonly: list[Path], limits: Limits,
+                    env: dict[str, str]) -> list[str]:
+        cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+               "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+        if not limits.network:
+            cmd.append("--unshare-net")
+        cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
+        for link in ("lib", "lib64", "lib32", "bin", "sbin"):
+            target = Path("/") / link
+            if target.is_symlink():
+                cmd += ["--symlink", os.readlink(target), f"/{link}"]
+            elif target.exists():
+                cmd += ["--ro-bind", str(target), f"/{link}"]
+        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        # bwrap leaves /proc/sys writable for uid 0, and host-wide sysctls (vm.*, kernel.*) check
+        # only the uid, not capabilities: cover them read-only (net.* still resolves per netns).
+        for entry in PROC_COVERED:
+            if Path(entry).exists():
+                cmd += ["--ro-bind", entry, entry]
+        for path in readonly:
+            path = path.resolve()
+            if not path.exists():
+                log.warning("sandbox.readonly_missing", path=str(path))
+                continue
+            if path.is_relative_to("/usr") or path.is_relative_to("/etc") or path.is_relative_to(work):
+                continue  # already visible
+            cmd += ["--ro-bind", str(path), str(path)]
+        cmd += ["--bind", str(work), BOX, "--chdir", BOX, "--clearenv"]
+        for key, value in env.items():
+            cmd += ["--setenv", key, _to_box(value, work)]
+        cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
+        return cmd + [_to_box(a, work) for a in argv]
 
     # ------------------------------------------------------------------ run
     def run(
@@ -112,33 +211,25 @@ class LocalSandbox:
         stdin: str | None = None,
         collect: list[str] | None = None,
     ) -> RunResult:
+        if not argv:
+            raise SandboxError("nothing to run: argv is empty")
         limits = limits or Limits()
         own_dir = workdir is None
         work = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else Path(workdir)
         work.mkdir(parents=True, exist_ok=True)
+        work = work.resolve()
         try:
-            for name, content in (files or {}).items():
-                target = (work / name).resolve()
-                if not str(target).startswith(str(work.resolve())):
-                    raise SandboxError(f"file name {name!r} escapes the work dir")
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if isinstance(content, bytes):
-                    target.write_bytes(content)
-                else:
-                    target.write_text(content)
+            write_files(work, files)
             base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
             if "JAVA_HOME" in os.environ:
                 base_env["JAVA_HOME"] = os.environ["JAVA_HOME"]
             full_env = {**base_env, **(env or {})}
-            wrapped, inner_cwd = self._wrap(argv, work, list(readonly_paths or []), limits, full_env)
-            result = self._execute(wrapped, argv, work, limits, full_env, stdin)
+            wrapped, popen_env = self._wrap(argv, work, list(readonly_paths or []), limits, full_env)
+            if self.mode == "unshare":
+                os.chmod(work, 0o755)  # mkdtemp's 0700 is fine for root, kept readable for tools that drop uid
+            result = self._execute(wrapped, argv, work, limits, popen_env, stdin)
             result.isolation = [self.mode] + (["netns"] if (self.mode != "none" and not limits.network) else [])
-            if self.cgroups is not None and (limits.memory_mb or limits.pids):
-                result.isolation.append(f"cgroup-{self.cgroups.version}")
-            for name in collect or []:
-                path = work / name
-                if path.is_file():
-                    result.files_out[name] = path.read_text(errors="replace")
+            result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
             return result
         finally:
             if own_dir:
@@ -146,16 +237,20 @@ class LocalSandbox:
 
     def _execute(self, wrapped: list[str], argv: list[str], work: Path, limits: Limits,
                  env: dict[str, str], stdin: str | None) -> RunResult:
-        group = self.cgroups.create(f"sysmo-{uuid.uuid4().hex[:12]}", limits) if self.cgroups else None
+        group: CgroupGroup | None = None
+        if self.cgroups is not None and (limits.memory_mb or limits.pids):
+            group = self.cgroups.create(CgroupLimiter.unique_name(), limits)
+        cpu = (limits.cpu_s, limits.cpu_s + 5) if limits.cpu_s else None
+        fsize = (limits.file_size_mb * 1024 * 1024,) * 2 if limits.file_size_mb else None
 
         def preexec() -> None:
+            # Between fork and exec: join the cgroup first, so that everything the command starts is in it.
             if group is not None:
                 group.join(os.getpid())
-            if limits.cpu_s:
-                resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 5))
-            if limits.file_size_mb:
-                size = limits.file_size_mb * 1024 * 1024
-                resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+            if cpu is not None:
+                resource.setrlimit(resource.RLIMIT_CPU, cpu)
+            if fsize is not None:
+                resource.setrlimit(resource.RLIMIT_FSIZE, fsize)
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
 
         start = time.monotonic()
@@ -164,25 +259,21 @@ class LocalSandbox:
                 wrapped, cwd=str(work), env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec,
             )
-        except FileNotFoundError as exc:
+        except (OSError, subprocess.SubprocessError) as exc:
             if group is not None:
                 group.remove()
-            raise SandboxError(f"cannot start {wrapped[0]!r}: {exc}") from exc
+            raise SandboxError(f"cannot start {wrapped[0]!r} in the sandbox: {exc}") from exc
         out: list[bytes] = []
         err: list[bytes] = []
         out_cut, err_cut = [False], [False]
-        readers = [
+        threads = [
             threading.Thread(target=_drain, args=(proc.stdout, limits.output_limit_bytes, out, out_cut), daemon=True),
             threading.Thread(target=_drain, args=(proc.stderr, limits.output_limit_bytes, err, err_cut), daemon=True),
         ]
-        for reader in readers:
-            reader.start()
         if stdin is not None and proc.stdin is not None:
-            try:
-                proc.stdin.write(stdin.encode())
-                proc.stdin.close()
-            except BrokenPipeError:
-                pass
+            threads.append(threading.Thread(target=_feed, args=(proc.stdin, stdin.encode()), daemon=True))
+        for thread in threads:
+            thread.start()
         timed_out = False
         try:
             proc.wait(timeout=limits.timeout_s)
@@ -190,12 +281,15 @@ class LocalSandbox:
             timed_out = True
         finally:
             self._kill_tree(proc, group)
-        for reader in readers:
-            reader.join(timeout=5)
+        for thread in threads:
+            thread.join(timeout=5)
         duration = time.monotonic() - start
+        usage = group.usage() if group is not None else None
         if group is not None:
             group.remove()
-        return RunResult(
+        if timed_out:
+            log.info("sandbox.timeout", argv0=argv[0], timeout_s=limits.timeout_s)
+        result = RunResult(
             argv=argv,
             returncode=None if timed_out else proc.returncode,
             stdout=b"".join(out).decode(errors="replace"),
@@ -206,10 +300,18 @@ class LocalSandbox:
             stderr_truncated=err_cut[0],
             backend=self.name,
         )
+        if usage is not None:
+            result.oom_killed = usage.oom_killed
+            result.memory_peak_mb = usage.memory_peak_mb
+        return result
 
     @staticmethod
-    def _kill_tree(proc: subprocess.Popen, group) -> None:
-        """Kill the process group (and every process in the cgroup), then reap."""
+    def _kill_tree(proc: subprocess.Popen, group: CgroupGroup | None) -> None:
+        """Kill the process group (and every process in the cgroup), then reap.
+
+        Under bwrap/unshare the wrapper is the namespace's parent: killing it tears down the pid
+        namespace, which kills every process inside, even those that left the process group.
+        """
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
@@ -222,8 +324,22 @@ class LocalSandbox:
             log.warning("sandbox.unreaped", pid=proc.pid)
 
 
-def _probe(argv: list[str]) -> bool:
-    try:
-        return subprocess.run(argv, capture_output=True, timeout=10).returncode == 0
-    except (OSError, subprocess.TimeoutExpired):
-        return False
+def _to_box(value: str, work: Path) -> str:
+    """Rewrite host work-dir paths in an argument to their ``/box`` path inside bubblewrap."""
+    root = str(work)
+    if root not in value:
+        return value
+    # Only whole path prefixes: /tmp/sysmo-box-ab must not turn /tmp/sysmo-box-abc/x into /boxc/x.
+    out: list[str] = []
+    i = 0
+    while True:
+        j = value.find(root, i)
+        if j < 0:
+            out.append(value[i:])
+            return "".join(out)
+        end = j + len(root)
+        if end == len(value) or value[end] in "/:;= ,\"'":
+            out.append(value[i:j] + BOX)
+        else:
+            out.append(value[i:end])
+        i = end
