@@ -70,6 +70,7 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
     open_name: str | None = None
     open_line = 0
     depth = 0  # braces inside the classifier body (e.g. {static} is not a brace pair on its own line)
+    outer = 0  # open package/namespace/skinparam blocks
     in_block_comment = False
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -85,6 +86,14 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
             match = BODY_OPEN_RE.match(raw)
             if match:
                 open_name, open_line, depth = match.group("name"), number, 1
+            elif line.endswith("{"):
+                outer += 1
+            elif line.startswith("}"):
+                outer -= 1
+                if outer < 0:
+                    found.append(_diag("stray-brace", "a '}' that closes nothing: remove it or open the body it "
+                                       "belongs to", number))
+                    outer = 0
             continue
         # inside a classifier body
         stripped = re.sub(r"\{(static|abstract|classifier|field|method)\}", "", line, flags=re.I)
