@@ -81,16 +81,25 @@ def list_tasks(
     statuses = registry.family_statuses(resolved)
     loaded, selected = Counter(t.benchmark for t in tasks), Counter(t.benchmark for t in chosen)
     if as_json:
-        counts = {s.family: {"present": s.present, "path": s.path, "loaded": loaded[s.family], "selected": selected[s.family]} for s in statuses}
-        print(json.dumps({"data_dir": str(resolved) if resolved else None, "counts": counts, "tasks": [task_summary(t) for t in chosen]}, indent=2))
+        counts = {
+            s.family: {"present": s.present, "path": s.path, "loaded": loaded[s.family], "selected": selected[s.family]}
+            for s in statuses
+        }
+        payload = {"data_dir": str(resolved) if resolved else None, "counts": counts,
+                   "tasks": [task_summary(t) for t in chosen]}
+        print(json.dumps(payload, indent=2))
         return
     _print_counts(statuses, loaded, selected, selection)
     if resolved is None:
-        console.print("[yellow]no data directory set[/]: only the starter suite is listed (use --data-dir or SYSMO_DATA_DIR)")
+        console.print(
+            "[yellow]no data directory set[/]: only the starter suite is listed (use --data-dir or SYSMO_DATA_DIR)"
+        )
     _print_rows(chosen)
 
 
-def _print_counts(statuses: list[registry.FamilyStatus], loaded: Counter[str], selected: Counter[str], selection: TaskSelection) -> None:
+def _print_counts(
+    statuses: list[registry.FamilyStatus], loaded: Counter[str], selected: Counter[str], selection: TaskSelection
+) -> None:
     table = Table(title="tasks per family")
     for col in ("family", "selected", "loaded", "data"):
         table.add_column(col, justify="right" if col in ("selected", "loaded") else "left")

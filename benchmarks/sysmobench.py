@@ -94,8 +94,9 @@ def load_invariants(path: Path) -> list[InvariantTemplate]:
     data = _read_yaml(path) or {}
     items = data.get("invariants", []) if isinstance(data, dict) else data
     try:
+        fields = InvariantTemplate.model_fields
         return [
-            InvariantTemplate(**{k: (v.strip() if isinstance(v, str) else v) for k, v in item.items() if k in InvariantTemplate.model_fields})
+            InvariantTemplate(**{k: (v.strip() if isinstance(v, str) else v) for k, v in item.items() if k in fields})
             for item in items
         ]
     except (ValidationError, AttributeError) as exc:
