@@ -1,15 +1,16 @@
 """The LLM layer: one interface (``LLM.complete`` / ``acomplete``) for every model call, over litellm.
 
 >>> from sysmo.llm import LLM, ModelRoles
->>> llm = LLM(ModelRoles(generator="openai/gpt-4o-mini", judge={"model": "anthropic/claude-3-5-haiku-20241022"}))
+>>> llm = LLM(ModelRoles(generator="openai/gpt-4o-mini", judge="anthropic/claude-3-5-haiku-20241022"))
 >>> llm.complete([{"role": "user", "content": "..."}], role="generator", sample_index=0).text
 
-Models: any litellm provider string (``openai/...``, ``anthropic/...``, ``ollama/...``), ``openai/<name>`` with
-``api_base`` for an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy), and two offline
-controls, ``mockllm/<script>`` (see ``sysmo.llm.mockllm``) and ``reference`` (see ``sysmo.llm.reference``),
-labelled ``is_control`` in every response and record. Responses are cached in SQLite by model, server,
-messages, parameters and sample index. For LangGraph agents that want a LangChain chat model, use
-``sysmo.llm.langchain_chat.chat_model``. litellm is imported only when a hosted model is first called.
+Models: any litellm provider string (``openai/...``, ``anthropic/...``, ``ollama/...``), ``openai/<name>``
+with ``api_base`` for an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy), and two
+offline controls, ``mockllm/<script>`` (see ``sysmo.llm.mockllm``) and ``reference`` (see
+``sysmo.llm.reference``), labelled ``is_control`` in every response and record. Responses are cached in
+SQLite by model, server, messages, parameters and sample index. LangGraph agents that want a LangChain
+chat model use ``sysmo.llm.langchain_chat.chat_model``. litellm is imported when a hosted model is first
+called, never by ``import sysmo.llm``.
 """
 
 from __future__ import annotations
@@ -30,8 +31,27 @@ from sysmo.llm.retry import LLMCallError  # noqa: E402
 from sysmo.llm.roles import ROLES, ModelRoles, Role, RoleConfig  # noqa: E402
 
 __all__ = [
-    "LLM", "LLMCallError", "LLMCallRecord", "LLMRequest", "LLMResponse", "CallContext", "ConcurrencyLimits",
-    "MockAnswer", "MockCondition", "MockScript", "ModelRoles", "Provider", "ROLES", "ReferenceProvider",
-    "ResponseCache", "Role", "RoleConfig", "RoleSpend", "ToolCall", "Usage", "default_cache_path",
-    "format_reference", "request_key",
+    "LLM",
+    "LLMCallError",
+    "LLMCallRecord",
+    "LLMRequest",
+    "LLMResponse",
+    "CallContext",
+    "ConcurrencyLimits",
+    "MockAnswer",
+    "MockCondition",
+    "MockScript",
+    "ModelRoles",
+    "Provider",
+    "ROLES",
+    "ReferenceProvider",
+    "ResponseCache",
+    "Role",
+    "RoleConfig",
+    "RoleSpend",
+    "ToolCall",
+    "Usage",
+    "default_cache_path",
+    "format_reference",
+    "request_key",
 ]

@@ -29,14 +29,20 @@ def request_key(
     sample_index: int,
 ) -> str:
     """The cache key: model, server, messages, sampling parameters and sample index (never the API key)."""
-    payload = {"v": CACHE_VERSION, "model": model, "api_base": (api_base or "").rstrip("/"),
-               "messages": messages, "params": params, "sample": sample_index}
+    payload = {
+        "v": CACHE_VERSION,
+        "model": model,
+        "api_base": (api_base or "").rstrip("/"),
+        "messages": messages,
+        "params": params,
+        "sample": sample_index,
+    }
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 
 
 class ResponseCache:
-    """A key -> ``LLMResponse`` table. One connection per thread, WAL journal, safe across threads and processes."""
+    """A key -> ``LLMResponse`` table: one connection per thread, WAL; safe across threads and processes."""
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -46,7 +52,8 @@ class ResponseCache:
             db.execute("PRAGMA journal_mode=WAL")
             db.execute(
                 "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "created_at REAL NOT NULL, response TEXT NOT NULL)")
+                "created_at REAL NOT NULL, response TEXT NOT NULL)"
+            )
 
     def _connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)
@@ -64,7 +71,8 @@ class ResponseCache:
     def put(self, key: str, response: LLMResponse) -> None:
         self._connect().execute(
             "INSERT OR REPLACE INTO responses (key, model, created_at, response) VALUES (?, ?, ?, ?)",
-            (key, response.model, time.time(), response.model_dump_json()))
+            (key, response.model, time.time(), response.model_dump_json()),
+        )
 
     def __len__(self) -> int:
         return self._connect().execute("SELECT COUNT(*) FROM responses").fetchone()[0]

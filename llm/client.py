@@ -9,8 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
-from tenacity import RetryCallState
-
 from sysmo.artifact import Artifact
 from sysmo.errors import ConfigError, LLMError, SysmoError
 from sysmo.llm.cache import ResponseCache
@@ -22,6 +20,7 @@ from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse
 from sysmo.llm.retry import LLMCallError, is_retryable, retry_policy, status_of
 from sysmo.llm.roles import ModelRoles, RoleConfig
 from sysmo.log import get_logger
+from tenacity import RetryCallState
 
 log = get_logger("sysmo.llm")
 
@@ -46,7 +45,7 @@ class LLM:
     """Every model call goes through ``complete`` / ``acomplete``.
 
     >>> llm = LLM(ModelRoles(generator="openai/gpt-4o-mini", helper="mockllm/default"))
-    >>> r = llm.complete([{"role": "user", "content": "Write a TLA+ spec ..."}], role="generator", sample_index=2)
+    >>> r = llm.complete([{"role": "user", "content": "Write a TLA+ spec ..."}], sample_index=2)
     >>> r.text, r.usage.prompt_tokens, r.cost_usd, r.cached
 
     ``cache``: a ``ResponseCache``, a path, ``None`` for ``<settings().home>/llm_cache.sqlite``, or ``False``.
@@ -113,21 +112,39 @@ class LLM:
                     raise
 
     # -- calls
-    def _request(self, messages: list[dict[str, Any]], role: str, sample_index: int, temperature: float | None,
-                 max_tokens: int | None, tools: list[dict[str, Any]] | None,
-                 response_format: dict[str, Any] | type[BaseModel] | None,
-                 context: CallContext | None, extra: dict[str, Any] | None) -> tuple[RoleConfig, LLMRequest]:
+    def _request(
+        self,
+        messages: list[dict[str, Any]],
+        role: str,
+        sample_index: int,
+        temperature: float | None,
+        max_tokens: int | None,
+        tools: list[dict[str, Any]] | None,
+        response_format: dict[str, Any] | type[BaseModel] | None,
+        context: CallContext | None,
+        extra: dict[str, Any] | None,
+    ) -> tuple[RoleConfig, LLMRequest]:
         config = self.config(role)
         if not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
             raise LLMError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts")
         if isinstance(response_format, type) and issubclass(response_format, BaseModel):
-            response_format = {"type": "json_schema", "json_schema": {
-                "name": response_format.__name__, "schema": response_format.model_json_schema()}}
+            response_format = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": response_format.__name__,
+                    "schema": response_format.model_json_schema(),
+                },
+            }
         request = LLMRequest(
-            model=config.model, role=role, messages=messages, sample_index=sample_index,
+            model=config.model,
+            role=role,
+            messages=messages,
+            sample_index=sample_index,
             temperature=config.temperature if temperature is None else temperature,
             max_tokens=config.max_tokens if max_tokens is None else max_tokens,
-            tools=tools, response_format=response_format, api_base=config.api_base,
+            tools=tools,
+            response_format=response_format,
+            api_base=config.api_base,
             extra={**config.extra, **(extra or {})},
             context=context,
         )
@@ -140,20 +157,41 @@ class LLM:
         hit = self.cache.get(key)
         if hit is None:
             return None
-        response = hit.model_copy(update={
-            "cached": True, "spend_usd": 0.0, "original_latency_s": hit.latency_s, "role": request.role,
-            "latency_s": time.perf_counter() - start, "attempts": 0})
-        log.info("llm.cache_hit", model=config.model, role=request.role, request_hash=key[:16],
-                 sample=request.sample_index, prompt_tokens=response.usage.prompt_tokens,
-                 completion_tokens=response.usage.completion_tokens, cost_usd=response.cost_usd)
+        response = hit.model_copy(
+            update={
+                "cached": True,
+                "spend_usd": 0.0,
+                "original_latency_s": hit.latency_s,
+                "role": request.role,
+                "latency_s": time.perf_counter() - start,
+                "attempts": 0,
+            }
+        )
+        log.info(
+            "llm.cache_hit",
+            model=config.model,
+            role=request.role,
+            request_hash=key[:16],
+            sample=request.sample_index,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            cost_usd=response.cost_usd,
+        )
         return response
 
     def _before_sleep(self, config: RoleConfig, request: LLMRequest) -> Callable[[RetryCallState], None]:
         def before_sleep(state: RetryCallState) -> None:
             exc = state.outcome.exception() if state.outcome else None
-            log.warning("llm.retry", model=config.model, role=request.role, attempt=state.attempt_number,
-                        wait_s=round(state.upcoming_sleep, 3), status=status_of(exc) if exc else None,
-                        error=type(exc).__name__ if exc else None)
+            log.warning(
+                "llm.retry",
+                model=config.model,
+                role=request.role,
+                attempt=state.attempt_number,
+                wait_s=round(state.upcoming_sleep, 3),
+                status=status_of(exc) if exc else None,
+                error=type(exc).__name__ if exc else None,
+            )
+
         return before_sleep
 
     def _fail(self, config: RoleConfig, exc: BaseException, attempts: int) -> SysmoError:
@@ -163,19 +201,32 @@ class LLM:
         retryable = is_retryable(exc)
         detail = str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__
         if status in (401, 403):
-            hint = (f"set {config.api_key_env}" if config.api_key_env
-                    else "check the provider's API key environment variable (or api_key_env in the role config)")
+            hint = (
+                f"set {config.api_key_env}"
+                if config.api_key_env
+                else "check the provider's API key environment variable (or api_key_env in the role config)"
+            )
             message = f"authentication failed for {config.model!r} ({status}): {hint}. {detail}"
         elif status == 404:
-            message = f"model {config.model!r} was not found by the server ({status}): check the name. {detail}"
+            message = (
+                f"model {config.model!r} was not found by the server ({status}): check the name. {detail}"
+            )
         elif retryable:
             message = f"{config.model!r} kept failing after {attempts} attempts: {detail}"
         else:
             message = f"{config.model!r} rejected the request ({status or type(exc).__name__}): {detail}"
         return LLMCallError(message, status_code=status, retryable=retryable, attempts=attempts)
 
-    def _record(self, config: RoleConfig, provider: Provider | None, request: LLMRequest, key: str,
-                response: LLMResponse | None, error: BaseException | None, latency_s: float) -> None:
+    def _record(
+        self,
+        config: RoleConfig,
+        provider: Provider | None,
+        request: LLMRequest,
+        key: str,
+        response: LLMResponse | None,
+        error: BaseException | None,
+        latency_s: float,
+    ) -> None:
         with self._lock:
             spend = self.spend.setdefault(request.role, RoleSpend())
             spend.calls += 1
@@ -189,36 +240,81 @@ class LLM:
                 spend.spend_usd += response.spend_usd
         if self.on_call is None:
             return
-        self.on_call(LLMCallRecord(
-            role=request.role, model=config.model,
-            provider=response.provider if response else (provider.name if provider else "unknown"),
-            is_control=config.is_control, request_hash=key, sample_index=request.sample_index,
-            messages=request.messages, params=request.params(), context=request.context, response=response,
-            prompt_tokens=response.usage.prompt_tokens if response else 0,
-            completion_tokens=response.usage.completion_tokens if response else 0,
-            cost_usd=response.cost_usd if response else 0.0, spend_usd=response.spend_usd if response else 0.0,
-            latency_s=latency_s, cached=bool(response and response.cached),
-            error=str(error) if error else None, error_type=type(error).__name__ if error else None,
-        ))
+        self.on_call(
+            LLMCallRecord(
+                role=request.role,
+                model=config.model,
+                provider=response.provider if response else (provider.name if provider else "unknown"),
+                is_control=config.is_control,
+                request_hash=key,
+                sample_index=request.sample_index,
+                messages=request.messages,
+                params=request.params(),
+                context=request.context,
+                response=response,
+                prompt_tokens=response.usage.prompt_tokens if response else 0,
+                completion_tokens=response.usage.completion_tokens if response else 0,
+                cost_usd=response.cost_usd if response else 0.0,
+                spend_usd=response.spend_usd if response else 0.0,
+                latency_s=latency_s,
+                cached=bool(response and response.cached),
+                error=str(error) if error else None,
+                error_type=type(error).__name__ if error else None,
+            )
+        )
 
-    def _finish(self, config: RoleConfig, provider: Provider, request: LLMRequest, key: str,
-                response: LLMResponse, attempts: int, start: float) -> LLMResponse:
-        response = response.model_copy(update={
-            "request_hash": key, "attempts": attempts, "latency_s": time.perf_counter() - start})
+    def _finish(
+        self,
+        config: RoleConfig,
+        provider: Provider,
+        request: LLMRequest,
+        key: str,
+        response: LLMResponse,
+        attempts: int,
+        start: float,
+    ) -> LLMResponse:
+        response = response.model_copy(
+            update={"request_hash": key, "attempts": attempts, "latency_s": time.perf_counter() - start}
+        )
         if self.cache is not None and config.cache and not provider.is_control:
             self.cache.put(key, response)
-        log.info("llm.response", model=config.model, role=request.role, provider=response.provider,
-                 request_hash=key[:16], sample=request.sample_index, prompt_tokens=response.usage.prompt_tokens,
-                 completion_tokens=response.usage.completion_tokens, cost_usd=response.cost_usd,
-                 latency_s=round(response.latency_s, 3), attempts=attempts, control=response.is_control)
+        log.info(
+            "llm.response",
+            model=config.model,
+            role=request.role,
+            provider=response.provider,
+            request_hash=key[:16],
+            sample=request.sample_index,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            cost_usd=response.cost_usd,
+            latency_s=round(response.latency_s, 3),
+            attempts=attempts,
+            control=response.is_control,
+        )
         self._record(config, provider, request, key, response, None, response.latency_s)
         return response
 
-    def _failed(self, config: RoleConfig, provider: Provider | None, request: LLMRequest, key: str,
-                exc: BaseException, attempts: int, start: float) -> SysmoError:
+    def _failed(
+        self,
+        config: RoleConfig,
+        provider: Provider | None,
+        request: LLMRequest,
+        key: str,
+        exc: BaseException,
+        attempts: int,
+        start: float,
+    ) -> SysmoError:
         error = self._fail(config, exc, attempts)
-        log.error("llm.error", model=config.model, role=request.role, request_hash=key[:16],
-                  attempts=attempts, status=status_of(exc), error=str(error)[:300])
+        log.error(
+            "llm.error",
+            model=config.model,
+            role=request.role,
+            request_hash=key[:16],
+            attempts=attempts,
+            status=status_of(exc),
+            error=str(error)[:300],
+        )
         self._record(config, provider, request, key, None, error, time.perf_counter() - start)
         return error
 
@@ -236,13 +332,14 @@ class LLM:
         extra: dict[str, Any] | None = None,
     ) -> LLMResponse:
         """One answer for ``messages`` (OpenAI format). ``temperature``/``max_tokens`` override the role's;
-        ``extra`` adds provider parameters (``tool_choice``, ``stop``, ``seed`` ...) over the role's ``extra``.
+        ``extra`` adds provider parameters (``tool_choice``, ``stop``, ``seed``) over the role's ``extra``.
 
         Raises ``LLMError`` (``LLMCallError`` with ``status_code`` for HTTP failures) once retries are spent.
         """
         start = time.perf_counter()
-        config, request = self._request(messages, role, sample_index, temperature, max_tokens, tools,
-                                        response_format, context, extra)
+        config, request = self._request(
+            messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
+        )
         key = request.key()
         provider: Provider | None = None
         attempts = 0
@@ -253,8 +350,15 @@ class LLM:
                 return hit
             provider = self.provider(role)
             start = time.perf_counter()  # latency is the model's, not litellm's first import
-            log.info("llm.request", model=config.model, role=role, request_hash=key[:16], sample=sample_index,
-                     messages=len(messages), tools=len(tools or []))
+            log.info(
+                "llm.request",
+                model=config.model,
+                role=role,
+                request_hash=key[:16],
+                sample=sample_index,
+                messages=len(messages),
+                tools=len(tools or []),
+            )
             if provider.is_control:
                 attempts = 1
                 response = provider.complete(request)
@@ -283,8 +387,9 @@ class LLM:
     ) -> LLMResponse:
         """``complete`` for asyncio callers; concurrency is bounded per provider within the event loop."""
         start = time.perf_counter()
-        config, request = self._request(messages, role, sample_index, temperature, max_tokens, tools,
-                                        response_format, context, extra)
+        config, request = self._request(
+            messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
+        )
         key = request.key()
         provider: Provider | None = None
         attempts = 0
@@ -295,14 +400,23 @@ class LLM:
                 return hit
             provider = self.provider(role)
             start = time.perf_counter()  # latency is the model's, not litellm's first import
-            log.info("llm.request", model=config.model, role=role, request_hash=key[:16], sample=sample_index,
-                     messages=len(messages), tools=len(tools or []))
+            log.info(
+                "llm.request",
+                model=config.model,
+                role=role,
+                request_hash=key[:16],
+                sample=sample_index,
+                messages=len(messages),
+                tools=len(tools or []),
+            )
             if provider.is_control:
                 attempts = 1
                 response = await provider.acomplete(request)
             else:
                 async with self.limits.ahold(config.limit_key, config.concurrency):
-                    async for attempt in retry_policy(config, self._before_sleep(config, request), is_async=True):
+                    async for attempt in retry_policy(
+                        config, self._before_sleep(config, request), is_async=True
+                    ):
                         with attempt:
                             attempts = attempt.retry_state.attempt_number
                             response = await provider.acomplete(request)

@@ -22,7 +22,8 @@ class ConcurrencyLimits:
         self._threads: dict[str, threading.BoundedSemaphore] = {}
         # asyncio semaphores belong to one event loop; tests and scripts run several loops in turn
         self._loops: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Semaphore]] = (
-            weakref.WeakKeyDictionary())
+            weakref.WeakKeyDictionary()
+        )
 
     def _size(self, key: str, limit: int) -> int:
         limit = max(1, limit)

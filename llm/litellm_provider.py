@@ -36,10 +36,13 @@ def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[f
     litellm = import_litellm()
     try:
         prompt_cost, completion_cost = litellm.cost_per_token(
-            model=model, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+            model=model, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens
+        )
     except Exception:  # litellm raises several types for unmapped models
-        return 0.0, (f"no price for {model!r} in litellm's cost map (a local or unknown model): cost counted as 0; "
-                     "set price_per_mtok in the role config to price it")
+        return 0.0, (
+            f"no price for {model!r} in litellm's cost map (a local or unknown model): cost counted as 0; "
+            "set price_per_mtok in the role config to price it"
+        )
     return float(prompt_cost + completion_cost), None
 
 
@@ -58,7 +61,8 @@ class LiteLLMProvider:
                 f"litellm does not know the model {config.model!r}: prefix it with a provider, e.g. "
                 "openai/gpt-4o-mini, anthropic/claude-3-5-sonnet-20240620, ollama/llama3; for an "
                 "OpenAI-compatible server use openai/<served-name> with api_base; offline: mockllm/<script> "
-                "or reference") from exc
+                "or reference"
+            ) from exc
         self.api_key = self._api_key()
 
     def _api_key(self) -> str | None:
@@ -66,7 +70,9 @@ class LiteLLMProvider:
         if env:
             key = os.environ.get(env)
             if not key:
-                raise LLMError(f"model {self.config.model!r} needs an API key: set the environment variable {env}")
+                raise LLMError(
+                    f"model {self.config.model!r} needs an API key: set the environment variable {env}"
+                )
             return key
         if self.config.api_base:
             # never send a hosted provider's key to an arbitrary server; name api_key_env to send one
@@ -74,13 +80,17 @@ class LiteLLMProvider:
         check = self.litellm.validate_environment(self.config.model)
         missing = [k for k in check.get("missing_keys", []) if k.endswith(("_KEY", "_TOKEN"))]
         if missing:
-            raise LLMError(f"model {self.config.model!r} needs an API key: set {' or '.join(missing)} "
-                           "(or api_key_env in the role config)")
+            raise LLMError(
+                f"model {self.config.model!r} needs an API key: set {' or '.join(missing)} "
+                "(or api_key_env in the role config)"
+            )
         return None
 
     def _kwargs(self, request: LLMRequest) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
-            "model": self.config.model, "messages": request.messages, "timeout": self.config.timeout_s,
+            "model": self.config.model,
+            "messages": request.messages,
+            "timeout": self.config.timeout_s,
             "max_retries": 0,  # retries are ours (tenacity), so every HTTP attempt is seen and logged
             "drop_params": True,  # a parameter one provider lacks is dropped, not an error
         }
@@ -114,17 +124,30 @@ class LiteLLMProvider:
             raise LLMError(f"model {self.config.model!r} answered without any choice")
         choice = raw.choices[0]
         message = choice.message
-        calls = [ToolCall.parse(c.id or f"call_{i}", c.function.name, c.function.arguments)
-                 for i, c in enumerate(message.tool_calls or [])]
+        calls = [
+            ToolCall.parse(c.id or f"call_{i}", c.function.name, c.function.arguments)
+            for i, c in enumerate(message.tool_calls or [])
+        ]
         raw_usage = getattr(raw, "usage", None)
-        usage = Usage(prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
-                      completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0)
+        usage = Usage(
+            prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
+        )
         cost, note = price(self.config.model, usage, self.config)
         hidden = getattr(raw, "_hidden_params", {}) or {}
         return LLMResponse(
-            text=message.content or "", tool_calls=calls, finish_reason=choice.finish_reason,
-            model=self.config.model, served_model=getattr(raw, "model", None),
-            provider=hidden.get("custom_llm_provider") or self.name, role=request.role,
-            sample_index=request.sample_index, usage=usage, cost_usd=cost, spend_usd=cost, cost_note=note,
-            latency_s=latency_s, raw=json.loads(raw.model_dump_json()),
+            text=message.content or "",
+            tool_calls=calls,
+            finish_reason=choice.finish_reason,
+            model=self.config.model,
+            served_model=getattr(raw, "model", None),
+            provider=hidden.get("custom_llm_provider") or self.name,
+            role=request.role,
+            sample_index=request.sample_index,
+            usage=usage,
+            cost_usd=cost,
+            spend_usd=cost,
+            cost_note=note,
+            latency_s=latency_s,
+            raw=json.loads(raw.model_dump_json()),
         )

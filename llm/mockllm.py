@@ -1,4 +1,4 @@
-"""``mockllm/<name>``: scripted answers from a YAML/JSON file, for tests and the offline demo (always labelled).
+"""``mockllm/<name>``: scripted answers from a YAML/JSON file, for tests and the offline demo (labelled).
 
 Script format (YAML or JSON; a bare list is the ``responses``; a bare string item is a text)::
 
@@ -27,7 +27,6 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, Field, ValidationError, model_validator
-
 from sysmo.errors import ConfigError, LLMError, UnknownNameError
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall
@@ -87,8 +86,9 @@ class MockScript(BaseModel):
             data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
             return cls.model_validate(data)
         except (OSError, yaml.YAMLError, json.JSONDecodeError, ValidationError) as exc:
-            raise ConfigError(f"mockllm script {path} is not a valid script ({exc}); see the format in "
-                              "sysmo/llm/mockllm.py") from exc
+            raise ConfigError(
+                f"mockllm script {path} is not a valid script ({exc}); see the format in sysmo/llm/mockllm.py"
+            ) from exc
 
 
 def mock_dir() -> Path:
@@ -107,8 +107,9 @@ def find_script(name: str, explicit: Path | None = None) -> MockScript:
     if name == "default":
         return MockScript(responses=[MockAnswer(text="Default output from mockllm/default.")])
     raise UnknownNameError(
-        f"no script for mockllm/{name}: looked at {', '.join(str(p) for p in candidates)}; set script: in the "
-        "role config, or put <name>.yaml in $SYSMO_MOCKLLM_DIR")
+        f"no script for mockllm/{name}: looked at {', '.join(str(p) for p in candidates)}; set script: in "
+        "the role config, or put <name>.yaml in $SYSMO_MOCKLLM_DIR"
+    )
 
 
 class MockLLMProvider:
@@ -129,13 +130,17 @@ class MockLLMProvider:
             matching = [i for i, a in enumerate(items) if a.when is None or a.when.matches(request)]
             if not matching:
                 ctx = request.context
-                raise LLMError(f"{self.model}: no scripted answer matches this call (role={request.role}, "
-                               f"task={ctx.task_id if ctx else None}, round={ctx.round if ctx else None})")
+                raise LLMError(
+                    f"{self.model}: no scripted answer matches this call (role={request.role}, "
+                    f"task={ctx.task_id if ctx else None}, round={ctx.round if ctx else None})"
+                )
             unused = [i for i in matching if i not in self._used]
             if not unused:
                 if self.script.mode == "strict":
-                    raise LLMError(f"{self.model}: the script ran out after {len(matching)} matching answers "
-                                   "(mode: strict)")
+                    raise LLMError(
+                        f"{self.model}: the script ran out after {len(matching)} matching answers "
+                        "(mode: strict)"
+                    )
                 if self.script.mode == "cycle":
                     self._used -= set(matching)
                     unused = matching
@@ -148,12 +153,21 @@ class MockLLMProvider:
         answer = self._pick(request)
         if answer.error is not None:
             raise LLMError(f"{self.model}: scripted error: {answer.error}")
-        calls = [ToolCall.parse(c.get("id") or f"call_mock_{i}", c["name"], c.get("arguments"))
-                 for i, c in enumerate(answer.tool_calls)]
+        calls = [
+            ToolCall.parse(c.get("id") or f"call_mock_{i}", c["name"], c.get("arguments"))
+            for i, c in enumerate(answer.tool_calls)
+        ]
         return LLMResponse(
-            text=answer.text or "", tool_calls=calls, finish_reason="tool_calls" if calls else "stop",
-            model=self.model, served_model=self.model, provider=self.name, is_control=True, role=request.role,
-            sample_index=request.sample_index, cost_note=CONTROL_NOTE,
+            text=answer.text or "",
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else "stop",
+            model=self.model,
+            served_model=self.model,
+            provider=self.name,
+            is_control=True,
+            role=request.role,
+            sample_index=request.sample_index,
+            cost_note=CONTROL_NOTE,
         )
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:

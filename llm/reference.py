@@ -59,21 +59,31 @@ class ReferenceProvider:
         task = request.context.task if request.context else None
         if task is not None:
             if task.references.model is None:
-                raise LLMError(f"task {task.id} has no reference model: the reference control cannot answer it")
+                raise LLMError(
+                    f"task {task.id} has no reference model: the reference control cannot answer it"
+                )
             return task.references.model
         if self.reference is not None:
             return self.reference
-        raise LLMError("the reference provider needs the task: call with context=CallContext(task=task) "
-                       "(or build ReferenceProvider(reference=artifact))")
+        raise LLMError(
+            "the reference provider needs the task: call with context=CallContext(task=task) "
+            "(or build ReferenceProvider(reference=artifact))"
+        )
 
     def _tool_calls(self, request: LLMRequest, artifact: Artifact) -> list[ToolCall]:
         write = _tool(request.tools, "write_file")
-        written = any(c.get("function", {}).get("name") == "write_file"
-                      for m in request.messages if m.get("role") == "assistant" for c in m.get("tool_calls") or [])
+        written = any(
+            c.get("function", {}).get("name") == "write_file"
+            for m in request.messages
+            if m.get("role") == "assistant"
+            for c in m.get("tool_calls") or []
+        )
         if write is not None and not written:
             path, content = _argument_names(write)
-            return [ToolCall.parse(f"call_ref_{i}", "write_file", json.dumps({path: name, content: text}))
-                    for i, (name, text) in enumerate(sorted(artifact.files.items()))]
+            return [
+                ToolCall.parse(f"call_ref_{i}", "write_file", json.dumps({path: name, content: text}))
+                for i, (name, text) in enumerate(sorted(artifact.files.items()))
+            ]
         if _tool(request.tools, "finish") is not None:
             return [ToolCall.parse("call_ref_finish", "finish", "{}")]
         return []
@@ -82,9 +92,15 @@ class ReferenceProvider:
         artifact = self._artifact(request)
         calls = self._tool_calls(request, artifact) if request.tools else []
         return LLMResponse(
-            text="" if calls else format_reference(artifact), tool_calls=calls,
-            finish_reason="tool_calls" if calls else "stop", model="reference", served_model="reference",
-            provider=self.name, is_control=True, role=request.role, sample_index=request.sample_index,
+            text="" if calls else format_reference(artifact),
+            tool_calls=calls,
+            finish_reason="tool_calls" if calls else "stop",
+            model="reference",
+            served_model="reference",
+            provider=self.name,
+            is_control=True,
+            role=request.role,
+            sample_index=request.sample_index,
             cost_note=CONTROL_NOTE,
         )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from pydantic import BaseModel, Field
-
 from sysmo.llm.cache import request_key
 from sysmo.llm.response import CallContext, LLMResponse
 
@@ -27,14 +26,23 @@ class LLMRequest(BaseModel):
 
     def params(self) -> dict[str, Any]:
         """The parameters that change the answer (what the cache key and the record keep)."""
-        params: dict[str, Any] = {"temperature": self.temperature, "max_tokens": self.max_tokens,
-                                  "tools": self.tools, "response_format": self.response_format}
+        params: dict[str, Any] = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "tools": self.tools,
+            "response_format": self.response_format,
+        }
         params.update(self.extra)
         return {k: v for k, v in params.items() if v is not None}
 
     def key(self) -> str:
-        return request_key(model=self.model, api_base=self.api_base, messages=self.messages,
-                           params=self.params(), sample_index=self.sample_index)
+        return request_key(
+            model=self.model,
+            api_base=self.api_base,
+            messages=self.messages,
+            params=self.params(),
+            sample_index=self.sample_index,
+        )
 
     def last_user_text(self) -> str:
         for message in reversed(self.messages):

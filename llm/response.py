@@ -8,7 +8,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, Field
-
 from sysmo.benchmarks.task import Task
 
 
@@ -42,19 +41,25 @@ class ToolCall(BaseModel):
         try:
             value = json.loads(text)
         except json.JSONDecodeError as exc:
-            return cls(id=id, name=name, arguments_json=text, error=f"tool arguments are not valid JSON: {exc}")
+            return cls(
+                id=id, name=name, arguments_json=text, error=f"tool arguments are not valid JSON: {exc}"
+            )
         if not isinstance(value, dict):
             return cls(id=id, name=name, arguments_json=text, error="tool arguments must be a JSON object")
         return cls(id=id, name=name, arguments=value, arguments_json=text)
 
     def to_openai(self) -> dict[str, Any]:
-        return {"id": self.id, "type": "function", "function": {"name": self.name, "arguments": self.arguments_json}}
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments_json},
+        }
 
 
 class CallContext(BaseModel):
     """Who is calling, for the offline providers (the reference needs the task) and for the record.
 
-    >>> llm.complete(messages, role="generator", context=CallContext(task=task, round=2, agent="base_modeling"))
+    >>> llm.complete(messages, context=CallContext(task=task, round=2, agent="base_modeling"))
     """
 
     task: Task | None = Field(default=None, exclude=True)  # not persisted: the record keeps task_id
@@ -113,7 +118,9 @@ class LLMCallRecord(BaseModel):
     request_hash: str
     sample_index: int = 0
     messages: list[dict[str, Any]]
-    params: dict[str, Any] = Field(default_factory=dict)  # temperature, max_tokens, tools, response_format, extra
+    params: dict[str, Any] = Field(
+        default_factory=dict
+    )  # temperature, max_tokens, tools, response_format, extra
     context: CallContext | None = None
     response: LLMResponse | None = None
     prompt_tokens: int = 0

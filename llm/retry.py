@@ -1,4 +1,4 @@
-"""When a failed call is worth repeating (rate limits, 5xx, timeouts, dropped connections) and how long to wait."""
+"""When a failed call is worth repeating (rate limits, 5xx, timeouts, lost connections), how long to wait."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
-
 from sysmo.errors import LLMError
 from sysmo.llm.roles import RoleConfig
+from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 RETRYABLE_STATUS = {408, 409, 425, 429}  # plus every 5xx
 
@@ -19,8 +18,9 @@ RETRYABLE_STATUS = {408, 409, 425, 429}  # plus every 5xx
 class LLMCallError(LLMError):
     """A model call failed for good. ``status_code`` is the HTTP status when there was one."""
 
-    def __init__(self, message: str, *, status_code: int | None = None, retryable: bool = False,
-                 attempts: int = 1) -> None:
+    def __init__(
+        self, message: str, *, status_code: int | None = None, retryable: bool = False, attempts: int = 1
+    ) -> None:
         super().__init__(message)
         self.status_code = status_code
         self.retryable = retryable
@@ -45,8 +45,10 @@ def is_retryable(exc: BaseException) -> bool:
 
 def retry_after_s(exc: BaseException) -> float | None:
     """The server's Retry-After (seconds or an HTTP date), if it sent one."""
-    for headers in (getattr(exc, "litellm_response_headers", None),
-                    getattr(getattr(exc, "response", None), "headers", None)):
+    for headers in (
+        getattr(exc, "litellm_response_headers", None),
+        getattr(getattr(exc, "response", None), "headers", None),
+    ):
         value = headers.get("retry-after") if headers is not None else None
         if not value:
             continue
@@ -73,8 +75,9 @@ def backoff(config: RoleConfig) -> Callable[[RetryCallState], float]:
     return wait
 
 
-def retry_policy(config: RoleConfig, before_sleep: Callable[[RetryCallState], Any],
-                 *, is_async: bool = False) -> Retrying | AsyncRetrying:
+def retry_policy(
+    config: RoleConfig, before_sleep: Callable[[RetryCallState], Any], *, is_async: bool = False
+) -> Retrying | AsyncRetrying:
     kind = AsyncRetrying if is_async else Retrying
     return kind(
         retry=retry_if_exception(is_retryable),

@@ -1,4 +1,4 @@
-"""Which model plays which role: ``generator`` (under test), ``helper`` (mappings, configs, invariants), ``judge``.
+"""Which model plays which role: ``generator`` (under test), ``helper`` (mappings, configs), ``judge``.
 
 From YAML (a bare string is a model name)::
 
@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
-
 from sysmo.errors import ConfigError
 
 Role = Literal["generator", "helper", "judge"]
@@ -23,7 +22,7 @@ CONTROL_PREFIXES = ("mockllm/", "reference")
 
 
 class RoleConfig(BaseModel):
-    """How to reach one model. ``model`` is any litellm provider string, ``mockllm/<script>`` or ``reference``."""
+    """How to reach one model. ``model``: a litellm provider string, ``mockllm/<script>`` or ``reference``."""
 
     model: str
     api_base: str | None = None  # OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy)
@@ -37,9 +36,13 @@ class RoleConfig(BaseModel):
     concurrency: int = 8  # in-flight calls per provider / api_base
     cache: bool = True
     extra: dict[str, Any] = Field(default_factory=dict)  # passed to litellm: top_p, seed, mock_response, ...
-    price_per_mtok: tuple[float, float] | None = None  # (input, output) USD per million tokens, overrides litellm's map
+    price_per_mtok: tuple[float, float] | None = (
+        None  # (input, output) USD per million tokens, overrides litellm's map
+    )
     script: Path | None = None  # mockllm: the script file (default: found from the name)
-    client: Literal["litellm", "langchain-openai"] = "litellm"  # which LangChain chat model chat_model() builds
+    client: Literal["litellm", "langchain-openai"] = (
+        "litellm"  # which LangChain chat model chat_model() builds
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -80,5 +83,6 @@ class ModelRoles(BaseModel):
         if self.generator.model == "reference":
             raise ConfigError(
                 f"no model for the {role} role: the reference control only answers generator calls; "
-                f"set models.{role} (e.g. {role}: openai/gpt-4o-mini or a mockllm/<script>)")
+                f"set models.{role} (e.g. {role}: openai/gpt-4o-mini or a mockllm/<script>)"
+            )
         return self.generator

@@ -48,7 +48,9 @@ def reply(text: str, **kwargs: Any) -> FakeReply:
     return FakeReply(text=text, **kwargs)
 
 
-def tool_reply(*calls: tuple[str, dict[str, Any]] | dict[str, Any], text: str | None = None, **kwargs: Any) -> FakeReply:
+def tool_reply(
+    *calls: tuple[str, dict[str, Any]] | dict[str, Any], text: str | None = None, **kwargs: Any
+) -> FakeReply:
     """An assistant reply with tool calls, given as ``(name, arguments)`` pairs or dicts."""
     normalised = [c if isinstance(c, dict) else {"name": c[0], "arguments": c[1]} for c in calls]
     return FakeReply(text=text, tool_calls=normalised, **kwargs)
@@ -56,7 +58,9 @@ def tool_reply(*calls: tuple[str, dict[str, Any]] | dict[str, Any], text: str | 
 
 def http_error(status: int, message: str = "", *, retry_after: float | None = None) -> FakeReply:
     """An HTTP error answer (429 rate limit, 500 server error, 400 bad request ...)."""
-    return FakeReply(status=status, error_message=message or f"fake server error {status}", retry_after=retry_after)
+    return FakeReply(
+        status=status, error_message=message or f"fake server error {status}", retry_after=retry_after
+    )
 
 
 def slow(answer: FakeReply | str, delay_s: float) -> FakeReply:
@@ -147,8 +151,13 @@ class FakeOpenAI:
                     with server._lock:
                         server._in_flight -= 1
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None,
-                      raw_body: str | None = None) -> None:
+            def _send(
+                self,
+                status: int,
+                payload: Any,
+                headers: dict[str, str] | None = None,
+                raw_body: str | None = None,
+            ) -> None:
                 data = (raw_body if raw_body is not None else json.dumps(payload)).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -161,8 +170,9 @@ class FakeOpenAI:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="fake-openai", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -184,8 +194,15 @@ class FakeOpenAI:
             handler._send(400, {"error": {"message": "the fake server does not stream; send stream=false"}})
             return
         if script is None:
-            handler._send(500, {"error": {"message": f"fake server: script exhausted after {self.calls - 1} replies",
-                                          "type": "server_error"}})
+            handler._send(
+                500,
+                {
+                    "error": {
+                        "message": f"fake server: script exhausted after {self.calls - 1} replies",
+                        "type": "server_error",
+                    }
+                },
+            )
             return
         answer = script(body) if callable(script) else script
         if answer.delay_s:
@@ -196,9 +213,13 @@ class FakeOpenAI:
         if answer.status != 200:
             headers = {"Retry-After": f"{answer.retry_after:g}"} if answer.retry_after is not None else {}
             kind = {429: "rate_limit_error", 400: "invalid_request_error", 401: "authentication_error"}.get(
-                answer.status, "server_error")
-            handler._send(answer.status, {"error": {"message": answer.error_message, "type": kind,
-                                                    "code": str(answer.status)}}, headers)
+                answer.status, "server_error"
+            )
+            handler._send(
+                answer.status,
+                {"error": {"message": answer.error_message, "type": kind, "code": str(answer.status)}},
+                headers,
+            )
             return
         handler._send(200, self.completion(body, answer))
 
@@ -207,10 +228,16 @@ class FakeOpenAI:
         message: dict[str, Any] = {"role": "assistant", "content": answer.text}
         if answer.tool_calls:
             message["tool_calls"] = [
-                {"id": call.get("id", f"call_{self.calls}_{i}"), "type": "function",
-                 "function": {"name": call["name"],
-                              "arguments": call["arguments"] if isinstance(call["arguments"], str)
-                              else json.dumps(call["arguments"])}}
+                {
+                    "id": call.get("id", f"call_{self.calls}_{i}"),
+                    "type": "function",
+                    "function": {
+                        "name": call["name"],
+                        "arguments": call["arguments"]
+                        if isinstance(call["arguments"], str)
+                        else json.dumps(call["arguments"]),
+                    },
+                }
                 for i, call in enumerate(answer.tool_calls)
             ]
         prompt, completion = answer.usage
@@ -219,9 +246,19 @@ class FakeOpenAI:
             "object": "chat.completion",
             "created": int(time.time()),
             "model": answer.model or body.get("model", "fake"),
-            "choices": [{"index": 0, "message": message, "logprobs": None,
-                         "finish_reason": answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop")}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": answer.finish_reason or ("tool_calls" if answer.tool_calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
         }
 
 

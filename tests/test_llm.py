@@ -7,11 +7,11 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, fake_openai, http_error, reply, slow, tool_reply  # noqa: F401
-
+from fake_openai import FakeOpenAI, http_error, reply, slow, tool_reply
 from sysmo.errors import LLMError, UnknownNameError
 from sysmo.llm import (
     LLM,
@@ -28,106 +28,123 @@ from sysmo.llm.retry import retry_after_s
 USER = [{"role": "user", "content": "Write a TLA+ spec of a spinlock."}]
 
 
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as fake:
+        yield fake
+
+
 def config(server: FakeOpenAI, **kwargs) -> RoleConfig:
-    base = {"model": "openai/gpt-4o-mini", "api_base": server.base_url,
-            "retry_initial_s": 0.01, "retry_max_s": 0.05, "timeout_s": 10.0}  # fast retries for tests
+    base = {
+        "model": "openai/gpt-4o-mini",
+        "api_base": server.base_url,
+        "retry_initial_s": 0.01,
+        "retry_max_s": 0.05,
+        "timeout_s": 10.0,
+    }  # fast retries for tests
     return RoleConfig(**{**base, **kwargs})
 
 
 def make_llm(server: FakeOpenAI, tmp_path: Path, **kwargs) -> LLM:
     records: list[LLMCallRecord] = []
-    llm = LLM(config(server, **kwargs), cache=tmp_path / "cache.sqlite", on_call=records.append,
-              limits=ConcurrencyLimits())
+    llm = LLM(
+        config(server, **kwargs),
+        cache=tmp_path / "cache.sqlite",
+        on_call=records.append,
+        limits=ConcurrencyLimits(),
+    )
     llm.records = records  # type: ignore[attr-defined]
     return llm
 
 
-def test_plain_completion_returns_text_usage_and_the_prompt_reaches_the_server(fake_openai, tmp_path):
-    fake_openai.push(reply("---- MODULE Spin ----\n====", usage=(40, 10)))
-    llm = make_llm(fake_openai, tmp_path, temperature=0.7, max_tokens=256)
+def test_plain_completion_returns_text_usage_and_the_prompt_reaches_the_server(server, tmp_path):
+    server.push(reply("---- MODULE Spin ----\n====", usage=(40, 10)))
+    llm = make_llm(server, tmp_path, temperature=0.7, max_tokens=256)
     response = llm.complete(USER, role="generator", sample_index=0)
     assert response.text == "---- MODULE Spin ----\n===="
     assert (response.usage.prompt_tokens, response.usage.completion_tokens) == (40, 10)
     assert response.provider == "openai" and not response.is_control and not response.cached
-    assert fake_openai.calls == 1
-    body = fake_openai.requests[0]
+    assert server.calls == 1
+    body = server.requests[0]
     assert body["messages"] == USER and body["temperature"] == 0.7 and body["max_tokens"] == 256
     assert body["model"] == "gpt-4o-mini"
     [record] = llm.records
-    assert record.request_hash == response.request_hash and record.response == response and record.error is None
+    assert (
+        record.request_hash == response.request_hash and record.response == response and record.error is None
+    )
 
 
-def test_rate_limit_429_then_success_is_retried(fake_openai, tmp_path):
-    fake_openai.push(http_error(429, "slow down", retry_after=0.01), reply("ok"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_rate_limit_429_then_success_is_retried(server, tmp_path):
+    server.push(http_error(429, "slow down", retry_after=0.01), reply("ok"))
+    llm = make_llm(server, tmp_path)
     response = llm.complete(USER)
     assert response.text == "ok" and response.attempts == 2
-    assert fake_openai.calls == 2
+    assert server.calls == 2
 
 
-def test_server_error_500_then_success_is_retried(fake_openai, tmp_path):
-    fake_openai.push(http_error(500), http_error(503), reply("ok"))
-    response = make_llm(fake_openai, tmp_path).complete(USER)
-    assert response.text == "ok" and fake_openai.calls == 3
+def test_server_error_500_then_success_is_retried(server, tmp_path):
+    server.push(http_error(500), http_error(503), reply("ok"))
+    response = make_llm(server, tmp_path).complete(USER)
+    assert response.text == "ok" and server.calls == 3
 
 
-def test_bad_request_400_is_not_retried_and_the_error_says_why(fake_openai, tmp_path):
-    fake_openai.push(http_error(400, "messages must not be empty"), reply("never sent"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_bad_request_400_is_not_retried_and_the_error_says_why(server, tmp_path):
+    server.push(http_error(400, "messages must not be empty"), reply("never sent"))
+    llm = make_llm(server, tmp_path)
     with pytest.raises(LLMCallError) as info:
         llm.complete(USER)
-    assert fake_openai.calls == 1
+    assert server.calls == 1
     assert info.value.status_code == 400 and not info.value.retryable
     assert "rejected the request" in str(info.value) and "messages must not be empty" in str(info.value)
     [record] = llm.records
     assert record.response is None and "messages must not be empty" in record.error
 
 
-def test_unauthorised_401_is_not_retried_and_names_the_key_variable(fake_openai, tmp_path, monkeypatch):
+def test_unauthorised_401_is_not_retried_and_names_the_key_variable(server, tmp_path, monkeypatch):
     monkeypatch.setenv("MY_SERVER_KEY", "secret")
-    fake_openai.push(http_error(401, "invalid key"))
+    server.push(http_error(401, "invalid key"))
     with pytest.raises(LLMCallError, match="MY_SERVER_KEY"):
-        make_llm(fake_openai, tmp_path, api_key_env="MY_SERVER_KEY").complete(USER)
-    assert fake_openai.calls == 1
+        make_llm(server, tmp_path, api_key_env="MY_SERVER_KEY").complete(USER)
+    assert server.calls == 1
 
 
-def test_timeout_is_retried(fake_openai, tmp_path):
-    fake_openai.push(slow("too late", 1.0), reply("in time"))
-    response = make_llm(fake_openai, tmp_path, timeout_s=0.25).complete(USER)
-    assert response.text == "in time" and fake_openai.calls == 2
+def test_timeout_is_retried(server, tmp_path):
+    server.push(slow("too late", 1.0), reply("in time"))
+    response = make_llm(server, tmp_path, timeout_s=0.25).complete(USER)
+    assert response.text == "in time" and server.calls == 2
 
 
-def test_retries_stop_after_max_retries_with_a_clear_error(fake_openai, tmp_path):
-    fake_openai.push(*[http_error(429) for _ in range(3)], reply("not reached"))
+def test_retries_stop_after_max_retries_with_a_clear_error(server, tmp_path):
+    server.push(*[http_error(429) for _ in range(3)], reply("not reached"))
     with pytest.raises(LLMCallError, match="kept failing after 3 attempts") as info:
-        make_llm(fake_openai, tmp_path, max_retries=2).complete(USER)
-    assert info.value.status_code == 429 and fake_openai.calls == 3
+        make_llm(server, tmp_path, max_retries=2).complete(USER)
+    assert info.value.status_code == 429 and server.calls == 3
 
 
-def test_second_identical_run_is_answered_from_the_cache_with_zero_http_calls(fake_openai, tmp_path):
-    fake_openai.push(reply("first", usage=(1000, 500)), reply("second"))
-    first = make_llm(fake_openai, tmp_path).complete(USER, sample_index=3)
-    rerun = make_llm(fake_openai, tmp_path)  # a new process would see the same SQLite file
+def test_second_identical_run_is_answered_from_the_cache_with_zero_http_calls(server, tmp_path):
+    server.push(reply("first", usage=(1000, 500)), reply("second"))
+    first = make_llm(server, tmp_path).complete(USER, sample_index=3)
+    rerun = make_llm(server, tmp_path)  # a new process would see the same SQLite file
     again = rerun.complete(USER, sample_index=3)
-    assert fake_openai.calls == 1
+    assert server.calls == 1
     assert again.text == "first" and again.cached and not first.cached
     assert again.cost_usd == first.cost_usd > 0 and again.spend_usd == 0.0
     assert again.request_hash == first.request_hash and again.original_latency_s == first.latency_s
     assert rerun.spend["generator"].cached_calls == 1 and rerun.spend["generator"].spend_usd == 0.0
 
 
-def test_a_different_sample_index_is_a_different_cache_entry(fake_openai, tmp_path):
-    fake_openai.push(reply("sample zero"), reply("sample one"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_a_different_sample_index_is_a_different_cache_entry(server, tmp_path):
+    server.push(reply("sample zero"), reply("sample one"))
+    llm = make_llm(server, tmp_path)
     zero, one = llm.complete(USER, sample_index=0), llm.complete(USER, sample_index=1)
     assert (zero.text, one.text) == ("sample zero", "sample one")
-    assert zero.request_hash != one.request_hash and fake_openai.calls == 2
-    assert llm.complete(USER, sample_index=1).cached and fake_openai.calls == 2
+    assert zero.request_hash != one.request_hash and server.calls == 2
+    assert llm.complete(USER, sample_index=1).cached and server.calls == 2
 
 
-def test_parameters_and_server_are_part_of_the_cache_key(fake_openai, tmp_path):
-    fake_openai.push(reply("t0"), reply("t1"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_parameters_and_server_are_part_of_the_cache_key(server, tmp_path):
+    server.push(reply("t0"), reply("t1"))
+    llm = make_llm(server, tmp_path)
     assert llm.complete(USER, temperature=0.0).text == "t0"
     assert llm.complete(USER, temperature=1.0).text == "t1"
     with FakeOpenAI() as other:
@@ -135,59 +152,80 @@ def test_parameters_and_server_are_part_of_the_cache_key(fake_openai, tmp_path):
         assert make_llm(other, tmp_path).complete(USER, temperature=0.0).text == "other server"
 
 
-def test_tool_calls_round_trip_in_the_openai_format(fake_openai, tmp_path):
-    tools = [{"type": "function", "function": {
-        "name": "write_file", "description": "Write a file in the workspace",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
-                       "required": ["path", "content"]}}}]
-    fake_openai.push(tool_reply(("write_file", {"path": "Spin.tla", "content": "---- MODULE Spin ----"})),
-                     reply("done"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_tool_calls_round_trip_in_the_openai_format(server, tmp_path):
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "write_file",
+                "description": "Write a file in the workspace",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+                    "required": ["path", "content"],
+                },
+            },
+        }
+    ]
+    server.push(
+        tool_reply(("write_file", {"path": "Spin.tla", "content": "---- MODULE Spin ----"})), reply("done")
+    )
+    llm = make_llm(server, tmp_path)
     first = llm.complete(USER, tools=tools)
     [call] = first.tool_calls
-    assert call.name == "write_file" and call.arguments == {"path": "Spin.tla", "content": "---- MODULE Spin ----"}
-    assert first.finish_reason == "tool_calls" and fake_openai.requests[0]["tools"] == tools
-    conversation = USER + [first.assistant_message(),
-                           {"role": "tool", "tool_call_id": call.id, "content": "wrote Spin.tla"}]
+    assert call.name == "write_file" and call.arguments == {
+        "path": "Spin.tla",
+        "content": "---- MODULE Spin ----",
+    }
+    assert first.finish_reason == "tool_calls" and server.requests[0]["tools"] == tools
+    conversation = USER + [
+        first.assistant_message(),
+        {"role": "tool", "tool_call_id": call.id, "content": "wrote Spin.tla"},
+    ]
     assert llm.complete(conversation, tools=tools).text == "done"
-    sent = fake_openai.requests[1]["messages"]
+    sent = server.requests[1]["messages"]
     assert sent[1]["tool_calls"][0]["id"] == call.id and sent[2]["tool_call_id"] == call.id
 
 
-def test_malformed_tool_arguments_are_kept_with_an_error_not_raised(fake_openai, tmp_path):
-    fake_openai.push(tool_reply({"name": "write_file", "arguments": '{"path": "Spin.tla", "content": '}))
-    [call] = make_llm(fake_openai, tmp_path).complete(USER).tool_calls
-    assert call.arguments == {} and "not valid JSON" in call.error and call.arguments_json.startswith('{"path"')
+def test_malformed_tool_arguments_are_kept_with_an_error_not_raised(server, tmp_path):
+    server.push(tool_reply({"name": "write_file", "arguments": '{"path": "Spin.tla", "content": '}))
+    [call] = make_llm(server, tmp_path).complete(USER).tool_calls
+    assert (
+        call.arguments == {} and "not valid JSON" in call.error and call.arguments_json.startswith('{"path"')
+    )
 
 
-def test_cost_comes_from_litellm_price_map_for_a_known_model(fake_openai, tmp_path):
-    fake_openai.push(reply("priced", usage=(1000, 500)))
-    response = make_llm(fake_openai, tmp_path).complete(USER)
+def test_cost_comes_from_litellm_price_map_for_a_known_model(server, tmp_path):
+    server.push(reply("priced", usage=(1000, 500)))
+    response = make_llm(server, tmp_path).complete(USER)
     # gpt-4o-mini in the bundled map of litellm 1.106.2: $0.15 / $0.60 per million input / output tokens
     assert response.cost_usd == pytest.approx(1000 * 0.15e-6 + 500 * 0.60e-6)
     assert response.spend_usd == response.cost_usd and response.cost_note is None
 
 
-def test_unknown_local_model_costs_zero_with_a_note_unless_priced(fake_openai, tmp_path):
-    fake_openai.push(reply("free"), reply("priced"))
-    free = make_llm(fake_openai, tmp_path, model="openai/my-local-qwen").complete(USER)
+def test_unknown_local_model_costs_zero_with_a_note_unless_priced(server, tmp_path):
+    server.push(reply("free"), reply("priced"))
+    free = make_llm(server, tmp_path, model="openai/my-local-qwen").complete(USER)
     assert free.cost_usd == 0.0 and "no price" in free.cost_note
-    priced = make_llm(fake_openai, tmp_path, model="openai/my-local-qwen", price_per_mtok=(1.0, 2.0)).complete(
-        USER, sample_index=1)
+    priced = make_llm(server, tmp_path, model="openai/my-local-qwen", price_per_mtok=(1.0, 2.0)).complete(
+        USER, sample_index=1
+    )
     assert priced.cost_usd == pytest.approx((12 * 1.0 + 7 * 2.0) / 1e6)
 
 
 def test_litellm_mock_response_path_needs_no_server(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
-    llm = LLM(RoleConfig(model="openai/gpt-4o-mini", extra={"mock_response": "mocked spec"}),
-              cache=tmp_path / "c.sqlite")
+    llm = LLM(
+        RoleConfig(model="openai/gpt-4o-mini", extra={"mock_response": "mocked spec"}),
+        cache=tmp_path / "c.sqlite",
+    )
     response = llm.complete(USER)
     assert response.text == "mocked spec" and response.provider == "openai"
 
 
-def test_concurrency_limit_per_server_is_respected_by_threads(fake_openai, tmp_path):
-    fake_openai.default = slow("busy", 0.15)
-    llm = make_llm(fake_openai, tmp_path, concurrency=2)
+def test_concurrency_limit_per_server_is_respected_by_threads(server, tmp_path):
+    server.default = slow("busy", 0.15)
+    llm = make_llm(server, tmp_path, concurrency=2)
     errors: list[BaseException] = []
 
     def call(i: int) -> None:
@@ -201,47 +239,53 @@ def test_concurrency_limit_per_server_is_respected_by_threads(fake_openai, tmp_p
         t.start()
     for t in threads:
         t.join()
-    assert not errors and fake_openai.calls == 6
-    assert fake_openai.max_concurrent == 2
+    assert not errors and server.calls == 6
+    assert server.max_concurrent == 2
 
 
-def test_concurrency_limit_is_respected_by_asyncio_tasks(fake_openai, tmp_path):
-    fake_openai.default = slow("busy", 0.15)
-    llm = make_llm(fake_openai, tmp_path, concurrency=3)
+def test_concurrency_limit_is_respected_by_asyncio_tasks(server, tmp_path):
+    server.default = slow("busy", 0.15)
+    llm = make_llm(server, tmp_path, concurrency=3)
 
     async def run() -> list[str]:
         calls = [llm.acomplete([{"role": "user", "content": f"task {i}"}]) for i in range(7)]
         return [r.text for r in await asyncio.gather(*calls)]
 
     assert asyncio.run(run()) == ["busy"] * 7
-    assert fake_openai.max_concurrent == 3
+    assert server.max_concurrent == 3
 
 
-def test_async_calls_retry_and_use_the_cache(fake_openai, tmp_path):
-    fake_openai.push(http_error(429), reply("async ok"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_async_calls_retry_and_use_the_cache(server, tmp_path):
+    server.push(http_error(429), reply("async ok"))
+    llm = make_llm(server, tmp_path)
     first = asyncio.run(llm.acomplete(USER, role="judge"))
     second = asyncio.run(llm.acomplete(USER, role="judge"))
     assert (first.text, first.attempts, second.cached) == ("async ok", 2, True)
-    assert fake_openai.calls == 2 and first.role == "judge"
+    assert server.calls == 2 and first.role == "judge"
 
 
-def test_roles_are_configured_separately(fake_openai, tmp_path):
+def test_roles_are_configured_separately(server, tmp_path):
     with FakeOpenAI() as judge_server:
-        fake_openai.push(reply("generated"))
+        server.push(reply("generated"))
         judge_server.push(reply("score: 4"))
-        roles = ModelRoles(generator=config(fake_openai), helper="mockllm/default",
-                           judge=config(judge_server, model="openai/judge-model", temperature=0.0))
+        roles = ModelRoles(
+            generator=config(server),
+            helper="mockllm/default",
+            judge=config(judge_server, model="openai/judge-model", temperature=0.0),
+        )
         llm = LLM(roles, cache=tmp_path / "c.sqlite")
         assert llm.complete(USER, role="generator").text == "generated"
         assert llm.complete(USER, role="judge").text == "score: 4"
         assert llm.complete(USER, role="helper").provider == "mockllm"
-        assert judge_server.requests[0]["temperature"] == 0.0 and judge_server.requests[0]["model"] == "judge-model"
+        assert (
+            judge_server.requests[0]["temperature"] == 0.0
+            and judge_server.requests[0]["model"] == "judge-model"
+        )
 
 
-def test_call_context_is_recorded(fake_openai, tmp_path):
-    fake_openai.push(reply("x"))
-    llm = make_llm(fake_openai, tmp_path)
+def test_call_context_is_recorded(server, tmp_path):
+    server.push(reply("x"))
+    llm = make_llm(server, tmp_path)
     llm.complete(USER, context=CallContext(task_id="starter/tla/spinlock", round=2, agent="base_modeling"))
     record = llm.records[0]
     assert record.context.task_id == "starter/tla/spinlock" and record.context.round == 2
@@ -260,8 +304,9 @@ def test_missing_api_key_names_the_variable_to_set(tmp_path, monkeypatch):
         LLM(RoleConfig(model="anthropic/claude-3-5-sonnet-20240620"), cache=False).complete(USER)
     monkeypatch.delenv("MY_KEY", raising=False)
     with pytest.raises(LLMError, match="set the environment variable MY_KEY"):
-        LLM(RoleConfig(model="openai/x", api_base="http://127.0.0.1:9/v1", api_key_env="MY_KEY"),
-            cache=False).complete(USER)
+        LLM(
+            RoleConfig(model="openai/x", api_base="http://127.0.0.1:9/v1", api_key_env="MY_KEY"), cache=False
+        ).complete(USER)
 
 
 def test_cache_is_shared_safely_by_threads(tmp_path):
@@ -292,8 +337,10 @@ def test_retry_after_header_is_read_in_seconds_and_dates():
 
 
 def test_importing_sysmo_llm_does_not_import_litellm():
-    code = ("import os, sys, sysmo.llm; assert 'litellm' not in sys.modules, 'litellm imported'; "
-            "assert 'langchain_core' not in sys.modules; print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])")
+    code = (
+        "import os, sys, sysmo.llm; assert 'litellm' not in sys.modules, 'litellm imported'; "
+        "assert 'langchain_core' not in sys.modules; print(os.environ['LITELLM_LOCAL_MODEL_COST_MAP'])"
+    )
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "True"

@@ -8,7 +8,6 @@ import json
 import textwrap
 
 import pytest
-
 from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import Task, TaskReferences
 from sysmo.errors import ConfigError, LLMError, UnknownNameError
@@ -18,21 +17,31 @@ USER = [{"role": "user", "content": "Model the spinlock."}]
 
 SPIN_TLA = "---- MODULE Spin ----\nVARIABLE lock\nInit == lock = 0\nNext == lock' = 1 - lock\n===="
 SPIN_CFG = "INIT Init\nNEXT Next"
-TLA_TASK = Task(id="starter/tla/spin", benchmark="starter", kind="tla",
-                references=TaskReferences(model=Artifact(language="tla",
-                                                         files={"Spin.tla": SPIN_TLA, "Spin.cfg": SPIN_CFG})))
+TLA_TASK = Task(
+    id="starter/tla/spin",
+    benchmark="starter",
+    kind="tla",
+    references=TaskReferences(
+        model=Artifact(language="tla", files={"Spin.tla": SPIN_TLA, "Spin.cfg": SPIN_CFG})
+    ),
+)
 
 
 def test_mockllm_answers_in_script_order_then_repeats_the_last(tmp_path):
     script = tmp_path / "two_rounds.yaml"
-    script.write_text(textwrap.dedent("""\
+    script.write_text(
+        textwrap.dedent("""\
         responses:
           - "```tla\\n---- MODULE Broken ----\\n```"
           - text: "```tla\\n---- MODULE Fixed ----\\n====\\n```"
-        """))
+        """)
+    )
     records: list[LLMCallRecord] = []
-    llm = LLM(RoleConfig(model="mockllm/two_rounds", script=script), cache=tmp_path / "c.sqlite",
-              on_call=records.append)
+    llm = LLM(
+        RoleConfig(model="mockllm/two_rounds", script=script),
+        cache=tmp_path / "c.sqlite",
+        on_call=records.append,
+    )
     texts = [llm.complete(USER).text for _ in range(3)]
     assert texts[0].startswith("```tla\n---- MODULE Broken") and "Fixed" in texts[1] and texts[2] == texts[1]
     for record in records:
@@ -49,13 +58,20 @@ def test_mockllm_script_is_found_by_name_in_the_mock_dir(tmp_path, monkeypatch):
 
 
 def test_mockllm_answers_keyed_by_task_round_role_and_last_user_message(tmp_path):
-    script = MockScript.model_validate({"mode": "strict", "responses": [
-        {"when": {"task": "t1", "round": 2}, "text": "t1 round 2"},
-        {"when": {"task": "t1"}, "text": "t1 any round"},
-        {"when": {"last_user": r"Diagnostics:.*line 3"}, "text": "repair from diagnostics"},
-        {"when": {"role": "judge"}, "text": "score: 5"},
-    ]})
-    llm = LLM(ModelRoles(generator="mockllm/keyed", judge="mockllm/keyed"), cache=False, scripts={"keyed": script})
+    script = MockScript.model_validate(
+        {
+            "mode": "strict",
+            "responses": [
+                {"when": {"task": "t1", "round": 2}, "text": "t1 round 2"},
+                {"when": {"task": "t1"}, "text": "t1 any round"},
+                {"when": {"last_user": r"Diagnostics:.*line 3"}, "text": "repair from diagnostics"},
+                {"when": {"role": "judge"}, "text": "score: 5"},
+            ],
+        }
+    )
+    llm = LLM(
+        ModelRoles(generator="mockllm/keyed", judge="mockllm/keyed"), cache=False, scripts={"keyed": script}
+    )
     assert llm.complete(USER, context=CallContext(task_id="t1", round=2)).text == "t1 round 2"
     assert llm.complete(USER, context=CallContext(task_id="t1", round=1)).text == "t1 any round"
     repair = [{"role": "user", "content": "Diagnostics:\nSANY: line 3, column 1: parse error"}]
@@ -68,10 +84,16 @@ def test_mockllm_answers_keyed_by_task_round_role_and_last_user_message(tmp_path
 
 
 def test_mockllm_tool_calls_and_scripted_errors(tmp_path):
-    script = MockScript(responses=[
-        {"tool_calls": [{"name": "write_file", "arguments": {"path": "A.puml", "content": "@startuml\n@enduml"}}]},
-        {"error": "provider down"},
-    ])
+    script = MockScript(
+        responses=[
+            {
+                "tool_calls": [
+                    {"name": "write_file", "arguments": {"path": "A.puml", "content": "@startuml\n@enduml"}}
+                ]
+            },
+            {"error": "provider down"},
+        ]
+    )
     llm = LLM("mockllm/tools", cache=False, scripts={"tools": script})
     [call] = llm.complete(USER).tool_calls
     assert call.name == "write_file" and call.arguments["path"] == "A.puml"
@@ -99,7 +121,8 @@ def test_reference_returns_the_task_model_as_tla_and_cfg_blocks():
     assert response.provider == "reference" and response.is_control and response.model == "reference"
     assert response.text == format_reference(TLA_TASK.references.model)
     assert response.text.index("File: Spin.tla\n```tla\n---- MODULE Spin") < response.text.index(
-        "File: Spin.cfg\n```cfg\nINIT Init\nNEXT Next\n```")
+        "File: Spin.cfg\n```cfg\nINIT Init\nNEXT Next\n```"
+    )
 
 
 def test_reference_formats_plantuml_and_sysml_with_their_fence_tags():
@@ -110,12 +133,27 @@ def test_reference_formats_plantuml_and_sysml_with_their_fence_tags():
 
 
 def test_reference_answers_a_tool_calling_agent_with_write_file_then_finish():
-    tools = [{"type": "function", "function": {"name": "write_file", "parameters": {
-        "type": "object", "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}}}}},
-        {"type": "function", "function": {"name": "finish", "parameters": {"type": "object", "properties": {}}}}]
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "write_file",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"file_path": {"type": "string"}, "content": {"type": "string"}},
+                },
+            },
+        },
+        {
+            "type": "function",
+            "function": {"name": "finish", "parameters": {"type": "object", "properties": {}}},
+        },
+    ]
     llm = LLM("reference", cache=False, reference=TLA_TASK.references.model)  # fixed reference, no context
     first = llm.complete(USER, tools=tools)
-    assert {c.arguments["file_path"]: c.arguments["content"] for c in first.tool_calls} == TLA_TASK.references.model.files
+    assert {
+        c.arguments["file_path"]: c.arguments["content"] for c in first.tool_calls
+    } == TLA_TASK.references.model.files
     results = [{"role": "tool", "tool_call_id": c.id, "content": "ok"} for c in first.tool_calls]
     second = llm.complete(USER + [first.assistant_message(), *results], tools=tools)
     assert [c.name for c in second.tool_calls] == ["finish"]
@@ -138,15 +176,19 @@ def test_helper_role_must_be_set_when_the_generator_is_the_reference():
 def test_roles_load_from_yaml_with_bare_model_names():
     import yaml
 
-    data = yaml.safe_load(textwrap.dedent("""\
+    data = yaml.safe_load(
+        textwrap.dedent("""\
         generator: {model: openai/qwen2.5-coder, api_base: "http://127.0.0.1:8000/v1", concurrency: 2}
         helper: mockllm/default
         judge: {model: anthropic/claude-3-5-haiku-20241022, temperature: 0, extra: {top_p: 0.9}}
-        """))
+        """)
+    )
     roles = ModelRoles.model_validate(data)
     assert roles.for_role("helper").model == "mockllm/default" and roles.for_role("helper").is_control
     assert roles.for_role("generator").limit_key == "http://127.0.0.1:8000/v1"
-    assert roles.for_role("judge").extra == {"top_p": 0.9} and roles.for_role("judge").limit_key == "anthropic"
+    assert (
+        roles.for_role("judge").extra == {"top_p": 0.9} and roles.for_role("judge").limit_key == "anthropic"
+    )
     assert ModelRoles.model_validate("openai/gpt-4o-mini").for_role("judge").model == "openai/gpt-4o-mini"
     with pytest.raises(ConfigError, match="unknown LLM role"):
         roles.for_role("critic")
