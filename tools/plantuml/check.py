@@ -108,8 +108,12 @@ def render_svg(text: str, *, timeout_s: float = 30.0) -> str:
     return plantuml_server().render(diagram_source(text).first_text(), timeout_s=timeout_s).svg
 
 
-def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | None = None) -> list[CheckResult]:
-    """Check many diagrams in one sandboxed JVM (``-tsvg -stdrpt:2``): one result per text, in order."""
+def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | None = None,
+                keep_svg: bool = False) -> list[CheckResult]:
+    """Check many diagrams in one sandboxed JVM (``-tsvg -stdrpt:2``): one result per text, in order.
+
+    ``keep_svg`` puts each rendered SVG into ``details["svg"]``.
+    """
     if not texts:
         return []
     started = time.monotonic()
@@ -121,8 +125,9 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
     argv = [java, f"-Xmx{BATCH_HEAP_MB}m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", "-jar", str(jar),
             "-tsvg", "-stdrpt:2", "-o", "out", *names]
     limits = Limits(timeout_s=timeout_s or 30.0 + 1.0 * len(texts), memory_mb=BATCH_HEAP_MB + 768, pids=256)
+    svgs = [f"out/{name.removesuffix('.puml')}.svg" for name in names]
     run = get_sandbox().run(argv, files=files, readonly_paths=[jar], limits=limits,
-                            env={"PLANTUML_SECURITY_PROFILE": security_profile()})
+                            env={"PLANTUML_SECURITY_PROFILE": security_profile()}, collect=svgs if keep_svg else None)
     output = run.stdout + "\n" + run.stderr
     reported: dict[str, list[tuple[int | None, str]]] = {}
     for line in output.splitlines():
@@ -136,7 +141,7 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
     if run.returncode not in (0, 200) and not run.timed_out and not reported:
         log.warning("plantuml.batch_failed", returncode=run.returncode, stderr=run.stderr[-500:])
     results = []
-    for text, name, block in zip(texts, names, blocks, strict=True):
+    for text, name, block, svg in zip(texts, names, blocks, svgs, strict=True):
         found = lint(text, single=single)
         for line, message in reported.get(name, []):
             found.append(_plantuml_diagnostic(block, message, line))
@@ -151,8 +156,10 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
                                     message=f"PlantUML exited with {run.returncode}: {run.stderr.strip()[-300:]}"))
             outcome = Outcome.ERROR
         raw = "\n".join(f"{name}:{line}:error:{message}" for line, message in reported.get(name, []))
-        results.append(_result(found, per_text, {**details, "diagram_start_line": block.start_line}, raw,
-                               outcome=outcome))
+        extra = {"diagram_start_line": block.start_line}
+        if keep_svg:
+            extra["svg"] = run.files_out.get(svg, "")
+        results.append(_result(found, per_text, {**details, **extra}, raw, outcome=outcome))
     return results
 
 

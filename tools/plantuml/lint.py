@@ -71,6 +71,7 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
     open_line = 0
     depth = 0  # braces inside the classifier body (e.g. {static} is not a brace pair on its own line)
     outer = 0  # open package/namespace/skinparam blocks
+    reported = False  # the open body was already reported as swallowing something
     in_block_comment = False
     for number, raw in enumerate(lines, start=1):
         line = raw.strip()
@@ -96,30 +97,32 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
                     outer = 0
             continue
         # inside a classifier body
-        stripped = re.sub(r"\{(static|abstract|classifier|field|method)\}", "", line, flags=re.I)
-        closes = stripped.count("}") - stripped.count("{")
-        swallowed_by = None
         if END_RE.match(raw) or ANY_START_RE.match(raw):
-            swallowed_by = line.split()[0]
-        elif DECLARATION_RE.match(raw) and "(" not in line and ":" not in line:
+            if not reported:
+                found.append(_swallowed(open_name, open_line, line.split()[0], number))
+            open_name, reported, outer = None, False, 0
+            continue
+        swallowed_by = None
+        if DECLARATION_RE.match(raw) and "(" not in line and ":" not in line:
             swallowed_by = f"`{line}`"
         elif _is_relationship(raw) and not SEPARATOR_RE.match(raw) and "(" not in line:
             swallowed_by = f"the relationship `{line}`"
-        if swallowed_by is not None:
-            found.append(_diag("unclosed-body", f"the body of {open_name} opened on line {open_line} is not closed "
-                               f"before {swallowed_by} on line {number}: add the missing '}}'", open_line))
-            open_name = None
-            match = BODY_OPEN_RE.match(raw)
-            if match:
-                open_name, open_line, depth = match.group("name"), number, 1
-            continue
-        depth -= closes
+        if swallowed_by is not None and not reported:
+            found.append(_swallowed(open_name, open_line, swallowed_by, number))
+            reported = True  # PlantUML keeps reading members until the body's '}', so we keep counting braces
+        stripped = re.sub(r"\{(static|abstract|classifier|field|method)\}", "", line, flags=re.I)
+        depth += stripped.count("{") - stripped.count("}")
         if depth <= 0:
-            open_name = None
-    if open_name is not None:
+            open_name, reported = None, False
+    if open_name is not None and not reported:
         found.append(_diag("unclosed-body", f"the body of {open_name} opened on line {open_line} is never closed: "
                            "add the missing '}'", open_line))
     return found
+
+
+def _swallowed(name: str, open_line: int, by: str, line: int) -> Diagnostic:
+    return _diag("unclosed-body", f"the body of {name} opened on line {open_line} is not closed before {by} on line "
+                 f"{line}: add the missing '}}'", open_line)
 
 
 def lint(text: str, single: bool = True) -> list[Diagnostic]:

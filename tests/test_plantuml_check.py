@@ -1,0 +1,200 @@
+"""The real PlantUML through the warm server and in batch mode: outcomes, error lines, crash recovery, security."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+
+import pytest
+
+from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.check import check, check_batch, render_svg, self_check
+from sysmo.tools.result import Outcome
+
+VALID = """@startuml
+class Order {
+  +id : int
+  +total() : float
+}
+Order "1" *-- "many" LineItem : contains
+@enduml
+"""
+# line 4 is not PlantUML
+INVALID = """@startuml
+class Order
+Order --> Customer
+this is not plantuml at all
+@enduml
+"""
+
+
+def syntax_errors(result):
+    return [d for d in result.diagnostics if d.code == "syntax"]
+
+
+def test_valid_diagram_passes_through_the_server():
+    result = check(VALID)
+    assert result.outcome == Outcome.OK, result.summary()
+    assert result.diagnostics == []
+    assert result.tool == "plantuml" and result.tool_version.startswith("1.")
+    assert result.details["mode"] == "server"
+
+
+def test_syntax_error_is_reported_on_its_1_based_line():
+    result = check(INVALID)
+    assert result.outcome == Outcome.FAILED
+    assert [d.line for d in syntax_errors(result)] == [4]
+
+
+def test_error_lines_refer_to_the_text_given_even_with_prose_around_the_diagram():
+    reply = "Here is the model:\n\n" + INVALID + "\nHope this helps."
+    result = check(reply)
+    assert [d.line for d in syntax_errors(result)] == [6]
+    assert result.details["diagram_start_line"] == 3
+
+
+def test_render_svg_returns_the_diagram_svg():
+    svg = render_svg(VALID)
+    assert svg.lstrip().startswith("<svg") and "Order" in svg and "LineItem" in svg
+
+
+def test_batch_gives_one_result_per_text_with_the_same_lines_as_the_server():
+    texts = [VALID, INVALID, "prose first\n" + INVALID, "@startuml\nclass A {\n  x : int\nclass B\n}\n@enduml"]
+    results = check_batch(texts)
+    assert [r.outcome for r in results] == [Outcome.OK, Outcome.FAILED, Outcome.FAILED, Outcome.FAILED]
+    assert [d.line for d in syntax_errors(results[1])] == [4]
+    assert [d.line for d in syntax_errors(results[2])] == [5]
+    assert [d.code for d in results[3].diagnostics] == ["unclosed-body"]  # PlantUML itself accepts it
+    assert all(r.details["mode"] == "batch" for r in results)
+    for text, batch in zip(texts, results, strict=True):
+        warm = check(text)
+        assert [(d.line, d.code) for d in warm.diagnostics] == [(d.line, d.code) for d in batch.diagnostics]
+
+
+def test_batch_of_nothing_is_nothing():
+    assert check_batch([]) == []
+
+
+def test_server_listens_only_on_loopback_and_runs_confined():
+    server = plantuml_server()
+    server.ensure()
+    assert "bwrap" in server.isolation
+    cmdline = open(f"/proc/{server.proc.pid}/cmdline").read().split("\0")
+    assert f"-picoweb:{server.port}:127.0.0.1" in cmdline
+    assert not any(arg.startswith("--http-server") for arg in cmdline)
+    assert "--unshare-pid" in cmdline and "--clearenv" in cmdline
+
+
+def test_a_killed_server_is_restarted_by_the_next_check():
+    server = plantuml_server()
+    server.ensure()
+    restarts = server.restarts
+    jvm = server.pids()[-1]
+    os.kill(jvm, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while server.alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not server.alive()
+    assert check(VALID).outcome == Outcome.OK
+    assert check(INVALID).outcome == Outcome.FAILED
+    assert server.restarts == restarts + 1
+
+
+def test_self_check_is_green():
+    status = self_check()
+    assert status.ok, status.message
+    assert status.version.startswith("1.")
+
+
+# ------------------------------------------------------------------ security
+SECRET = "sysmo-test-secret-4f1c9a"
+
+
+@pytest.fixture(scope="module")
+def secret_in_environment():
+    """A secret in this process's environment, present when the server (re)starts."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SYSMO_TEST_SECRET", SECRET)
+        plantuml_server().restart()
+        yield
+
+
+class _Listener:
+    """A TCP listener on the host's loopback that counts connections."""
+
+    def __init__(self) -> None:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.connections = 0
+        self.running = True
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while self.running:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self) -> None:
+        self.running = False
+        self.thread.join(timeout=2)
+        self.sock.close()
+
+
+def _leaks(listener_port: int) -> dict[str, str]:
+    return {
+        "include": "@startuml\n!include /etc/passwd\nclass A\n@enduml",
+        "includesub": "@startuml\n!includesub /etc/passwd!X\nclass A\n@enduml",
+        "include_many": "@startuml\n!include_many /etc/hostname\nclass A\n@enduml",
+        "import": "@startuml\n!import /etc/passwd\nclass A\n@enduml",
+        "getenv": '@startuml\nclass A {\n  home : %getenv("HOME")\n  s : %getenv("SYSMO_TEST_SECRET")\n}\n@enduml',
+        "load_json": '@startuml\n!$j = %load_json("/etc/os-release")\nclass A {\n  x : $j\n}\n@enduml',
+        "file_exists": '@startuml\nclass A {\n  x : %file_exists("/etc/passwd")\n}\n@enduml',
+        "includeurl": f"@startuml\n!includeurl http://127.0.0.1:{listener_port}/x\nclass A\n@enduml",
+    }
+
+
+def _assert_nothing_leaked(name: str, shown: str) -> None:
+    assert "root:x:0:0" not in shown, name
+    assert SECRET not in shown, name
+    assert f": {os.environ['HOME']}" not in shown, name
+    assert "x : 1" not in shown, name  # %file_exists("/etc/passwd") must not see the host file
+
+
+def test_diagrams_cannot_read_host_files_env_or_network_through_the_server(secret_in_environment):
+    listener = _Listener()
+    try:
+        for name, text in _leaks(listener.port).items():
+            result = check(text)
+            svg = render_svg(text)
+            _assert_nothing_leaked(name, svg + result.raw_output + result.summary())
+        assert listener.connections == 0
+    finally:
+        listener.close()
+    # includes fail loudly rather than silently rendering nothing
+    assert check("@startuml\n!include /etc/passwd\nclass A\n@enduml").outcome == Outcome.FAILED
+
+
+def test_diagrams_cannot_read_host_files_env_or_network_in_batch_mode(secret_in_environment):
+    listener = _Listener()
+    try:
+        cases = _leaks(listener.port)
+        results = check_batch(list(cases.values()), keep_svg=True)
+        for (name, _), result in zip(cases.items(), results, strict=True):
+            assert "<svg" in result.details["svg"], name
+            _assert_nothing_leaked(name, result.details["svg"] + result.raw_output + result.summary())
+        assert listener.connections == 0
+    finally:
+        listener.close()
+    assert results[0].outcome == Outcome.FAILED  # !include /etc/passwd
+    assert "cannot include" in results[0].summary()
