@@ -68,7 +68,7 @@ class KernelRun(BaseModel):
     restarts: int = 0  # kernel restarts this run caused or needed
 
 
-def _safe_relative(name: str) -> PurePosixPath:
+def safe_relative_path(name: str) -> PurePosixPath:
     """A model file name as a relative path that stays inside its folder (no absolute, no ``..``)."""
     path = PurePosixPath(name.replace("\\", "/"))
     parts = [p for p in path.parts if p not in ("", ".", "/")]
@@ -284,7 +284,7 @@ class OpenSysMLKernel(ToolServer):
                 out = self.scratch / "exports" / folder.name
                 try:
                     for name, text in files.items():
-                        target = folder / _safe_relative(name)
+                        target = folder / safe_relative_path(name)
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(text, encoding="utf-8")
                     folder.mkdir(parents=True, exist_ok=True)

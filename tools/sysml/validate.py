@@ -23,7 +23,7 @@ from pathlib import Path
 from sysmo.artifact import Artifact, Language
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
-from sysmo.sandbox.opensysml_kernel import KernelRun, OpenSysMLKernel, shared_kernel
+from sysmo.sandbox.opensysml_kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
 from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
@@ -53,6 +53,8 @@ def model_files(model: str | Artifact | dict[str, str]) -> dict[str, str]:
         files = model.files
     else:
         files = model
+    for name in files:
+        safe_relative_path(name)  # raises for absolute names and `..`: the caller's mistake, said as such
     return {name: text for name, text in files.items() if name.endswith(MODEL_SUFFIXES)}
 
 
