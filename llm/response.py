@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from sysmo.benchmarks.task import Task
+from sysmo.errors import LLMError
+
+T = TypeVar("T", bound=BaseModel)
+JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.S)
 
 
 class Usage(BaseModel):
@@ -97,6 +102,17 @@ class LLMResponse(BaseModel):
     cached: bool = False
     request_hash: str = ""
     raw: dict[str, Any] = Field(default_factory=dict)
+
+    def parse(self, schema: type[T]) -> T:
+        """The text as ``schema`` (structured output), tolerating a ```json fence around it."""
+        text = self.text.strip()
+        fenced = JSON_FENCE.search(text)
+        if fenced:
+            text = fenced.group(1)
+        try:
+            return schema.model_validate_json(text)
+        except ValidationError as exc:
+            raise LLMError(f"{self.model} did not answer with a valid {schema.__name__}: {exc}") from exc
 
     def assistant_message(self) -> dict[str, Any]:
         """This answer as an OpenAI-format assistant message, to append to the conversation."""

@@ -344,3 +344,41 @@ def test_importing_sysmo_llm_does_not_import_litellm():
     env = {k: v for k, v in os.environ.items() if k != "LITELLM_LOCAL_MODEL_COST_MAP"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "True"
+
+
+def test_structured_output_schema_is_sent_and_the_answer_parsed(server, tmp_path):
+    from pydantic import BaseModel
+
+    class Entity(BaseModel):
+        name: str
+        attributes: list[str]
+
+    server.push(reply('```json\n{"name": "Lock", "attributes": ["holder"]}\n```'), reply("not json"))
+    llm = make_llm(server, tmp_path)
+    response = llm.complete(USER, response_format=Entity)
+    assert response.parse(Entity) == Entity(name="Lock", attributes=["holder"])
+    assert server.requests[0]["response_format"]["json_schema"]["name"] == "Entity"
+    with pytest.raises(LLMError, match="did not answer with a valid Entity"):
+        llm.complete(USER, response_format=Entity, sample_index=1).parse(Entity)
+
+
+def test_every_call_emits_request_retry_response_and_cache_hit_events(server, tmp_path):
+    from structlog.testing import capture_logs
+
+    from sysmo.log import configure
+
+    server.push(http_error(429), reply("ok", usage=(20, 5)))
+    llm = make_llm(server, tmp_path)
+    configure(level="INFO")
+    try:
+        with capture_logs() as events:
+            llm.complete(USER, role="helper")
+            llm.complete(USER, role="helper")
+    finally:
+        configure()
+    names = [e["event"] for e in events]
+    assert names == ["llm.request", "llm.retry", "llm.response", "llm.cache_hit"]
+    response = events[2]
+    assert response["model"] == "openai/gpt-4o-mini" and response["role"] == "helper"
+    assert response["prompt_tokens"] == 20 and response["cost_usd"] > 0 and response["attempts"] == 2
+    assert events[1]["status"] == 429
