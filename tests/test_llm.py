@@ -364,7 +364,6 @@ def test_structured_output_schema_is_sent_and_the_answer_parsed(server, tmp_path
 
 def test_every_call_emits_request_retry_response_and_cache_hit_events(server, tmp_path):
     from structlog.testing import capture_logs
-
     from sysmo.log import configure
 
     server.push(http_error(429), reply("ok", usage=(20, 5)))
