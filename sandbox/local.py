@@ -37,7 +37,8 @@ PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 # read-only paths that lived under the host /tmp carried over (the shell's cwd still names the old
 # /tmp after the tmpfs covers it); the work dir bound on itself so it stays writable; /proc/sys and
 # friends read-only (root without capabilities could still write them); every other mount read-only;
-# then exec with no capabilities and no new privileges, so nothing can be remounted.
+# then exec with no capabilities and no new privileges, so nothing can be remounted. The command runs
+# as a child of a small pid 1 (the namespace's init ignores default-action signals such as SIGXCPU).
 UNSHARE_SCRIPT = r"""
 set -e
 W="$1"; shift
@@ -65,7 +66,8 @@ while read -r _ _ _ _ m _; do
   esac
 done < /proc/self/mountinfo
 cd "$W"
-exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- "$@"
+exec setpriv --bounding-set=-all --inh-caps=-all --no-new-privs -- \
+  sh -c '"$@" <&3 3<&- & wait $!' sysmo-init "$@" 3<&0
 """
 
 def _drain(stream: IO[bytes], limit: int, sink: list[bytes], truncated: list[bool]) -> None:
@@ -228,7 +230,8 @@ class LocalSandbox:
             if self.mode == "unshare":
                 os.chmod(work, 0o755)  # mkdtemp's 0700 is fine for root, kept readable for tools that drop uid
             result = self._execute(wrapped, argv, work, limits, popen_env, stdin)
-            result.isolation = [self.mode] + (["netns"] if (self.mode != "none" and not limits.network) else [])
+            result.isolation = [self.mode] + (["netns"] if (self.mode != "none" and not limits.network) else []) \
+                + result.isolation
             result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
             return result
         finally:
@@ -300,6 +303,8 @@ class LocalSandbox:
             stderr_truncated=err_cut[0],
             backend=self.name,
         )
+        if group is not None:
+            result.isolation = [f"cgroup-{c}" for c in group.controllers]
         if usage is not None:
             result.oom_killed = usage.oom_killed
             result.memory_peak_mb = usage.memory_peak_mb
