@@ -1,4 +1,4 @@
-"""The starter suite's text tasks (SysML v2, class diagrams, architecture): shape, coverage, and validity in the real tools."""
+"""Starter text tasks (SysML v2, class diagrams, architecture): shape, coverage, validity in real tools."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from sysmo.tools.result import Outcome, Severity
 STARTER = Path(__file__).resolve().parents[1] / "benchmarks" / "starter"
 KINDS = {"sysml": ".sysml", "uml_class": ".puml", "architecture": ".puml"}
 MINIMUM = {"sysml": 8, "uml_class": 8, "architecture": 5}
-YAML_KEYS = {"id", "kind", "title", "domain", "difficulty", "key_grammar", "requirement_file", "reference_file", "labels"}
+YAML_KEYS = {"id", "kind", "title", "domain", "difficulty", "key_grammar", "requirement_file",
+             "reference_file", "labels"}
 PRD_SECTIONS = ["system introduction", "core objectives", "functional features", "technical constraints",
                 "non-functional requirements", "system architecture description"]
 
@@ -79,11 +80,13 @@ def test_sysml_difficulty_follows_the_sysmbench_line_count_bands() -> None:
 
 def test_sysml_references_cover_the_main_grammar_and_use_units() -> None:
     text = "\n".join(_reference(folder) for folder in _folders("sysml"))
-    for construct in [r"\bpart def\b", r"\bport def\b", r"\binterface def\b", r"\bconnect\b", r"\baction def\b",
-                      r"\bflow\b", r"\bstate def\b", r"\btransition\b", r"\baccept after\b", r"\brequirement def\b",
-                      r"\brequire constraint\b", r"\bconstraint def\b", r"\bcalc def\b", r"\benum def\b", r"\bsatisfy\b",
-                      r"\buse case def\b", r"\ballocate\b", r"\bexhibit state\b", r":>\s*\w", r":>>",
-                      r"\[(kg|m/s|W|V|Hz|min|s)\]"]:
+    constructs = [r"\bpart def\b", r"\bport def\b", r"\binterface def\b", r"\bconnect\b", r"\baction def\b",
+                  r"\bflow\b", r"\bstate def\b", r"\btransition\b", r"\baccept after\b",
+                  r"\brequirement def\b", r"\brequire constraint\b", r"\bconstraint def\b", r"\bcalc def\b",
+                  r"\benum def\b", r"\bsatisfy\b", r"\buse case def\b", r"\ballocate\b", r"\bexhibit state\b",
+                  r":>\s*\w", r":>>",
+                  r"\[(kg|m/s|W|V|Hz|min|s)\]"]
+    for construct in constructs:
         assert re.search(construct, text), construct
     for folder in _folders("sysml"):
         reference = _reference(folder)
@@ -174,8 +177,10 @@ def test_every_plantuml_reference_passes_plantuml_and_keeps_all_declared_element
             result = check(text)
             assert result.outcome == Outcome.OK, (folder.name, [d.message for d in result.diagnostics])
             # PlantUML's own entity count: an element swallowed by a broken body would be missing
-            declared = (len([c for c in parse_class_diagram(text).classes if not c.implicit]) if kind == "uml_class"
-                        else len(parse_architecture(text).leaves()))
+            if kind == "uml_class":
+                declared = len([c for c in parse_class_diagram(text).classes if not c.implicit])
+            else:
+                declared = len(parse_architecture(text).leaves())
             match = re.search(r"\((\d+) entities\)", result.details.get("description") or "")
             assert match and int(match.group(1)) >= declared, (folder.name, result.details.get("description"))
     # the same check rejects a reference whose relationship lost its label colon, on that line
