@@ -57,6 +57,23 @@ def _is_fence(line: str) -> bool:
     return line.strip().startswith("```") or line.strip().startswith("~~~")
 
 
+def _bare_block(lines: list[str]) -> DiagramBlock:
+    """A diagram without @startuml: the first fenced block's content if there is one, else the non-blank text."""
+    fences = [i for i, line in enumerate(lines) if _is_fence(line)]
+    if len(fences) >= 2:
+        first, last = fences[0] + 1, fences[1] - 1
+    else:
+        kept = [i for i, line in enumerate(lines) if line.strip() and not _is_fence(line)]
+        first, last = (kept[0], kept[-1]) if kept else (0, 0)
+    while first < last and not lines[first].strip():
+        first += 1
+    while last > first and not lines[last].strip():
+        last -= 1
+    body = lines[first : last + 1] or [""]
+    ends = bool(END_RE.match(body[-1]))
+    return DiagramBlock(start_line=first + 1, end_line=first + len(body), has_start=False, has_end=ends, lines=body)
+
+
 def diagram_source(text: str) -> DiagramSource:
     """Split ``text`` into diagram blocks; text without ``@startuml`` is one block of its non-fence lines."""
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
@@ -80,13 +97,5 @@ def diagram_source(text: str) -> DiagramSource:
             current.pop()
         blocks.append(DiagramBlock(start_line=start, end_line=start + len(current) - 1, has_end=False, lines=current))
     if not blocks:
-        # no @startuml at all: take the text between the first and last non-fence, non-blank lines
-        kept = [i for i, line in enumerate(lines) if line.strip() and not _is_fence(line)]
-        first, last = (kept[0], kept[-1]) if kept else (0, 0)
-        body = lines[first : last + 1]
-        if body and END_RE.match(body[-1]):
-            blocks.append(DiagramBlock(start_line=first + 1, end_line=last + 1, has_start=False, lines=body))
-        else:
-            blocks.append(DiagramBlock(start_line=first + 1, end_line=last + 1, has_start=False, has_end=False,
-                                       lines=body))
+        blocks.append(_bare_block(lines))
     return DiagramSource(text=text, blocks=blocks)
