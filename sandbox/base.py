@@ -175,3 +175,24 @@ def _read_regular(root: Path, rel: str, limit_bytes: int) -> tuple[str | None, b
     finally:
         os.close(file_fd)
     return data[:limit_bytes].decode(errors="replace"), len(data) > limit_bytes
+
+
+def to_inner_path(value: str, work: Path, inner_root: str = BOX) -> str:
+    """Rewrite host work-dir paths inside an argument (or env value) to their path inside the sandbox."""
+    root = str(work)
+    if root not in value:
+        return value
+    # Only whole path prefixes: /tmp/sysmo-box-ab must not turn /tmp/sysmo-box-abc/x into /boxc/x.
+    out: list[str] = []
+    i = 0
+    while True:
+        j = value.find(root, i)
+        if j < 0:
+            out.append(value[i:])
+            return "".join(out)
+        end = j + len(root)
+        if end == len(value) or value[end] in "/:;= ,\"'":
+            out.append(value[i:j] + inner_root)
+        else:
+            out.append(value[i:end])
+        i = end

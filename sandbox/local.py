@@ -25,7 +25,7 @@ from typing import IO
 
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, write_files
+from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, to_inner_path, write_files
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
 
 log = get_logger(__name__)
@@ -196,9 +196,9 @@ class LocalSandbox:
             cmd += ["--ro-bind", str(path), str(path)]
         cmd += ["--bind", str(work), BOX, "--chdir", BOX, "--clearenv"]
         for key, value in env.items():
-            cmd += ["--setenv", key, _to_box(value, work)]
+            cmd += ["--setenv", key, to_inner_path(value, work)]
         cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
-        return cmd + [_to_box(a, work) for a in argv]
+        return cmd + [to_inner_path(a, work) for a in argv]
 
     # ------------------------------------------------------------------ run
     def run(
@@ -328,23 +328,3 @@ class LocalSandbox:
         except subprocess.TimeoutExpired:
             log.warning("sandbox.unreaped", pid=proc.pid)
 
-
-def _to_box(value: str, work: Path) -> str:
-    """Rewrite host work-dir paths in an argument to their ``/box`` path inside bubblewrap."""
-    root = str(work)
-    if root not in value:
-        return value
-    # Only whole path prefixes: /tmp/sysmo-box-ab must not turn /tmp/sysmo-box-abc/x into /boxc/x.
-    out: list[str] = []
-    i = 0
-    while True:
-        j = value.find(root, i)
-        if j < 0:
-            out.append(value[i:])
-            return "".join(out)
-        end = j + len(root)
-        if end == len(value) or value[end] in "/:;= ,\"'":
-            out.append(value[i:j] + BOX)
-        else:
-            out.append(value[i:end])
-        i = end

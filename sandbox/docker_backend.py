@@ -1,0 +1,278 @@
+"""Docker backend: each command runs in a fresh container with no network, bounded memory/pids/CPU and a wall clock.
+
+The work dir is bind-mounted at ``/box`` (so the engine must see this machine's file system: a local
+engine), ``readonly_paths`` at their own path read-only, the root file system is read-only with a
+private ``/tmp``, all capabilities are dropped, and the container is killed and removed at the end.
+
+>>> box = DockerSandbox()                     # needs an engine: see DockerSandbox.engine_available()
+>>> box.run(["java", "-Xmx256m", "-version"]).returncode
+0
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sysmo.config import settings
+from sysmo.errors import SandboxError
+from sysmo.log import get_logger
+from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, to_inner_path, write_files
+
+log = get_logger(__name__)
+
+STDIN_FILE = ".sysmo-stdin"  # stdin is handed over as a file: attaching a socket is engine-specific
+LABEL = "sysmo.sandbox"
+_engine_lock = threading.Lock()
+_engine_cache: dict[str, bool] = {}
+
+
+def _engine_key() -> str:
+    return os.environ.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+
+
+class DockerSandbox:
+    """Runs each command in its own throw-away container of ``settings().sandbox.docker_image``."""
+
+    name = "docker"
+
+    def __init__(self, client: Any | None = None, image: str | None = None, cpus: float = 1.0,
+                 user: str | None = None) -> None:
+        if client is None:
+            try:
+                import docker
+
+                client = docker.from_env(timeout=30)
+            except Exception as exc:  # noqa: BLE001 - the SDK raises DockerException or requests errors
+                raise SandboxError(f"no Docker engine answers ({exc}); start dockerd or set "
+                                   "sandbox.backend: local") from exc
+        self.client = client
+        self.image = image or settings().sandbox.docker_image
+        self.cpus = cpus
+        self.user = user
+
+    # ------------------------------------------------------------------ engine detection
+    @classmethod
+    def engine_available(cls) -> bool:
+        """True if a Docker engine answers a ping (checked once per ``DOCKER_HOST``, then cached)."""
+        key = _engine_key()
+        with _engine_lock:
+            if key not in _engine_cache:
+                _engine_cache[key] = cls._ping()
+                log.info("docker.engine", host=key, available=_engine_cache[key])
+            return _engine_cache[key]
+
+    @staticmethod
+    def _ping() -> bool:
+        try:
+            import docker
+
+            client = docker.from_env(timeout=3)
+            try:
+                return bool(client.ping())
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - any failure means: no usable engine
+            return False
+
+    @staticmethod
+    def forget_engine() -> None:
+        """Drop the cached engine answer (after starting or stopping dockerd, or in tests)."""
+        with _engine_lock:
+            _engine_cache.clear()
+
+    # ------------------------------------------------------------------ run
+    def run(
+        self,
+        argv: list[str],
+        *,
+        files: dict[str, str | bytes] | None = None,
+        workdir: Path | None = None,
+        readonly_paths: list[Path] | None = None,
+        limits: Limits | None = None,
+        env: dict[str, str] | None = None,
+        stdin: str | None = None,
+        collect: list[str] | None = None,
+    ) -> RunResult:
+        if not argv:
+            raise SandboxError("nothing to run: argv is empty")
+        limits = limits or Limits()
+        own_dir = workdir is None
+        work = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else Path(workdir)
+        work.mkdir(parents=True, exist_ok=True)
+        work = work.resolve()
+        try:
+            write_files(work, files)
+            readonly = [p.resolve() for p in readonly_paths or []]
+            command = self._command(argv, work, readonly)
+            if stdin is not None:
+                (work / STDIN_FILE).write_text(stdin)
+                command = ["sh", "-c", f'exec "$@" < {BOX}/{STDIN_FILE}', "sh", *command]
+            environment = {"LANG": "C.UTF-8", "HOME": BOX, "TMPDIR": "/tmp"}
+            environment.update({k: to_inner_path(v, work) for k, v in (env or {}).items()})
+            result = self._run_container(command, argv, work, readonly, limits, environment)
+            result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
+            return result
+        finally:
+            if own_dir:
+                shutil.rmtree(work, ignore_errors=True)
+
+    @staticmethod
+    def _command(argv: list[str], work: Path, readonly: list[Path]) -> list[str]:
+        """Rewrite work-dir paths to /box; a host binary path (``/usr/lib/jvm/.../java``) becomes its name,
+        found on the image's PATH, unless it lies in a mounted path."""
+        command = [to_inner_path(a, work) for a in argv]
+        head = Path(argv[0])
+        if head.is_absolute() and not head.is_relative_to(work) and not any(head.is_relative_to(p) for p in readonly):
+            command[0] = head.name
+        return command
+
+    def create_kwargs(self, command: list[str], work: Path, readonly: list[Path], limits: Limits,
+                      environment: dict[str, str]) -> dict[str, Any]:
+        """The ``containers.create`` arguments: every limit and isolation setting in one place."""
+        volumes = {str(work): {"bind": BOX, "mode": "rw"}}
+        for path in readonly:
+            if path.exists() and path != work:
+                volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+        kwargs: dict[str, Any] = {
+            "command": command,
+            "detach": True,
+            "working_dir": BOX,
+            "environment": environment,
+            "volumes": volumes,
+            "read_only": True,
+            "tmpfs": {"/tmp": "rw,nosuid,nodev,size=512m,mode=1777"},
+            "cap_drop": ["ALL"],
+            "security_opt": ["no-new-privileges"],
+            "init": True,  # a real pid 1 reaps orphans and lets rlimit signals reach the command
+            "nano_cpus": int(self.cpus * 1e9),
+            "labels": {LABEL: "1"},
+            "log_config": {"type": "json-file",
+                           "config": {"max-size": str(2 * limits.output_limit_bytes + 1_000_000), "max-file": "1"}},
+            "ulimits": self._ulimits(limits),
+        }
+        if not limits.network:
+            kwargs["network_disabled"] = True
+            kwargs["network_mode"] = "none"
+        if limits.memory_mb:
+            kwargs["mem_limit"] = f"{limits.memory_mb}m"
+            kwargs["memswap_limit"] = f"{limits.memory_mb}m"  # equal: no swap on top of the limit
+        if limits.pids:
+            kwargs["pids_limit"] = limits.pids
+        if self.user:
+            kwargs["user"] = self.user
+        return kwargs
+
+    @staticmethod
+    def _ulimits(limits: Limits) -> list[Any]:
+        from docker.types import Ulimit
+
+        ulimits = [Ulimit(name="core", soft=0, hard=0)]
+        if limits.cpu_s:
+            ulimits.append(Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s + 5))
+        if limits.file_size_mb:
+            size = limits.file_size_mb * 1024 * 1024
+            ulimits.append(Ulimit(name="fsize", soft=size, hard=size))
+        return ulimits
+
+    def _run_container(self, command: list[str], argv: list[str], work: Path, readonly: list[Path],
+                       limits: Limits, environment: dict[str, str]) -> RunResult:
+        import docker.errors
+        import requests.exceptions
+
+        kwargs = self.create_kwargs(command, work, readonly, limits, environment)
+        start = time.monotonic()
+        try:
+            container = self.client.containers.create(self.image, **kwargs)
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(f"docker image {self.image!r} is not available: run `docker pull {self.image}` "
+                               "or set sandbox.docker_image") from exc
+        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+            raise SandboxError(f"the Docker engine refused to create the container: {exc}") from exc
+        timed_out = False
+        returncode: int | None = None
+        try:
+            container.start()
+            remaining = max(0.1, limits.timeout_s - (time.monotonic() - start))
+            try:
+                status = container.wait(timeout=remaining)
+                returncode = int(status.get("StatusCode", -1))
+            except (requests.exceptions.RequestException, TimeoutError):
+                timed_out = True
+                log.info("sandbox.timeout", backend=self.name, argv0=argv[0], timeout_s=limits.timeout_s)
+                self._kill(container)
+            stdout, out_cut = self._logs(container, limits.output_limit_bytes, stdout=True)
+            stderr, err_cut = self._logs(container, limits.output_limit_bytes, stdout=False)
+            oom = False
+            try:
+                container.reload()
+                oom = bool(container.attrs.get("State", {}).get("OOMKilled", False))
+            except (docker.errors.APIError, requests.exceptions.RequestException):
+                pass
+        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+            raise SandboxError(f"the Docker engine failed while running the container: {exc}") from exc
+        finally:
+            self._remove(container)
+        return RunResult(
+            argv=argv,
+            returncode=None if timed_out else returncode,
+            stdout=stdout.decode(errors="replace"),
+            stderr=stderr.decode(errors="replace"),
+            duration_s=time.monotonic() - start,
+            timed_out=timed_out,
+            stdout_truncated=out_cut,
+            stderr_truncated=err_cut,
+            backend=self.name,
+            isolation=["docker"] + ([] if limits.network else ["netns"])
+            + (["cgroup-memory"] if limits.memory_mb else []) + (["cgroup-pids"] if limits.pids else []),
+            oom_killed=oom,
+        )
+
+    @staticmethod
+    def _logs(container: Any, limit: int, stdout: bool) -> tuple[bytes, bool]:
+        """At most ``limit`` bytes of one stream, read as a stream so a huge log never sits in memory."""
+        kept: list[bytes] = []
+        size = 0
+        truncated = False
+        stream = container.logs(stdout=stdout, stderr=not stdout, stream=True, follow=False)
+        try:
+            for chunk in stream:
+                if size >= limit:
+                    truncated = True
+                    break
+                take = chunk[: limit - size]
+                kept.append(take)
+                size += len(take)
+                if len(take) < len(chunk):
+                    truncated = True
+                    break
+        finally:
+            close = getattr(stream, "close", None)
+            if close is not None:
+                close()
+        return b"".join(kept), truncated
+
+    @staticmethod
+    def _kill(container: Any) -> None:
+        import docker.errors
+        import requests.exceptions
+
+        try:
+            container.kill()
+        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+            log.warning("docker.kill_failed", container=getattr(container, "id", "?"), error=str(exc))
+
+    @staticmethod
+    def _remove(container: Any) -> None:
+        import docker.errors
+        import requests.exceptions
+
+        try:
+            container.remove(force=True)
+        except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
+            log.warning("docker.remove_failed", container=getattr(container, "id", "?"), error=str(exc))
