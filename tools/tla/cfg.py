@@ -30,7 +30,7 @@ KEYWORDS: dict[str, str] = {
     "SYMMETRY": "symmetry", "VIEW": "view",
     "CHECK_DEADLOCK": "check_deadlock", "POSTCONDITION": "postcondition", "ALIAS": "alias",
 }
-TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<-|[A-Za-z0-9_]+|\S')
+TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<-|<<|>>|[A-Za-z0-9_]+|\S')
 
 
 def _strip_comments(text: str) -> str:
@@ -97,48 +97,45 @@ class TlcConfig(BaseModel):
         return [("invariant", n) for n in self.invariants] + [("property", n) for n in self.properties]
 
 
-def _split_constants(tokens: list[str]) -> list[str]:
+def _split_constants(tokens: list[re.Match[str]], text: str) -> list[str]:
     """Split the tokens after CONSTANTS into assignments: a new one starts at ``Name =``/``Name <-`` at depth 0."""
-    entries: list[list[str]] = []
+    entries: list[list[re.Match[str]]] = []
     depth = 0
-    for i, token in enumerate(tokens):
-        following = tokens[i + 1] if i + 1 < len(tokens) else ""
+    words = [t.group(0) for t in tokens]
+    for i, token in enumerate(words):
+        following = words[i + 1] if i + 1 < len(words) else ""
         starts = depth == 0 and re.fullmatch(r"[A-Za-z_]\w*", token) and following in ("=", "<-", "(")
-        if starts and following == "(" and entries and entries[-1] and entries[-1][-1] in ("=", "<-"):
+        if starts and following == "(" and entries and entries[-1] and entries[-1][-1].group(0) in ("=", "<-"):
             starts = False  # "X = F(...)" is a value, not an operator override
         if starts or not entries:
             entries.append([])
-        entries[-1].append(token)
-        if token in "({[" or token == "<<":
+        entries[-1].append(tokens[i])
+        if token in ("(", "{", "[", "<<"):
             depth += 1
-        elif token in ")}]" or token == ">>":
+        elif token in (")", "}", "]", ">>"):
             depth = max(0, depth - 1)
-    return [_join(entry) for entry in entries if entry]
-
-
-def _join(tokens: list[str]) -> str:
-    text = " ".join(tokens)
-    text = re.sub(r"\s*,\s*", ", ", text)
-    text = re.sub(r"([{(\[])\s+", r"\1", text)
-    return re.sub(r"\s+([})\]])", r"\1", text)
+    # each assignment as written (whitespace collapsed), so "|->" and "F(a, b)" survive intact
+    return [" ".join(text[entry[0].start():entry[-1].end()].split()) for entry in entries if entry]
 
 
 def parse(text: str) -> TlcConfig:
     """Parse cfg text. Unknown keywords raise ``ConfigError`` with the keyword named."""
-    tokens = TOKEN.findall(_strip_comments(text))
-    sections: list[tuple[str, list[str]]] = []
-    for token in tokens:
-        if token in KEYWORDS:
-            sections.append((token, []))
+    clean = _strip_comments(text)
+    sections: list[tuple[str, list[re.Match[str]]]] = []
+    for token in TOKEN.finditer(clean):
+        word = token.group(0)
+        if word in KEYWORDS:
+            sections.append((word, []))
         elif not sections:
-            raise ConfigError(f"cfg: expected a keyword (SPECIFICATION, INIT, ...) before {token!r}")
+            raise ConfigError(f"cfg: expected a keyword (SPECIFICATION, INIT, ...) before {word!r}")
         else:
             sections[-1][1].append(token)
     values: dict[str, object] = {}
-    for keyword, body in sections:
+    for keyword, matches in sections:
         field = KEYWORDS[keyword]
+        body = [m.group(0) for m in matches]
         if field == "constants":
-            values.setdefault("constants", []).extend(_split_constants(body))  # type: ignore[union-attr]
+            values.setdefault("constants", []).extend(_split_constants(matches, clean))  # type: ignore[union-attr]
         elif field in ("invariants", "properties", "constraints", "action_constraints"):
             values.setdefault(field, []).extend(t for t in body if t != ",")  # type: ignore[union-attr]
         elif field == "check_deadlock":

@@ -145,9 +145,10 @@ def normalise(text: str) -> Normalised:
             i += 1
             continue
         # "∀x" must become "\A x", not "\Ax": pad word-like operators on the side that touches a word
+        # (on the left only for readability: "x\in" would lex as well)
         if ascii_form[-1].isalpha() and i + 1 < n and _is_word_char(text[i + 1]):
             ascii_form += " "
-        if ascii_form[0].isalpha() and out and out[-1] and _is_word_char(out[-1][-1]):
+        if (ascii_form[0].isalpha() or ascii_form[0] == "\\") and out and out[-1] and _is_word_char(out[-1][-1]):
             ascii_form = " " + ascii_form
         anchors.setdefault(line, []).append((col_new, col_new + len(ascii_form), col_old))
         emit(ascii_form, 1)
