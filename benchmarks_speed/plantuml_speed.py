@@ -16,7 +16,7 @@ from sysmo.tools.install import java_binary, plantuml_jar
 from sysmo.tools.plantuml.check import check, check_batch
 
 DIAGRAMS = [
-    "@startuml\nclass Order {\n  +id : int\n  +total() : float\n}\nOrder \"1\" *-- \"many\" LineItem\n"
+    '@startuml\nclass Order {\n  +id : int\n  +total() : float\n}\nOrder "1" *-- "many" LineItem\n'
     "Customer --> Order : places\n@enduml\n",
     "@startuml\npackage Shop {\n  [Catalog] as C\n  [Cart]\n}\ndatabase DB\nC --> DB\n[Cart] ..> C : reads\n@enduml\n",
     "@startuml\ninterface Repo<T>\nclass OrderRepo\nOrderRepo ..|> Repo\nabstract class Base\nBase <|-- OrderRepo\n@enduml\n",
@@ -43,14 +43,21 @@ def timed(fn, runs: int) -> list[float]:
 
 def raw_jvm(text: str) -> None:
     """One unconfined JVM rendering from stdin: the floor under any cold path."""
-    subprocess.run([java_binary(), "-Djava.awt.headless=true", "-jar", str(plantuml_jar()), "-tsvg", "-pipe"],
-                   input=text, capture_output=True, text=True, timeout=120,
-                   env={"PLANTUML_SECURITY_PROFILE": "SANDBOX", "PATH": "/usr/bin:/bin"})
+    subprocess.run(
+        [java_binary(), "-Djava.awt.headless=true", "-jar", str(plantuml_jar()), "-tsvg", "-pipe"],
+        input=text,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PLANTUML_SECURITY_PROFILE": "SANDBOX", "PATH": "/usr/bin:/bin"},
+    )
 
 
 def report(name: str, seconds: list[float]) -> float:
     median = statistics.median(seconds)
-    print(f"{name:<34} n={len(seconds):<4} median={median * 1000:8.1f} ms   p95={percentile(seconds, 0.95) * 1000:8.1f} ms")
+    print(
+        f"{name:<34} n={len(seconds):<4} median={median * 1000:8.1f} ms   p95={percentile(seconds, 0.95) * 1000:8.1f} ms"
+    )
     return median
 
 
@@ -62,7 +69,9 @@ def main() -> None:
 
     start = time.perf_counter()
     plantuml_server().ensure()
-    print(f"server start: {(time.perf_counter() - start) * 1000:.0f} ms ({', '.join(plantuml_server().isolation)})")
+    print(
+        f"server start: {(time.perf_counter() - start) * 1000:.0f} ms ({', '.join(plantuml_server().isolation)})"
+    )
     for text in DIAGRAMS * 4:  # let the JIT see every diagram kind before timing
         check(text)
 
@@ -75,8 +84,10 @@ def main() -> None:
     batch = (time.perf_counter() - batch_start) / (len(DIAGRAMS) * 10)
     print(f"{'batch: 50 diagrams in one JVM':<34} {batch * 1000:8.1f} ms per diagram")
     print(f"warm/cold ratio: {warm / cold:.4f}  (cold is {cold / warm:.0f}x slower; target >= 10x)")
-    print(f"warm median {warm * 1000:.1f} ms (target <= 80 ms): {'OK' if warm <= 0.080 else 'MISSED'}; "
-          f"server render only {server_only * 1000:.1f} ms")
+    print(
+        f"warm median {warm * 1000:.1f} ms (target <= 80 ms): {'OK' if warm <= 0.080 else 'MISSED'}; "
+        f"server render only {server_only * 1000:.1f} ms"
+    )
 
 
 if __name__ == "__main__":

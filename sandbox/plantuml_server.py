@@ -72,7 +72,9 @@ def _bwrap_usable() -> bool:
     if not shutil.which("bwrap"):
         return False
     try:
-        probe = subprocess.run(_bwrap_prefix(Path(tempfile.gettempdir())) + ["true"], capture_output=True, timeout=10)
+        probe = subprocess.run(
+            _bwrap_prefix(Path(tempfile.gettempdir())) + ["true"], capture_output=True, timeout=10
+        )
     except (OSError, subprocess.TimeoutExpired):
         return False
     return probe.returncode == 0
@@ -96,11 +98,25 @@ def _etc_entries_for_java(java: Path) -> list[Path]:
     return sorted(p for p in wanted if p.exists())
 
 
-def _bwrap_prefix(workdir: Path, binds: list[tuple[Path, str]] | None = None, etc: list[Path] | None = None) -> list[str]:
+def _bwrap_prefix(
+    workdir: Path, binds: list[tuple[Path, str]] | None = None, etc: list[Path] | None = None
+) -> list[str]:
     """A bwrap command line: all namespaces but the network, read-only system, private /tmp, one writable dir."""
-    cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-           "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-           "--ro-bind", "/usr", "/usr"]
+    cmd = [
+        "bwrap",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+        "--unshare-user-try",
+        "--unshare-pid",
+        "--unshare-ipc",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
     for link in ("lib", "lib64", "bin", "sbin"):
         target = Path("/") / link
         if target.is_symlink():
@@ -123,8 +139,13 @@ class PlantUMLServer(ToolServer):
     name = "plantuml"
     start_timeout_s = 60.0
 
-    def __init__(self, jar: Path | None = None, heap_mb: int = 768, request_timeout_s: float = 30.0,
-                 confine: bool = True) -> None:
+    def __init__(
+        self,
+        jar: Path | None = None,
+        heap_mb: int = 768,
+        request_timeout_s: float = 30.0,
+        confine: bool = True,
+    ) -> None:
         super().__init__()
         self._jar = jar
         self.heap_mb = heap_mb
@@ -164,7 +185,9 @@ class PlantUMLServer(ToolServer):
             popen_env = {}
         else:
             # Without bubblewrap the security profile and the cleared environment are the only guards.
-            log.warning("plantuml_server.unconfined", hint="install bubblewrap to confine the PlantUML server")
+            log.warning(
+                "plantuml_server.unconfined", hint="install bubblewrap to confine the PlantUML server"
+            )
             cmd = [str(java), *java_argv, str(jar), f"-picoweb:{self.port}:127.0.0.1"]
             self.isolation = ["none"]
             popen_env = {**env, "HOME": str(box), "TMPDIR": str(box)}
@@ -184,8 +207,16 @@ class PlantUMLServer(ToolServer):
 
         self._log_file = open(self._dir / "server.log", "wb")  # noqa: SIM115 - kept open for the process's life
         log.info("plantuml_server.start", port=self.port, jar=str(jar), isolation=self.isolation)
-        return subprocess.Popen(cmd, cwd=str(box), env=popen_env, stdin=subprocess.DEVNULL, stdout=self._log_file,
-                                stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=preexec)
+        return subprocess.Popen(
+            cmd,
+            cwd=str(box),
+            env=popen_env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            preexec_fn=preexec,
+        )
 
     def _stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
@@ -239,7 +270,9 @@ class PlantUMLServer(ToolServer):
             svg = reply.read().decode(errors="replace")
             line = reply.getheader("X-PlantUML-Diagram-Error-Line")
             return RenderResponse(
-                svg=svg, status=reply.status, error=reply.getheader("X-PlantUML-Diagram-Error"),
+                svg=svg,
+                status=reply.status,
+                error=reply.getheader("X-PlantUML-Diagram-Error"),
                 error_line=int(line) if line and line.strip().lstrip("-").isdigit() else None,
                 description=reply.getheader("X-PlantUML-Diagram-Description"),
                 duration_s=time.monotonic() - start,

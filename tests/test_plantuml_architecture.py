@@ -69,12 +69,22 @@ def shop():
 def test_nodes_kinds_aliases_and_quoted_names(shop):
     got = [(n.id, n.name, n.kind) for n in shop.nodes]
     assert got == [
-        ("Customer", "Customer", "actor"), ("WS", "Web Shop", "package"),
-        ("CS", "Catalog Service", "component"), ("Cart", "Cart", "component"), ("App Server", "App Server", "node"),
-        ("OS", "Order Service", "component"), ("API", "REST API", "interface"), ("DB", "Orders DB", "database"),
-        ("Events", "Events", "queue"), ("Internet", "Internet", "cloud"), ("Storage", "Storage", "frame"),
-        ("Files", "Files", "folder"), ("app.jar", "app.jar", "artifact"), ("Pay", "Payment", "interface"),
-        ("Ad", "Admin", "actor"), ("Reporting", "Reporting", "component"),
+        ("Customer", "Customer", "actor"),
+        ("WS", "Web Shop", "package"),
+        ("CS", "Catalog Service", "component"),
+        ("Cart", "Cart", "component"),
+        ("App Server", "App Server", "node"),
+        ("OS", "Order Service", "component"),
+        ("API", "REST API", "interface"),
+        ("DB", "Orders DB", "database"),
+        ("Events", "Events", "queue"),
+        ("Internet", "Internet", "cloud"),
+        ("Storage", "Storage", "frame"),
+        ("Files", "Files", "folder"),
+        ("app.jar", "app.jar", "artifact"),
+        ("Pay", "Payment", "interface"),
+        ("Ad", "Admin", "actor"),
+        ("Reporting", "Reporting", "component"),
     ]
     assert shop.node("OS").stereotypes == ["service"]
     assert shop.node("N") is None  # notes are not elements
@@ -83,8 +93,14 @@ def test_nodes_kinds_aliases_and_quoted_names(shop):
 
 def test_nested_containers_and_leaves(shop):
     parents = {n.id: n.parent for n in shop.nodes if n.parent}
-    assert parents == {"CS": "WS", "Cart": "WS", "App Server": "WS", "OS": "App Server", "API": "App Server",
-                       "Files": "Storage"}
+    assert parents == {
+        "CS": "WS",
+        "Cart": "WS",
+        "App Server": "WS",
+        "OS": "App Server",
+        "API": "App Server",
+        "Files": "Storage",
+    }
     assert [n.id for n in shop.nodes if not n.leaf] == ["WS", "App Server", "Storage"]
     assert [n.id for n in shop.children("App Server")] == ["OS", "API"]
 

@@ -62,7 +62,12 @@ def test_render_svg_returns_the_diagram_svg():
 
 
 def test_batch_gives_one_result_per_text_with_the_same_lines_as_the_server():
-    texts = [VALID, INVALID, "prose first\n" + INVALID, "@startuml\nclass A {\n  x : int\nclass B\n}\n@enduml"]
+    texts = [
+        VALID,
+        INVALID,
+        "prose first\n" + INVALID,
+        "@startuml\nclass A {\n  x : int\nclass B\n}\n@enduml",
+    ]
     results = check_batch(texts)
     assert [r.outcome for r in results] == [Outcome.OK, Outcome.FAILED, Outcome.FAILED, Outcome.FAILED]
     assert [d.line for d in syntax_errors(results[1])] == [4]
@@ -198,3 +203,14 @@ def test_diagrams_cannot_read_host_files_env_or_network_in_batch_mode(secret_in_
         listener.close()
     assert results[0].outcome == Outcome.FAILED  # !include /etc/passwd
     assert "cannot include" in results[0].summary()
+
+
+def test_concurrent_checks_share_one_server_and_keep_their_own_lines():
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = [VALID, INVALID, "\n" * 3 + INVALID] * 4
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(check, texts))
+    lines = [[d.line for d in syntax_errors(r)] for r in results]
+    assert lines == [[], [4], [7]] * 4
+    assert len({id(plantuml_server()) for _ in range(3)}) == 1

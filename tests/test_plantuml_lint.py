@@ -24,8 +24,10 @@ def codes(text: str, **kw) -> list[tuple[str, int]]:
 
 
 def test_clean_diagram_has_no_findings():
-    text = ("@startuml\npackage shop {\n  class Order {\n    -- ids --\n    +id : int\n    {static} +count : int\n  }\n}\n"
-            "skinparam class {\n  BackgroundColor white\n}\n' a comment\nOrder --> Customer\n@enduml\n")
+    text = (
+        "@startuml\npackage shop {\n  class Order {\n    -- ids --\n    +id : int\n    {static} +count : int\n  }\n}\n"
+        "skinparam class {\n  BackgroundColor white\n}\n' a comment\nOrder --> Customer\n@enduml\n"
+    )
     assert lint(text) == []
 
 

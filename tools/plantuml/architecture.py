@@ -13,34 +13,97 @@ import networkx as nx
 from pydantic import BaseModel, Field
 
 from sysmo.log import get_logger
-from sysmo.tools.plantuml.syntax import clean_label, parse_arrow, relation_regex, split_top_level, statements, \
-    take_stereotypes, unquote
+from sysmo.tools.plantuml.syntax import (
+    clean_label,
+    parse_arrow,
+    relation_regex,
+    split_top_level,
+    statements,
+    take_stereotypes,
+    unquote,
+)
 
 log = get_logger(__name__)
 
-ELEMENT_KINDS = ("component", "node", "package", "rectangle", "database", "queue", "cloud", "frame", "folder",
-                 "actor", "interface", "artifact", "boundary", "control", "entity", "collections", "storage", "file",
-                 "card", "agent", "stack", "hexagon", "usecase", "person", "port", "portin", "portout", "process",
-                 "action", "label", "circle", "class", "object", "system")
+ELEMENT_KINDS = (
+    "component",
+    "node",
+    "package",
+    "rectangle",
+    "database",
+    "queue",
+    "cloud",
+    "frame",
+    "folder",
+    "actor",
+    "interface",
+    "artifact",
+    "boundary",
+    "control",
+    "entity",
+    "collections",
+    "storage",
+    "file",
+    "card",
+    "agent",
+    "stack",
+    "hexagon",
+    "usecase",
+    "person",
+    "port",
+    "portin",
+    "portout",
+    "process",
+    "action",
+    "label",
+    "circle",
+    "class",
+    "object",
+    "system",
+)
 WORD = r"[A-Za-z_$\u00C0-\uFFFF][\w$.\u00C0-\uFFFF]*(?<!\.)"
 LABEL = r'"[^"]*"|\[[^\]]*\]|:[^:]+:|\([^)]*\)|' + WORD
-DECL_RE = re.compile(rf"^(?P<kind>{'|'.join(sorted(ELEMENT_KINDS, key=len, reverse=True))})\s+"
-                     rf"(?P<first>{LABEL})(?:\s+as\s+(?P<second>{LABEL}))?(?P<rest>.*)$", re.I)
-SHORT_DECL_RE = re.compile(rf"^(?P<first>\[[^\]]+\]|\(\)\s*(?:\"[^\"]+\"|{WORD})|:[^:]+:)"
-                           rf"(?:\s+as\s+(?P<second>{LABEL}))?(?P<rest>.*)$")
+DECL_RE = re.compile(
+    rf"^(?P<kind>{'|'.join(sorted(ELEMENT_KINDS, key=len, reverse=True))})\s+"
+    rf"(?P<first>{LABEL})(?:\s+as\s+(?P<second>{LABEL}))?(?P<rest>.*)$",
+    re.I,
+)
+SHORT_DECL_RE = re.compile(
+    rf"^(?P<first>\[[^\]]+\]|\(\)\s*(?:\"[^\"]+\"|{WORD})|:[^:]+:)"
+    rf"(?:\s+as\s+(?P<second>{LABEL}))?(?P<rest>.*)$"
+)
 ENDPOINT = rf'\[[^\]]+\]|\(\)\s*(?:"[^"]+"|{WORD})|:[^:]+:|"[^"]+"|{WORD}'
 RELATION_RE = relation_regex(ENDPOINT)
-C4_ELEMENT_RE = re.compile(r"^(?P<macro>Person|System|SystemDb|SystemQueue|Container|ContainerDb|ContainerQueue|"
-                           r"Component|ComponentDb|ComponentQueue|Node|Deployment_Node|Boundary|System_Boundary|"
-                           r"Container_Boundary|Enterprise_Boundary)(?P<ext>_Ext)?(?:_[LR])?\s*\((?P<args>.*)\)\s*"
-                           r"(?P<brace>\{)?\s*$", re.I)
-C4_REL_RE = re.compile(r"^(?P<macro>BiRel|Rel|RelIndex)(?P<variant>_Back|_Neighbor|_Back_Neighbor|_[UDLR]|_Up|_Down|"
-                       r"_Left|_Right)?\s*\((?P<args>.*)\)\s*$", re.I)
-C4_KIND = {"person": "actor", "system": "system", "systemdb": "database", "systemqueue": "queue",
-           "container": "container", "containerdb": "database", "containerqueue": "queue", "component": "component",
-           "componentdb": "database", "componentqueue": "queue", "node": "node", "deployment_node": "node",
-           "boundary": "boundary", "system_boundary": "boundary", "container_boundary": "boundary",
-           "enterprise_boundary": "boundary"}
+C4_ELEMENT_RE = re.compile(
+    r"^(?P<macro>Person|System|SystemDb|SystemQueue|Container|ContainerDb|ContainerQueue|"
+    r"Component|ComponentDb|ComponentQueue|Node|Deployment_Node|Boundary|System_Boundary|"
+    r"Container_Boundary|Enterprise_Boundary)(?P<ext>_Ext)?(?:_[LR])?\s*\((?P<args>.*)\)\s*"
+    r"(?P<brace>\{)?\s*$",
+    re.I,
+)
+C4_REL_RE = re.compile(
+    r"^(?P<macro>BiRel|Rel|RelIndex)(?P<variant>_Back|_Neighbor|_Back_Neighbor|_[UDLR]|_Up|_Down|"
+    r"_Left|_Right)?\s*\((?P<args>.*)\)\s*$",
+    re.I,
+)
+C4_KIND = {
+    "person": "actor",
+    "system": "system",
+    "systemdb": "database",
+    "systemqueue": "queue",
+    "container": "container",
+    "containerdb": "database",
+    "containerqueue": "queue",
+    "component": "component",
+    "componentdb": "database",
+    "componentqueue": "queue",
+    "node": "node",
+    "deployment_node": "node",
+    "boundary": "boundary",
+    "system_boundary": "boundary",
+    "container_boundary": "boundary",
+    "enterprise_boundary": "boundary",
+}
 
 
 class ArchNode(BaseModel):
@@ -79,7 +142,9 @@ class ArchitectureGraph(BaseModel):
 
     def node(self, key: str) -> ArchNode | None:
         """The node with id (alias) or display name ``key``."""
-        return next((n for n in self.nodes if n.id == key), None) or next((n for n in self.nodes if n.name == key), None)
+        return next((n for n in self.nodes if n.id == key), None) or next(
+            (n for n in self.nodes if n.name == key), None
+        )
 
     def children(self, key: str) -> list[ArchNode]:
         return [n for n in self.nodes if n.parent == key]
@@ -93,7 +158,9 @@ class ArchitectureGraph(BaseModel):
         for node in self.nodes:
             graph.add_node(node.id, **node.model_dump(exclude={"id"}))
         for edge in self.edges:
-            graph.add_edge(edge.source, edge.target, relation="connects", **edge.model_dump(exclude={"source", "target"}))
+            graph.add_edge(
+                edge.source, edge.target, relation="connects", **edge.model_dump(exclude={"source", "target"})
+            )
         if containment:
             for node in self.nodes:
                 if node.parent is not None:
@@ -146,7 +213,13 @@ class _Parser:
             if name != node_id:
                 self.by_key.setdefault(name, found)
         elif found.implicit:
-            found.name, found.kind, found.implicit, found.line, found.parent = name, kind, False, line, self.parent()
+            found.name, found.kind, found.implicit, found.line, found.parent = (
+                name,
+                kind,
+                False,
+                line,
+                self.parent(),
+            )
             for key, value in extra.items():
                 setattr(found, key, value)
         return found
@@ -165,8 +238,11 @@ class _Parser:
             second_name, _ = _shape_name(second)
             # `component "Long label" as C` / `component C as "Long label"` / `[Label] as C`: the alias is the id
             quoted_first = first.strip()[:1] in '"[(:'
-            node_id, name = (second_name, first_name) if quoted_first or not second.strip()[:1] in '"[' \
+            node_id, name = (
+                (second_name, first_name)
+                if quoted_first or second.strip()[:1] not in '"['
                 else (first_name, second_name)
+            )
         stereotypes, rest = take_stereotypes(rest)
         self.add_node(node_id, name, kind or first_kind or "component", line, stereotypes=stereotypes)
         if rest.rstrip().endswith("{"):
@@ -185,9 +261,18 @@ class _Parser:
         pointed_right = arrow.right_head not in ("", "0", "(0", "0)")
         pointed_left = arrow.left_head not in ("", "0", "(0", "0)")
         source, target = (right_id, left_id) if pointed_left and not pointed_right else (left_id, right_id)
-        self.graph.edges.append(ArchEdge(source=source, target=target, label=clean_label(match.group("label")),
-                                         arrow=arrow.text, directed=pointed_left or pointed_right,
-                                         bidirectional=pointed_left and pointed_right, dotted=arrow.dotted, line=line))
+        self.graph.edges.append(
+            ArchEdge(
+                source=source,
+                target=target,
+                label=clean_label(match.group("label")),
+                arrow=arrow.text,
+                directed=pointed_left or pointed_right,
+                bidirectional=pointed_left and pointed_right,
+                dotted=arrow.dotted,
+                line=line,
+            )
+        )
 
     def c4_element(self, match: re.Match[str], line: int) -> None:
         args, named = _c4_args(match.group("args"))
@@ -197,10 +282,22 @@ class _Parser:
         label = args[1] if len(args) > 1 else args[0]
         is_component_like = macro.startswith(("container", "component")) and "boundary" not in macro
         technology = named.get("techn") or (args[2] if is_component_like and len(args) > 2 else None)
-        description = named.get("descr") or (args[3] if is_component_like and len(args) > 3 else
-                                             args[2] if not is_component_like and len(args) > 2 else None)
-        self.add_node(args[0], label, C4_KIND.get(macro, macro), line, technology=technology or None,
-                      description=description or None, external=bool(match.group("ext")))
+        description = named.get("descr") or (
+            args[3]
+            if is_component_like and len(args) > 3
+            else args[2]
+            if not is_component_like and len(args) > 2
+            else None
+        )
+        self.add_node(
+            args[0],
+            label,
+            C4_KIND.get(macro, macro),
+            line,
+            technology=technology or None,
+            description=description or None,
+            external=bool(match.group("ext")),
+        )
         if match.group("brace"):
             self.stack.append(args[0])
 
@@ -213,11 +310,18 @@ class _Parser:
         variant = (match.group("variant") or "").lower()
         source, target = (args[1], args[0]) if variant.startswith("_back") else (args[0], args[1])
         bidirectional = match.group("macro").lower() == "birel"
-        self.graph.edges.append(ArchEdge(
-            source=self.endpoint(source, line), target=self.endpoint(target, line),
-            label=args[2] if len(args) > 2 else None, technology=named.get("techn") or (args[3] if len(args) > 3 else None),
-            arrow=match.group(0).split("(", 1)[0], directed=True, bidirectional=bidirectional, line=line,
-        ))
+        self.graph.edges.append(
+            ArchEdge(
+                source=self.endpoint(source, line),
+                target=self.endpoint(target, line),
+                label=args[2] if len(args) > 2 else None,
+                technology=named.get("techn") or (args[3] if len(args) > 3 else None),
+                arrow=match.group(0).split("(", 1)[0],
+                directed=True,
+                bidirectional=bidirectional,
+                line=line,
+            )
+        )
 
     def run(self) -> ArchitectureGraph:
         parsed = statements(self.text)
@@ -241,8 +345,13 @@ class _Parser:
             elif (relation := RELATION_RE.match(text)) is not None:
                 self.relate(relation, line)
             elif (declaration := DECL_RE.match(text)) is not None:
-                self.declare(declaration.group("kind").lower(), declaration.group("first"), declaration.group("second"),
-                             declaration.group("rest"), line)
+                self.declare(
+                    declaration.group("kind").lower(),
+                    declaration.group("first"),
+                    declaration.group("second"),
+                    declaration.group("rest"),
+                    line,
+                )
                 in_description = bool(self.stack) and self.stack[-1] is None and text.rstrip().endswith("[")
             elif (short := SHORT_DECL_RE.match(text)) is not None:
                 self.declare("", short.group("first"), short.group("second"), short.group("rest"), line)

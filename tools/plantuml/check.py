@@ -37,12 +37,18 @@ SELF_CHECK_INVALID = "@startuml\nclass Order\nthis is not plantuml\n@enduml\n"
 @lru_cache(maxsize=4)
 def jar_version(jar: Path) -> str:
     """PlantUML's own version string (``1.2026.8``) from ``-version``."""
-    proc = subprocess.run([java_binary(), "-Djava.awt.headless=true", "-jar", str(jar), "-version"],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [java_binary(), "-Djava.awt.headless=true", "-jar", str(jar), "-version"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     match = re.search(r"PlantUML version (\S+)", proc.stdout + proc.stderr)
     if not match:
-        raise ToolCrashError(f"{jar} -version printed no PlantUML version (exit {proc.returncode}): "
-                             f"{(proc.stdout + proc.stderr).strip()[-300:]}; reinstall with `sysmo tools install --force`")
+        raise ToolCrashError(
+            f"{jar} -version printed no PlantUML version (exit {proc.returncode}): "
+            f"{(proc.stdout + proc.stderr).strip()[-300:]}; reinstall with `sysmo tools install --force`"
+        )
     return match.group(1)
 
 
@@ -58,16 +64,24 @@ def _plantuml_diagnostic(block: DiagramBlock, message: str, line: int | None) ->
     return Diagnostic(tool=TOOL, severity=Severity.ERROR, message=message.strip(), line=mapped, code="syntax")
 
 
-def _result(diagnostics: list[Diagnostic], duration_s: float, details: dict, raw: str,
-            outcome: Outcome | None = None) -> CheckResult:
+def _result(
+    diagnostics: list[Diagnostic], duration_s: float, details: dict, raw: str, outcome: Outcome | None = None
+) -> CheckResult:
     diagnostics = sorted(diagnostics, key=lambda d: (d.line or 0, d.tool, d.code or ""))
     if outcome is None:
         errors = [d for d in diagnostics if d.severity in (Severity.ERROR, Severity.TYPING)]
         outcome = Outcome.FAILED if errors else Outcome.OK
     raw_output, truncated = CheckResult.bound_output(raw)
-    return CheckResult(tool=TOOL, tool_version=_tool_version(), outcome=outcome, diagnostics=diagnostics,
-                       duration_s=duration_s, raw_output=raw_output, truncated=truncated,
-                       details=details)
+    return CheckResult(
+        tool=TOOL,
+        tool_version=_tool_version(),
+        outcome=outcome,
+        diagnostics=diagnostics,
+        duration_s=duration_s,
+        raw_output=raw_output,
+        truncated=truncated,
+        details=details,
+    )
 
 
 def check(text: str, *, single: bool = True, timeout_s: float = 30.0) -> CheckResult:
@@ -84,22 +98,44 @@ def check(text: str, *, single: bool = True, timeout_s: float = 30.0) -> CheckRe
     try:
         response = server.render(block.text(), timeout_s=timeout_s)
     except TimeoutError:
-        timeout = Diagnostic(tool=TOOL, severity=Severity.ERROR, code="timeout", line=block.start_line,
-                             message=f"PlantUML did not finish within {timeout_s:.0f} s")
-        return _result(findings + [timeout], time.monotonic() - started, details, "", outcome=Outcome.INCONCLUSIVE)
+        timeout = Diagnostic(
+            tool=TOOL,
+            severity=Severity.ERROR,
+            code="timeout",
+            line=block.start_line,
+            message=f"PlantUML did not finish within {timeout_s:.0f} s",
+        )
+        return _result(
+            findings + [timeout], time.monotonic() - started, details, "", outcome=Outcome.INCONCLUSIVE
+        )
     except (ToolMissingError, ToolCrashError) as exc:
         crash = Diagnostic(tool=TOOL, severity=Severity.ERROR, code="tool-error", message=str(exc))
-        return _result(findings + [crash], time.monotonic() - started, details, str(exc), outcome=Outcome.ERROR)
-    details.update(isolation=server.isolation, description=response.description,
-                   server_seconds=round(response.duration_s, 4))
+        return _result(
+            findings + [crash], time.monotonic() - started, details, str(exc), outcome=Outcome.ERROR
+        )
+    details.update(
+        isolation=server.isolation,
+        description=response.description,
+        server_seconds=round(response.duration_s, 4),
+    )
     found = list(findings)
     if response.error:
         found.append(_plantuml_diagnostic(block, response.error, response.error_line))
     elif response.status != 200:
-        crash = Diagnostic(tool=TOOL, severity=Severity.ERROR, code="tool-error",
-                           message=f"PlantUML server answered HTTP {response.status}")
-        return _result(found + [crash], time.monotonic() - started, details, response.svg[:2000], outcome=Outcome.ERROR)
-    raw = f"{response.error or 'ok'} (line {response.error_line})" if response.error else (response.description or "ok")
+        crash = Diagnostic(
+            tool=TOOL,
+            severity=Severity.ERROR,
+            code="tool-error",
+            message=f"PlantUML server answered HTTP {response.status}",
+        )
+        return _result(
+            found + [crash], time.monotonic() - started, details, response.svg[:2000], outcome=Outcome.ERROR
+        )
+    raw = (
+        f"{response.error or 'ok'} (line {response.error_line})"
+        if response.error
+        else (response.description or "ok")
+    )
     return _result(found, time.monotonic() - started, details, raw)
 
 
@@ -108,8 +144,9 @@ def render_svg(text: str, *, timeout_s: float = 30.0) -> str:
     return plantuml_server().render(diagram_source(text).first_text(), timeout_s=timeout_s).svg
 
 
-def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | None = None,
-                keep_svg: bool = False) -> list[CheckResult]:
+def check_batch(
+    texts: list[str], *, single: bool = True, timeout_s: float | None = None, keep_svg: bool = False
+) -> list[CheckResult]:
     """Check many diagrams in one sandboxed JVM (``-tsvg -stdrpt:2``): one result per text, in order.
 
     ``keep_svg`` puts each rendered SVG into ``details["svg"]``.
@@ -121,13 +158,32 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
     java = str(Path(java_binary()).resolve())
     blocks = [diagram_source(text).first() for text in texts]
     names = [f"d{i:05d}.puml" for i in range(len(texts))]
-    files: dict[str, str | bytes] = {name: block.text() + "\n" for name, block in zip(names, blocks, strict=True)}
-    argv = [java, f"-Xmx{BATCH_HEAP_MB}m", "-XX:+UseSerialGC", "-Djava.awt.headless=true", "-jar", str(jar),
-            "-tsvg", "-stdrpt:2", "-o", "out", *names]
+    files: dict[str, str | bytes] = {
+        name: block.text() + "\n" for name, block in zip(names, blocks, strict=True)
+    }
+    argv = [
+        java,
+        f"-Xmx{BATCH_HEAP_MB}m",
+        "-XX:+UseSerialGC",
+        "-Djava.awt.headless=true",
+        "-jar",
+        str(jar),
+        "-tsvg",
+        "-stdrpt:2",
+        "-o",
+        "out",
+        *names,
+    ]
     limits = Limits(timeout_s=timeout_s or 30.0 + 1.0 * len(texts), memory_mb=BATCH_HEAP_MB + 768, pids=256)
     svgs = [f"out/{name.removesuffix('.puml')}.svg" for name in names]
-    run = get_sandbox().run(argv, files=files, readonly_paths=[jar], limits=limits,
-                            env={"PLANTUML_SECURITY_PROFILE": security_profile()}, collect=svgs if keep_svg else None)
+    run = get_sandbox().run(
+        argv,
+        files=files,
+        readonly_paths=[jar],
+        limits=limits,
+        env={"PLANTUML_SECURITY_PROFILE": security_profile()},
+        collect=svgs if keep_svg else None,
+    )
     output = run.stdout + "\n" + run.stderr
     reported: dict[str, list[tuple[int | None, str]]] = {}
     for line in output.splitlines():
@@ -136,8 +192,13 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
         elif match := BATCH_NO_IMAGE_RE.match(line.strip()):
             reported.setdefault(match["file"], []).append((None, "no diagram found"))
     per_text = (time.monotonic() - started) / len(texts)
-    details = {"mode": "batch", "batch_size": len(texts), "isolation": run.isolation,
-               "batch_seconds": round(run.duration_s, 3), "returncode": run.returncode}
+    details = {
+        "mode": "batch",
+        "batch_size": len(texts),
+        "isolation": run.isolation,
+        "batch_seconds": round(run.duration_s, 3),
+        "returncode": run.returncode,
+    }
     if run.returncode not in (0, 200) and not run.timed_out and not reported:
         log.warning("plantuml.batch_failed", returncode=run.returncode, stderr=run.stderr[-500:])
     results = []
@@ -148,12 +209,25 @@ def check_batch(texts: list[str], *, single: bool = True, timeout_s: float | Non
         outcome = None
         if run.timed_out and name not in reported:
             # the JVM was killed before it reached or finished this file: neither pass nor fail
-            found.append(Diagnostic(tool=TOOL, severity=Severity.ERROR, code="timeout", line=block.start_line,
-                                    message=f"the batch did not finish within {limits.timeout_s:.0f} s"))
+            found.append(
+                Diagnostic(
+                    tool=TOOL,
+                    severity=Severity.ERROR,
+                    code="timeout",
+                    line=block.start_line,
+                    message=f"the batch did not finish within {limits.timeout_s:.0f} s",
+                )
+            )
             outcome = Outcome.INCONCLUSIVE
         elif run.returncode not in (0, 200) and not reported:
-            found.append(Diagnostic(tool=TOOL, severity=Severity.ERROR, code="tool-error",
-                                    message=f"PlantUML exited with {run.returncode}: {run.stderr.strip()[-300:]}"))
+            found.append(
+                Diagnostic(
+                    tool=TOOL,
+                    severity=Severity.ERROR,
+                    code="tool-error",
+                    message=f"PlantUML exited with {run.returncode}: {run.stderr.strip()[-300:]}",
+                )
+            )
             outcome = Outcome.ERROR
         raw = "\n".join(f"{name}:{line}:error:{message}" for line, message in reported.get(name, []))
         extra = {"diagram_start_line": block.start_line}
@@ -172,8 +246,11 @@ def self_check() -> ToolStatus:
     bad_line = bad.errors[0].line if bad.errors else None
     ok = good.outcome == Outcome.OK and bad.outcome == Outcome.FAILED and bad_line == 3
     server = plantuml_server()
-    message = (f"warm server checked a valid diagram in {good.duration_s * 1000:.0f} ms and found the error on "
-               f"line 3 ({', '.join(server.isolation)})" if ok else
-               f"self-check failed: valid -> {good.outcome.value} {good.summary(3)}; "
-               f"invalid -> {bad.outcome.value}, error line {bad_line} (expected 3)")
+    message = (
+        f"warm server checked a valid diagram in {good.duration_s * 1000:.0f} ms and found the error on "
+        f"line 3 ({', '.join(server.isolation)})"
+        if ok
+        else f"self-check failed: valid -> {good.outcome.value} {good.summary(3)}; "
+        f"invalid -> {bad.outcome.value}, error line {bad_line} (expected 3)"
+    )
     return ToolStatus(name="plantuml", ok=ok, version=version, path=str(jar), message=message)

@@ -22,7 +22,12 @@ class Visibility(StrEnum):
     UNSPECIFIED = "unspecified"
 
 
-VISIBILITY_MARKS = {"+": Visibility.PUBLIC, "-": Visibility.PRIVATE, "#": Visibility.PROTECTED, "~": Visibility.PACKAGE}
+VISIBILITY_MARKS = {
+    "+": Visibility.PUBLIC,
+    "-": Visibility.PRIVATE,
+    "#": Visibility.PROTECTED,
+    "~": Visibility.PACKAGE,
+}
 
 
 class ClassKind(StrEnum):

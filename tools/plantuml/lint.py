@@ -17,7 +17,10 @@ CLASS_KEYWORDS = r"(?:abstract\s+class|abstract|class|interface|enum|annotation|
 # a classifier declaration that opens a member body on its line
 BODY_OPEN_RE = re.compile(rf"^\s*{CLASS_KEYWORDS}\s+(?P<name>\"[^\"]+\"|[\w.$:]+).*\{{\s*$", re.I)
 # a classifier declaration anywhere (inside a body it means the body was never closed)
-DECLARATION_RE = re.compile(rf"^\s*{CLASS_KEYWORDS}\s+(?P<name>\"[^\"]+\"|[A-Za-z_$][\w.$:]*)\s*(?:<[^>]*>\s*)?(?:<<.*>>\s*)?(?:as\s+\S+\s*)?(?:\{{.*|extends\b.*|implements\b.*)?$", re.I)
+DECLARATION_RE = re.compile(
+    rf"^\s*{CLASS_KEYWORDS}\s+(?P<name>\"[^\"]+\"|[A-Za-z_$][\w.$:]*)\s*(?:<[^>]*>\s*)?(?:<<.*>>\s*)?(?:as\s+\S+\s*)?(?:\{{.*|extends\b.*|implements\b.*)?$",
+    re.I,
+)
 # a relationship line: an endpoint, an arrow with at least one head or two dashes, another endpoint
 RELATION_IN_BODY_RE = re.compile(
     r"^\s*(?:\"[^\"]+\"|[A-Za-z_$][\w$]*(?:\.[\w$]+)*)\s*(?:\"[^\"]*\"\s*)?"
@@ -40,27 +43,49 @@ def _diag(code: str, message: str, line: int, severity: Severity = Severity.ERRO
 
 
 def _fences(lines: list[str]) -> list[Diagnostic]:
-    return [_diag("markdown-fence", "markdown code fence in the diagram text: give only the PlantUML source, "
-                  "from @startuml to @enduml", n)
-            for n, line in enumerate(lines, start=1) if line.strip().startswith(("```", "~~~"))]
+    return [
+        _diag(
+            "markdown-fence",
+            "markdown code fence in the diagram text: give only the PlantUML source, "
+            "from @startuml to @enduml",
+            n,
+        )
+        for n, line in enumerate(lines, start=1)
+        if line.strip().startswith(("```", "~~~"))
+    ]
 
 
 def _structure(text: str, lines: list[str], single: bool) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     source = diagram_source(text)
     if not any(ANY_START_RE.match(line) for line in lines):
-        found.append(_diag("missing-startuml", "no @startuml line: the diagram must begin with @startuml",
-                           source.first().start_line))
+        found.append(
+            _diag(
+                "missing-startuml",
+                "no @startuml line: the diagram must begin with @startuml",
+                source.first().start_line,
+            )
+        )
     for block in source.blocks:
         if not block.has_end:
             begun = f"begun on line {block.start_line} " if block.has_start else ""
-            found.append(_diag("missing-enduml", f"the diagram {begun}has no @enduml before it ends: "
-                               "end the diagram with @enduml", block.end_line))
+            found.append(
+                _diag(
+                    "missing-enduml",
+                    f"the diagram {begun}has no @enduml before it ends: end the diagram with @enduml",
+                    block.end_line,
+                )
+            )
     if single and len(source.blocks) > 1:
         for block in source.blocks[1:]:
-            found.append(_diag("multiple-diagrams", f"a second diagram begins here (the first begins on line "
-                               f"{source.blocks[0].start_line}); give exactly one @startuml .. @enduml block",
-                               block.start_line))
+            found.append(
+                _diag(
+                    "multiple-diagrams",
+                    f"a second diagram begins here (the first begins on line "
+                    f"{source.blocks[0].start_line}); give exactly one @startuml .. @enduml block",
+                    block.start_line,
+                )
+            )
     return found
 
 
@@ -92,8 +117,13 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
             elif line.startswith("}"):
                 outer -= 1
                 if outer < 0:
-                    found.append(_diag("stray-brace", "a '}' that closes nothing: remove it or open the body it "
-                                       "belongs to", number))
+                    found.append(
+                        _diag(
+                            "stray-brace",
+                            "a '}' that closes nothing: remove it or open the body it belongs to",
+                            number,
+                        )
+                    )
                     outer = 0
             continue
         # inside a classifier body
@@ -115,14 +145,23 @@ def _bodies(lines: list[str]) -> list[Diagnostic]:
         if depth <= 0:
             open_name, reported = None, False
     if open_name is not None and not reported:
-        found.append(_diag("unclosed-body", f"the body of {open_name} opened on line {open_line} is never closed: "
-                           "add the missing '}'", open_line))
+        found.append(
+            _diag(
+                "unclosed-body",
+                f"the body of {open_name} opened on line {open_line} is never closed: add the missing '}}'",
+                open_line,
+            )
+        )
     return found
 
 
 def _swallowed(name: str, open_line: int, by: str, line: int) -> Diagnostic:
-    return _diag("unclosed-body", f"the body of {name} opened on line {open_line} is not closed before {by} on line "
-                 f"{line}: add the missing '}}'", open_line)
+    return _diag(
+        "unclosed-body",
+        f"the body of {name} opened on line {open_line} is not closed before {by} on line "
+        f"{line}: add the missing '}}'",
+        open_line,
+    )
 
 
 def lint(text: str, single: bool = True) -> list[Diagnostic]:

@@ -20,8 +20,8 @@ from sysmo.tools.plantuml.class_model import (
     ClassKind,
     Method,
     Parameter,
-    RelationType,
     Relationship,
+    RelationType,
     UMLClass,
     Visibility,
 )
@@ -39,26 +39,61 @@ from sysmo.tools.plantuml.syntax import (
 log = get_logger(__name__)
 
 KEYWORDS = {
-    "abstract class": ClassKind.ABSTRACT_CLASS, "abstract": ClassKind.ABSTRACT_CLASS, "class": ClassKind.CLASS,
-    "interface": ClassKind.INTERFACE, "enum": ClassKind.ENUM, "annotation": ClassKind.ANNOTATION,
-    "entity": ClassKind.ENTITY, "struct": ClassKind.OTHER, "record": ClassKind.OTHER, "exception": ClassKind.OTHER,
-    "protocol": ClassKind.OTHER, "metaclass": ClassKind.OTHER, "stereotype": ClassKind.OTHER,
-    "dataclass": ClassKind.OTHER, "circle": ClassKind.OTHER, "diamond": ClassKind.OTHER,
+    "abstract class": ClassKind.ABSTRACT_CLASS,
+    "abstract": ClassKind.ABSTRACT_CLASS,
+    "class": ClassKind.CLASS,
+    "interface": ClassKind.INTERFACE,
+    "enum": ClassKind.ENUM,
+    "annotation": ClassKind.ANNOTATION,
+    "entity": ClassKind.ENTITY,
+    "struct": ClassKind.OTHER,
+    "record": ClassKind.OTHER,
+    "exception": ClassKind.OTHER,
+    "protocol": ClassKind.OTHER,
+    "metaclass": ClassKind.OTHER,
+    "stereotype": ClassKind.OTHER,
+    "dataclass": ClassKind.OTHER,
+    "circle": ClassKind.OTHER,
+    "diamond": ClassKind.OTHER,
 }
 NAME = r'"[^"]+"|[A-Za-z_$\u00C0-\uFFFF][\w$\u00C0-\uFFFF]*(?:(?:\.|::)[\w$\u00C0-\uFFFF]+)*'
 DECL_RE = re.compile(
     r"^(?P<kw>abstract\s+class|abstract|class|interface|enum|annotation|entity|struct|record|exception|protocol|"
-    rf"metaclass|stereotype|dataclass|circle|diamond)\s+(?P<first>{NAME})(?P<rest>.*)$", re.I
+    rf"metaclass|stereotype|dataclass|circle|diamond)\s+(?P<first>{NAME})(?P<rest>.*)$",
+    re.I,
 )
-CONTAINER_RE = re.compile(rf"^(?P<kw>package|namespace|folder|frame|rectangle|cloud|node|database)\s+"
-                          rf"(?P<name>{NAME}|\S+)(?P<rest>.*)$", re.I)
+CONTAINER_RE = re.compile(
+    rf"^(?P<kw>package|namespace|folder|frame|rectangle|cloud|node|database)\s+"
+    rf"(?P<name>{NAME}|\S+)(?P<rest>.*)$",
+    re.I,
+)
 ENDPOINT = rf"(?:{NAME})(?:<[^<>]*(?:<[^<>]*>[^<>]*)*>)?"
 RELATION_RE = relation_regex(ENDPOINT)
 MEMBER_OF_RE = re.compile(rf"^(?P<name>{NAME})\s*:\s*(?P<member>.+)$")
 ENUM_VALUE = r"[A-Za-z_]\w*(?:\s*\([^)]*\))?"
 ENUM_VALUE_RE = re.compile(rf"^{ENUM_VALUE}(?:\s*,\s*{ENUM_VALUE})*\s*[,;]?$")
-PRIMITIVES = {"int", "integer", "long", "short", "byte", "float", "double", "boolean", "bool", "char", "string",
-              "void", "str", "number", "date", "datetime", "object", "any", "uint", "decimal"}
+PRIMITIVES = {
+    "int",
+    "integer",
+    "long",
+    "short",
+    "byte",
+    "float",
+    "double",
+    "boolean",
+    "bool",
+    "char",
+    "string",
+    "void",
+    "str",
+    "number",
+    "date",
+    "datetime",
+    "object",
+    "any",
+    "uint",
+    "decimal",
+}
 MODIFIER_RE = re.compile(r"^\{(static|classifier|abstract|field|method)\}\s*", re.I)
 JAVA_WORDS = {"public": Visibility.PUBLIC, "private": Visibility.PRIVATE, "protected": Visibility.PROTECTED}
 
@@ -144,8 +179,15 @@ def parse_member(text: str, line: int | None = None) -> Attribute | Method | Non
         if len(words) > 1 and return_type is None:
             return_type = " ".join(words[:-1])
         params = [_parameter(p) for p in split_top_level("".join(params_text))]
-        return Method(name=words[-1], return_type=return_type or None, parameters=params, visibility=visibility,
-                      static=static, abstract=abstract, line=line)
+        return Method(
+            name=words[-1],
+            return_type=return_type or None,
+            parameters=params,
+            visibility=visibility,
+            static=static,
+            abstract=abstract,
+            line=line,
+        )
     value = None
     parts = split_top_level(body, "=")
     if len(parts) >= 2 and not body.startswith("="):
@@ -158,7 +200,9 @@ def parse_member(text: str, line: int | None = None) -> Attribute | Method | Non
         name, type_ = (words[-1], " ".join(words[:-1])) if len(words) >= 2 else (body, None)
     if not name:
         return None
-    return Attribute(name=name, type=type_ or None, visibility=visibility, static=static, default=value, line=line)
+    return Attribute(
+        name=name, type=type_ or None, visibility=visibility, static=static, default=value, line=line
+    )
 
 
 class _Parser:
@@ -217,14 +261,18 @@ class _Parser:
         cls.stereotypes = stereotypes or cls.stereotypes
         cls.generics = generics or cls.generics
         cls.package = cls.package or self.package()
-        for word, rel_type in (("extends", RelationType.GENERALIZATION), ("implements", RelationType.REALIZATION)):
+        for word, rel_type in (
+            ("extends", RelationType.GENERALIZATION),
+            ("implements", RelationType.REALIZATION),
+        ):
             found = re.search(rf"\b{word}\s+(.+?)(?=\bextends\b|\bimplements\b|$)", head)
             if found:
                 for parent in split_top_level(found.group(1)):
                     parent = unquote(re.sub(r"<.*$", "", parent).strip())
                     self.ensure_class(parent, line, implicit=True)
-                    self.model.relationships.append(Relationship(type=rel_type, source=cls.name, target=parent,
-                                                                 arrow=word, line=line))
+                    self.model.relationships.append(
+                        Relationship(type=rel_type, source=cls.name, target=parent, arrow=word, line=line)
+                    )
         if inline_body is not None:
             for member in inline_body.split(";"):
                 self.add_member(cls, member, line)
@@ -274,10 +322,19 @@ class _Parser:
         source, target, sm, tm = (left, right, lm, rm) if forward else (right, left, rm, lm)
         self.ensure_class(self.resolve(source), line, implicit=True)
         self.ensure_class(self.resolve(target), line, implicit=True)
-        self.model.relationships.append(Relationship(
-            type=rel_type, source=self.resolve(source), target=self.resolve(target), label=clean_label(match.group("label")),
-            source_multiplicity=sm, target_multiplicity=tm, directed=directed, arrow=arrow.text, line=line,
-        ))
+        self.model.relationships.append(
+            Relationship(
+                type=rel_type,
+                source=self.resolve(source),
+                target=self.resolve(target),
+                label=clean_label(match.group("label")),
+                source_multiplicity=sm,
+                target_multiplicity=tm,
+                directed=directed,
+                arrow=arrow.text,
+                line=line,
+            )
+        )
 
     def resolve(self, key: str) -> str:
         found = self.lookup(key)

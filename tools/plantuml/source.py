@@ -71,7 +71,9 @@ def _bare_block(lines: list[str]) -> DiagramBlock:
         last -= 1
     body = lines[first : last + 1] or [""]
     ends = bool(END_RE.match(body[-1]))
-    return DiagramBlock(start_line=first + 1, end_line=first + len(body), has_start=False, has_end=ends, lines=body)
+    return DiagramBlock(
+        start_line=first + 1, end_line=first + len(body), has_start=False, has_end=ends, lines=body
+    )
 
 
 def diagram_source(text: str) -> DiagramSource:
@@ -83,7 +85,9 @@ def diagram_source(text: str) -> DiagramSource:
     for number, line in enumerate(lines, start=1):
         if ANY_START_RE.match(line):
             if current is not None:  # a new @start before @enduml: the previous block lacks its end
-                blocks.append(DiagramBlock(start_line=start, end_line=number - 1, has_end=False, lines=current))
+                blocks.append(
+                    DiagramBlock(start_line=start, end_line=number - 1, has_end=False, lines=current)
+                )
             current, start = [line], number
         elif END_RE.match(line) and current is not None:
             current.append(line)
@@ -95,7 +99,9 @@ def diagram_source(text: str) -> DiagramSource:
         # a block running to the end of the text: drop trailing fences and blank lines, which are not diagram text
         while len(current) > 1 and (not current[-1].strip() or _is_fence(current[-1])):
             current.pop()
-        blocks.append(DiagramBlock(start_line=start, end_line=start + len(current) - 1, has_end=False, lines=current))
+        blocks.append(
+            DiagramBlock(start_line=start, end_line=start + len(current) - 1, has_end=False, lines=current)
+        )
     if not blocks:
         blocks.append(_bare_block(lines))
     return DiagramSource(text=text, blocks=blocks)

@@ -20,8 +20,10 @@ _BLOCKS: list[tuple[re.Pattern[str], re.Pattern[str]]] = [
     (re.compile(r"^(header)\s*$", re.I), re.compile(r"^end\s*header\b", re.I)),
     (re.compile(r"^(footer)\s*$", re.I), re.compile(r"^end\s*footer\b", re.I)),
     (re.compile(r"^<style>", re.I), re.compile(r"^</style>", re.I)),
-    (re.compile(r"^!(define\s*long|procedure|unquoted\s+procedure|function|unquoted\s+function)\b", re.I),
-     re.compile(r"^!end(definelong|procedure|function)\b", re.I)),
+    (
+        re.compile(r"^!(define\s*long|procedure|unquoted\s+procedure|function|unquoted\s+function)\b", re.I),
+        re.compile(r"^!end(definelong|procedure|function)\b", re.I),
+    ),
     (re.compile(r"^json\s+\S+.*\{\s*$", re.I), re.compile(r"^\}\s*$")),
 ]
 # Single statements that style or lay out the diagram but declare nothing.
@@ -160,9 +162,11 @@ def take_stereotypes(text: str) -> tuple[list[str], str]:
 LEFT_HEADS = r"<\|\||<\||<<|<|\*|o(?=[-.])|\+|#|x(?=[-.])|\}|\^|0\)|\(0|0"
 RIGHT_HEADS = r"\|\|>|\|>|>>|>|\*|o(?![\w])|\+|#|x(?![\w])|\{|\^|\(0|0\)|0"
 DIRECTIONS = r"left|right|up|down|le|ri|do|l|r|u|d"
-ARROW = (rf"(?:{LEFT_HEADS})?"
-         rf"(?:[-.=~]+(?:\[[^\]]*\])?(?:(?:{DIRECTIONS})(?=[-.=~]))?[-.=~]*(?:\[[^\]]*\])?[-.=~]*)"
-         rf"(?:{RIGHT_HEADS})?")
+ARROW = (
+    rf"(?:{LEFT_HEADS})?"
+    rf"(?:[-.=~]+(?:\[[^\]]*\])?(?:(?:{DIRECTIONS})(?=[-.=~]))?[-.=~]*(?:\[[^\]]*\])?[-.=~]*)"
+    rf"(?:{RIGHT_HEADS})?"
+)
 _ARROW_PARTS = re.compile(rf"^(?P<lh>{LEFT_HEADS})?(?P<body>.*?)(?P<rh>{RIGHT_HEADS})?$")
 
 
@@ -183,11 +187,22 @@ def parse_arrow(text: str) -> Arrow:
     plain = re.sub(r"\[[^\]]*\]", "", body)
     direction = re.search(rf"({DIRECTIONS})", plain)
     return Arrow(
-        text=text, left_head=match.group("lh") or "", right_head=match.group("rh") or "",
+        text=text,
+        left_head=match.group("lh") or "",
+        right_head=match.group("rh") or "",
         dotted="." in plain or "dashed" in styles or "dotted" in styles,
         hidden="hidden" in styles,
-        direction={"l": "left", "le": "left", "r": "right", "ri": "right", "u": "up", "d": "down", "do": "down"}.get(
-            direction.group(1), direction.group(1)) if direction else None,
+        direction={
+            "l": "left",
+            "le": "left",
+            "r": "right",
+            "ri": "right",
+            "u": "up",
+            "d": "down",
+            "do": "down",
+        }.get(direction.group(1), direction.group(1))
+        if direction
+        else None,
     )
 
 
