@@ -214,3 +214,19 @@ def test_concurrent_checks_share_one_server_and_keep_their_own_lines():
     lines = [[d.line for d in syntax_errors(r)] for r in results]
     assert lines == [[], [4], [7]] * 4
     assert len({id(plantuml_server()) for _ in range(3)}) == 1
+
+
+def test_a_lax_security_profile_is_refused(monkeypatch):
+    from sysmo.config import settings
+    from sysmo.errors import ConfigError
+    from sysmo.sandbox.plantuml_server import security_profile
+
+    monkeypatch.setenv("SYSMO_TOOLS__PLANTUML_SECURITY_PROFILE", "UNSECURE")
+    settings.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="SANDBOX"):
+            security_profile()
+    finally:
+        monkeypatch.delenv("SYSMO_TOOLS__PLANTUML_SECURITY_PROFILE")
+        settings.cache_clear()
+    assert security_profile() == "SANDBOX"
