@@ -181,17 +181,28 @@ def _refs(value: Any) -> list[str]:
     return [ref] if ref else []
 
 
-_TTL_BLOCK = re.compile(r'^<urn:sysmlv2:element:([^>]+)>\n(.*?)(?:\n\n|\Z)', re.MULTILINE | re.DOTALL)
+_TTL_ID = re.compile(r'sysml:elementId "((?:[^"\\]|\\.)*)"')
 _TTL_QNAME = re.compile(r'sysml:qualifiedName "((?:[^"\\]|\\.)*)"')
 
 
+def _ttl_string(text: str) -> str:
+    return text.replace('\\"', '"').replace("\\\\", "\\")
+
+
 def library_names(turtle: str) -> dict[str, str]:
-    """Library element id -> qualified name, from the stubs the Turtle export writes for referenced elements."""
+    """Library element id -> qualified name, from the stubs the Turtle export writes for referenced elements.
+
+    A stub is one subject block (blank-line separated) with ``sysml:isLibraryElement "true"``; its subject
+    is written ``<urn:sysmlv2:element:ID>`` or ``elmt:ID`` depending on the id, so the id is read from
+    ``sysml:elementId`` instead.
+    """
     names: dict[str, str] = {}
-    for match in _TTL_BLOCK.finditer(turtle):
-        qname = _TTL_QNAME.search(match.group(2))
-        if qname:
-            names[match.group(1)] = qname.group(1).encode().decode("unicode_escape") if "\\" in qname.group(1) else qname.group(1)
+    for block in turtle.split("\n\n"):
+        if 'sysml:isLibraryElement "true"' not in block:
+            continue
+        element_id, qname = _TTL_ID.search(block), _TTL_QNAME.search(block)
+        if element_id and qname:
+            names[_ttl_string(element_id.group(1))] = _ttl_string(qname.group(1))
     return names
 
 

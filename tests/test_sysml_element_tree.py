@@ -1,0 +1,132 @@
+"""The element tree exported through OpenSysML (OMG API JSON): kinds, names, containment, type references."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sysmo.artifact import Artifact
+from sysmo.tools.result import Outcome
+from sysmo.tools.sysml.element_tree import ElementKind, ElementTree, element_tree
+
+from tests.test_sysml_validate import VEHICLE
+
+TRAINING = Path("sysml-v2-release") / "sysml" / "src" / "training"
+
+
+def _rows(tree: ElementTree) -> list[tuple[str, str | None, str | None, list[str]]]:
+    """(kind, qualified name, owner's qualified name, types) per element, in document order."""
+    index = tree.by_id()
+    return [(e.kind.value, e.qualified_name, index[e.owner].qualified_name if e.owner else None, e.types)
+            for e in tree.elements]
+
+
+def test_vehicle_definition_tree_is_pinned():
+    tree = element_tree(VEHICLE)
+    assert tree.complete and tree.check is not None and tree.check.outcome == Outcome.OK
+    assert _rows(tree) == [
+        ("package", "VehicleDefinition", None, []),
+        ("part_def", "VehicleDefinition::Vehicle", "VehicleDefinition", []),
+        ("attribute", "VehicleDefinition::Vehicle::mass", "VehicleDefinition::Vehicle", ["ScalarValues::Real"]),
+        ("attribute", "VehicleDefinition::Vehicle::status", "VehicleDefinition::Vehicle", ["VehicleDefinition::VehicleStatus"]),
+        ("part", "VehicleDefinition::Vehicle::eng", "VehicleDefinition::Vehicle", ["VehicleDefinition::Engine"]),
+        ("part", "VehicleDefinition::Vehicle::driver", "VehicleDefinition::Vehicle", ["VehicleDefinition::Person"]),
+        ("attribute_def", "VehicleDefinition::VehicleStatus", "VehicleDefinition", []),
+        ("attribute", "VehicleDefinition::VehicleStatus::gearSetting", "VehicleDefinition::VehicleStatus", ["ScalarValues::Integer"]),
+        ("attribute", "VehicleDefinition::VehicleStatus::acceleratorPosition", "VehicleDefinition::VehicleStatus",
+         ["ScalarValues::Real"]),
+        ("part_def", "VehicleDefinition::Engine", "VehicleDefinition", []),
+        ("part_def", "VehicleDefinition::Person", "VehicleDefinition", []),
+    ]
+    vehicle = tree.find("VehicleDefinition::Vehicle")
+    assert vehicle is not None and vehicle.line == 3 and vehicle.end_line == 8
+    assert [c.name for c in tree.children(vehicle)] == ["mass", "status", "eng", "driver"]
+    assert tree.path(tree.find("VehicleDefinition::Vehicle::eng")) == ["VehicleDefinition", "Vehicle", "eng"]
+
+
+def test_state_machine_tree_has_states_and_transitions_with_source_and_target(shared_benchmarks: Path):
+    text = (shared_benchmarks / TRAINING / "23. State Definitions" / "State Definition Example-1.sysml").read_text()
+    tree = element_tree(text)
+    machine = "'State Definition Example-1'::VehicleStates"
+    assert [(e.kind.value, e.name) for e in tree.children(tree.find(machine))] == [
+        ("state", "off"), ("transition", "off_to_starting"), ("state", "starting"),
+        ("transition", "starting_to_on"), ("state", "on"), ("transition", "on_to_off"),
+    ]
+    transitions = [(t.name, t.source, t.target) for t in tree.of_kind(ElementKind.TRANSITION)]
+    assert transitions == [
+        ("off_to_starting", f"{machine}::off", f"{machine}::starting"),
+        ("starting_to_on", f"{machine}::starting", f"{machine}::on"),
+        ("on_to_off", f"{machine}::on", f"{machine}::off"),
+    ]
+    assert [e.name for e in tree.of_kind(ElementKind.ATTRIBUTE_DEF)] == ["VehicleStartSignal", "VehicleOnSignal", "VehicleOffSignal"]
+    # the accept triggers and successions inside transitions are implied structure, not elements
+    assert {e.kind for e in tree.elements} == {ElementKind.PACKAGE, ElementKind.ATTRIBUTE_DEF, ElementKind.STATE_DEF,
+                                              ElementKind.STATE, ElementKind.TRANSITION}
+
+
+def test_interface_tree_across_two_files_has_ports_directions_and_connector_ends(shared_benchmarks: Path):
+    folder = shared_benchmarks / TRAINING
+    artifact = Artifact(language="sysml", files={
+        "Port Example.sysml": (folder / "10. Ports" / "Port Example.sysml").read_text(),
+        "Interface Example.sysml": (folder / "11. Interfaces" / "Interface Example.sysml").read_text(),
+    })
+    tree = element_tree(artifact)
+    assert tree.check is not None and tree.check.ok
+    out_port = tree.find("'Port Example'::FuelOutPort")
+    assert out_port is not None and out_port.kind == ElementKind.PORT_DEF
+    assert [(c.kind.value, c.name, c.direction, c.types) for c in tree.children(out_port)] == [
+        ("attribute", "temperature", None, ["'Port Example'::Temp"]),
+        ("item", "fuelSupply", "out", ["'Port Example'::Fuel"]),
+        ("item", "fuelReturn", "in", ["'Port Example'::Fuel"]),
+    ]
+    (interface,) = tree.of_kind(ElementKind.INTERFACE)
+    assert interface.name is None
+    assert interface.types == ["'Interface Example'::FuelInterface"]
+    assert interface.ends == ["tankAssy.fuelTankPort", "eng.engineFuelPort"]
+    assert tree.by_id()[interface.owner].qualified_name == "'Interface Example'::vehicle"
+    ends = tree.children(tree.find("'Interface Example'::FuelInterface"))
+    assert [(e.kind.value, e.name, e.types) for e in ends] == [
+        ("port", "supplierPort", ["'Port Example'::FuelOutPort"]),
+        ("port", "consumerPort", ["'Port Example'::FuelInPort"]),
+    ]
+
+
+def test_connections_flows_conjugated_ports_redefinitions_requirements_and_actions():
+    text = """package T {
+  private import ScalarValues::*;
+  item def Fuel;
+  port def FuelPort { out item fuel : Fuel; }
+  part def Tank { port fp : FuelPort; attribute m : Real; }
+  part def Engine { port fp : ~FuelPort; }
+  part def SportsTank :> Tank;
+  part car {
+    part tank : Tank { :>> m = 3.0; }
+    part engine : Engine;
+    connect tank.fp to engine.fp;
+    flow of Fuel from tank.fp.fuel to engine.fp.fuel;
+  }
+  action def Drive { in item f : Fuel; out attribute d : Real; }
+  requirement def R { subject c : Tank; }
+  requirement r1 : R;
+  satisfy r1 by car.tank;
+}"""
+    tree = element_tree(text)
+    assert tree.check is not None and tree.check.ok
+    assert tree.find("T::Engine::fp").types == ["~T::FuelPort"]
+    assert tree.find("T::SportsTank").specializes == ["T::Tank"]
+    redefinition = tree.find("T::car::tank::m")
+    assert (redefinition.kind, redefinition.name, redefinition.redefines) == (ElementKind.REFERENCE, "m", ["T::Tank::m"])
+    assert [(e.kind.value, e.ends) for e in tree.of_kind(ElementKind.CONNECTION, ElementKind.FLOW)] == [
+        ("connection", ["tank.fp", "engine.fp"]), ("flow", ["tank.fp.fuel", "engine.fp.fuel"])]
+    assert [(e.name, e.direction, e.types) for e in tree.children(tree.find("T::Drive"))] == [
+        ("f", "in", ["T::Fuel"]), ("d", "out", ["ScalarValues::Real"])]
+    assert tree.find("T::r1").types == ["T::R"]
+    assert [(e.kind.value, e.name, e.types) for e in tree.children(tree.find("T::R"))] == [("reference", "c", ["T::Tank"])]
+    (satisfy,) = tree.of_kind(ElementKind.SATISFY)
+    assert satisfy.ends == ["T::r1", "car.tank"]
+
+
+def test_a_model_with_syntax_errors_has_no_tree_but_keeps_its_check():
+    tree = element_tree("package P { part def A }\n part x : ;")
+    assert tree.complete is False and tree.elements == []
+    assert tree.check is not None and tree.check.outcome == Outcome.FAILED
+    assert {d.code for d in tree.check.errors} == {"syntax"}

@@ -1,0 +1,128 @@
+"""The OpenSysML kernel server: health check, restart after a crash, timeouts, confinement, shutdown, threads."""
+
+from __future__ import annotations
+
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
+from sysmo.tools.result import Outcome
+from sysmo.tools.sysml.validate import validate
+
+GOOD = "package P { part def A; part a : A; }"
+BAD = "package P { part a : Missing; }"
+
+
+@pytest.fixture
+def kernel():
+    server = OpenSysMLKernel()
+    yield server
+    server.stop()
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is dead too
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def _wait_dead(pids: list[int], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_kernel_starts_confined_and_answers_a_health_cell(kernel: OpenSysMLKernel):
+    reply = kernel.execute("1+1")
+    assert reply.status == "ok" and any("= 2" in r for r in reply.results)
+    if kernel.confine:
+        assert kernel.isolation[0] == "bwrap"
+        assert len(kernel.kernel_pids()) >= 2  # bwrap and the kernel below it
+
+
+def test_validation_works_again_after_the_kernel_is_killed(kernel: OpenSysMLKernel):
+    assert validate(GOOD, kernel=kernel).ok
+    pids = kernel.kernel_pids()
+    os.kill(pids[-1], signal.SIGKILL)  # the kernel process itself (below bwrap when confined)
+    assert _wait_dead([pids[-1]])
+    result = validate(BAD, kernel=kernel)
+    assert result.outcome == Outcome.FAILED and result.errors[0].code == "unresolved"
+    assert validate(GOOD, kernel=kernel).ok
+    assert kernel.restarts >= 1
+    assert not any(_alive(p) for p in pids)
+
+
+def test_killing_the_whole_process_group_is_survived_too(kernel: OpenSysMLKernel):
+    assert validate(GOOD, kernel=kernel).ok
+    assert kernel.proc is not None
+    os.killpg(kernel.proc.pid, signal.SIGKILL)
+    kernel.proc.wait(timeout=5)
+    assert validate(GOOD, kernel=kernel).ok
+
+
+def test_a_validation_that_runs_past_its_timeout_is_inconclusive_and_the_kernel_restarts(kernel: OpenSysMLKernel):
+    # a large model with many unresolved names keeps the kernel busy far beyond the 50 ms allowed
+    huge = "package Big {\n" + "\n".join(f"  part p{i} : Missing{i};" for i in range(4000)) + "\n}"
+    assert validate(GOOD, kernel=kernel).ok
+    old_pids = kernel.kernel_pids()
+    result = validate(huge, kernel=kernel, timeout_s=0.05)
+    assert result.outcome == Outcome.INCONCLUSIVE
+    assert result.diagnostics[0].code == "timeout" and "restarted" in result.diagnostics[0].message
+    assert _wait_dead(old_pids)  # the busy kernel was killed, not left running
+    after = validate(BAD, kernel=kernel)
+    assert after.outcome == Outcome.FAILED and [d.line for d in after.errors] == [1]
+
+
+def test_the_kernel_cannot_read_or_write_outside_its_scratch_root(kernel: OpenSysMLKernel, tmp_path: Path,
+                                                                   shared_benchmarks: Path):
+    if not kernel.confine:
+        pytest.skip("bubblewrap is not installed: the kernel runs unconfined")
+    outside = tmp_path / "outside.sysml"
+    outside.write_text(GOOD)
+    reply = kernel.execute(f"%load {outside}")
+    assert reply.status == "error" and "cannot read" in (reply.error or "")
+    reply = kernel.execute(f"%load {shared_benchmarks / 'sysml-v2-release' / 'sysml' / 'src' / 'training'}")
+    assert reply.status == "error"
+    target = tmp_path / "written.json"
+    kernel.execute(f"%save {target}")
+    assert not target.exists()
+
+
+def test_stop_ends_every_kernel_process(kernel: OpenSysMLKernel):
+    kernel.ensure()
+    pids = kernel.kernel_pids()
+    scratch = kernel.scratch
+    kernel.stop()
+    assert _wait_dead(pids)
+    assert scratch is not None and not scratch.exists()
+
+
+def test_concurrent_validations_from_threads_each_get_their_own_answer(kernel: OpenSysMLKernel):
+    results: dict[int, Outcome] = {}
+
+    def check(i: int) -> None:
+        text = GOOD.replace("part a : A;", f"part a{i} : A;") if i % 2 == 0 else BAD.replace("Missing", f"Missing{i}")
+        result = validate(text, kernel=kernel)
+        assert i % 2 == 1 or result.ok
+        assert i % 2 == 0 or f"Missing{i}" in result.errors[0].message
+        results[i] = result.outcome
+
+    threads = [threading.Thread(target=check, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert results == {i: (Outcome.OK if i % 2 == 0 else Outcome.FAILED) for i in range(8)}
