@@ -46,9 +46,9 @@ def check_sysml(artifact: Artifact, task: Task | None = None) -> CheckResult:
 
 
 def check_plantuml(artifact: Artifact, task: Task | None = None) -> CheckResult:
-    from sysmo.tools.plantuml import check
+    from sysmo.tools.plantuml.check import check
 
-    return check.check(artifact.main_text)
+    return check(artifact.main_text)
 
 
 def check_artifact(artifact: Artifact, task: Task | None = None) -> CheckResult:
