@@ -80,6 +80,7 @@ def _bwrap_usable() -> bool:
     return probe.returncode == 0
 
 
+@lru_cache(maxsize=4)
 def _etc_entries_for_java(java: Path) -> list[Path]:
     """The /etc entries the JVM's own symlinks point into (its conf dir), plus what fonts and the loader read."""
     java_home = java.resolve().parent.parent
@@ -102,21 +103,11 @@ def _bwrap_prefix(
     workdir: Path, binds: list[tuple[Path, str]] | None = None, etc: list[Path] | None = None
 ) -> list[str]:
     """A bwrap command line: all namespaces but the network, read-only system, private /tmp, one writable dir."""
-    cmd = [
-        "bwrap",
-        "--die-with-parent",
-        "--new-session",
-        "--cap-drop",
-        "ALL",
-        "--unshare-user-try",
-        "--unshare-pid",
-        "--unshare-ipc",
-        "--unshare-uts",
-        "--unshare-cgroup-try",
-        "--ro-bind",
-        "/usr",
-        "/usr",
-    ]
+    # every namespace but the network one: the server must be reachable on the host's 127.0.0.1
+    cmd = (
+        "bwrap --die-with-parent --new-session --cap-drop ALL --unshare-user-try --unshare-pid --unshare-ipc "
+        "--unshare-uts --unshare-cgroup-try --ro-bind /usr /usr"
+    ).split()
     for link in ("lib", "lib64", "bin", "sbin"):
         target = Path("/") / link
         if target.is_symlink():
