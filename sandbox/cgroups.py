@@ -94,6 +94,7 @@ class CgroupGroup:
                 except OSError:
                     pass
         end = time.monotonic() + deadline_s
+        pause = 0.001  # dying processes leave within a millisecond or two: back off from there
         while time.monotonic() < end:
             pids = self.pids()
             if not pids:
@@ -104,7 +105,8 @@ class CgroupGroup:
                     os.kill(pid, signal.SIGKILL)
                 except ProcessLookupError:
                     pass
-            time.sleep(0.01)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
         log.warning("cgroup.unkillable", dirs=[str(d) for d in self.dirs], pids=sorted(self.pids()))
         return False
 
@@ -129,17 +131,21 @@ class CgroupGroup:
         self.kill_all()
         ok = True
         for d in self.dirs:
-            for _ in range(100):
+            end = time.monotonic() + 2.0
+            pause = 0.001
+            while True:
                 try:
                     d.rmdir()
                     break
                 except FileNotFoundError:
                     break
-                except OSError:
-                    time.sleep(0.02)
-            else:
-                ok = False
-                log.warning("cgroup.leaked", dir=str(d))
+                except OSError:  # EBUSY while the last tasks are still being torn down
+                    if time.monotonic() > end:
+                        ok = False
+                        log.warning("cgroup.leaked", dir=str(d))
+                        break
+                    time.sleep(pause)
+                    pause = min(pause * 2, 0.02)
         return ok
 
 
