@@ -162,11 +162,15 @@ def self_check() -> ToolStatus:
     """Live check for ``sysmo tools doctor``: start the kernel, accept a valid model, reject a broken one."""
     kernel = shared_kernel()
     version = _version(str(kernel.binary))
+    start = time.monotonic()
+    kernel.ensure()
+    started_s = time.monotonic() - start
     good = validate("package Doctor { part def A; part a : A; }", timeout_s=30)
     bad = validate("package Doctor { part a : Missing; }", timeout_s=30)
     ok = good.outcome == Outcome.OK and bad.outcome == Outcome.FAILED and any(d.code == "unresolved" for d in bad.diagnostics)
     if ok:
-        message = (f"validated a model in {good.duration_s * 1000:.0f} ms; caught an unresolved type "
+        message = (f"kernel up in {started_s:.2f} s; validated a model in {good.duration_s * 1000:.0f} ms; "
+                   "caught an unresolved type "
                    f"(isolation: {', '.join(kernel.isolation)})")
     else:
         message = f"unexpected answers: valid model -> {good.summary(3)}; broken model -> {bad.summary(3)}"
