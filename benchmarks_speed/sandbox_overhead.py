@@ -1,6 +1,5 @@
 """Measures what the sandbox costs per command: `true` and `java -version`, run directly and through each backend.
 
-    /work/venv/bin/python -m sysmo.benchmarks_speed.sandbox_overhead -n 30
     /work/venv/bin/python benchmarks_speed/sandbox_overhead.py -n 30 --modes bwrap unshare --json out.json
 
 Prints the median and p95 wall time per (command, runner) and the overhead of the median over the direct

@@ -384,3 +384,35 @@ def test_stale_cgroups_of_dead_processes_are_swept():
         for d in (stale, live):
             if d.exists():
                 d.rmdir()
+
+
+def test_concurrent_runs_keep_their_own_files_and_output(box):
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(i: int):
+        return box.run(["sh", "-c", "cat in.txt; echo $((`cat in.txt` * 2)) > out.txt"],
+                       files={"in.txt": str(i)}, collect=["out.txt"], limits=FAST)
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(one, range(8)))
+    assert [r.stdout for r in results] == [str(i) for i in range(8)]
+    assert [r.files_out["out.txt"] for r in results] == [f"{2 * i}\n" for i in range(8)]
+
+
+def test_local_sandbox_satisfies_the_sandbox_protocol(box):
+    from sysmo.sandbox.base import Sandbox
+
+    assert isinstance(box, Sandbox)
+
+
+def test_work_dir_rewriting_only_touches_whole_path_prefixes():
+    from sysmo.sandbox.base import relative_name, to_inner_path
+
+    work = Path("/tmp/sysmo-box-ab")
+    assert to_inner_path("/tmp/sysmo-box-ab/Spec.tla", work) == "/box/Spec.tla"
+    assert to_inner_path("-DTLA-Library=/tmp/sysmo-box-ab:/tmp/sysmo-box-abc/x", work) == \
+        "-DTLA-Library=/box:/tmp/sysmo-box-abc/x"
+    assert relative_name("/box/a/b.txt", work) == "a/b.txt"
+    assert relative_name("/tmp/sysmo-box-ab/a.txt", work) == "a.txt"
+    assert relative_name("/tmp/sysmo-box-abc/a.txt", work) is None
+    assert relative_name("../a.txt", work) is None and relative_name("/etc/passwd", work) is None
