@@ -1,0 +1,183 @@
+"""TLC runs end in ok / failed / inconclusive / error (never a timeout as ok), with traces and coverage parsed."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sysmo.artifact import Artifact
+from sysmo.tools.tla import tlc
+
+COUNTER = """---- MODULE Counter ----
+EXTENDS Naturals
+VARIABLES x, y
+Init == x = 0 /\\ y = 0
+Inc == x < 5 /\\ x' = x + 1 /\\ y' = y
+Dec == y < 2 /\\ y' = y + 1 /\\ x' = x
+Never == x > 100 /\\ x' = 0 /\\ y' = y
+Next == Inc \\/ Dec \\/ Never
+Small == x < 4
+TypeOK == x \\in 0..5 /\\ y \\in 0..2
+Spec == Init /\\ [][Next]_<<x, y>> /\\ WF_<<x, y>>(Inc)
+ReachesFive == <>(x = 5)
+ReachesNine == <>(x = 9)
+====
+"""
+CFG = "INIT Init\nNEXT Next\n"
+
+
+def test_invariant_violation_gives_the_name_and_the_trace_as_states() -> None:
+    result = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK Small\n", check_deadlock=False)
+    assert result.outcome == "failed"
+    report = tlc.report_of(result)
+    assert [(v.kind, v.name) for v in report.violations] == [("invariant", "Small")]
+    trace = report.trace
+    assert [s.number for s in trace] == [1, 2, 3, 4, 5]  # BFS: the shortest counterexample
+    assert trace[0].action == "Initial predicate" and trace[0].variables == {"x": "0", "y": "0"}
+    assert trace[-1].action == "Inc" and trace[-1].variables["x"] == "4"
+    assert trace[-1].location is not None and trace[-1].location.line == 5
+    error = result.errors[0]
+    assert (error.code, error.line) == ("invariant", 9)  # points at the definition of Small
+    assert any(d.code == "trace" and "x = 4" in d.message for d in result.diagnostics)
+    assert result.tool_version.startswith("TLC 2.15")
+
+
+def test_clean_complete_search_is_ok_with_statistics() -> None:
+    result = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK\n", check_deadlock=False, coverage=True)
+    assert result.outcome == "ok", result.summary()
+    report = tlc.report_of(result)
+    assert report.success and report.distinct_states == 18
+    assert set(report.covered_actions) == {"Inc", "Dec"}  # Never is never enabled
+
+
+def test_deadlock_is_a_failure_unless_switched_off() -> None:
+    checked = tlc.model_check(COUNTER.replace("\\/ Never", ""), CFG)
+    assert checked.outcome == "failed"
+    assert tlc.report_of(checked).violations[0].kind == "deadlock"
+    assert tlc.model_check(COUNTER.replace("\\/ Never", ""), CFG + "CHECK_DEADLOCK FALSE\n").outcome == "ok"
+
+
+def test_temporal_property_violation_is_named_when_checked_alone() -> None:
+    results = tlc.check_invariants(COUNTER, "SPECIFICATION Spec\nINVARIANT TypeOK\nPROPERTY ReachesFive ReachesNine\n")
+    assert {name: r.outcome.value for name, r in results.items()} == {
+        "TypeOK": "ok", "ReachesFive": "ok", "ReachesNine": "failed"}
+    failed = tlc.report_of(results["ReachesNine"])
+    assert [(v.kind, v.name) for v in failed.violations] == [("property", "ReachesNine")]
+    assert failed.trace  # the lasso-shaped counterexample
+    assert results["ReachesNine"].details["cfg"].count("PROPERTY ReachesNine") == 1
+    assert "INVARIANT" not in results["ReachesNine"].details["cfg"]
+
+
+def test_false_assumption_and_evaluation_error_are_failures_on_their_lines() -> None:
+    assume = "---- MODULE Assume ----\nEXTENDS Naturals\nCONSTANT N\nASSUME N > 5\nVARIABLE x\nInit == x = 0\n" \
+             "Next == x' = x\n====\n"
+    result = tlc.model_check(assume, "CONSTANT N = 3\n" + CFG, check_deadlock=False)
+    assert result.outcome == "failed" and (result.errors[0].code, result.errors[0].line) == ("assumption", 4)
+
+    head_of_empty = "---- MODULE Eval ----\nEXTENDS Naturals, Sequences\nVARIABLE s\nInit == s = <<>>\n" \
+                    "Next == s' = Append(s, Head(s))\n====\n"
+    result = tlc.model_check(head_of_empty, CFG, check_deadlock=False)
+    assert result.outcome == "failed"
+    assert result.errors[0].code == "evaluation" and result.errors[0].line == 5
+    assert "Head to the empty sequence" in result.errors[0].message
+
+
+def test_configuration_and_parse_errors_are_errors_not_failures() -> None:
+    wrong_next = tlc.model_check(COUNTER, "INIT Init\nNEXT Nxt\n")
+    assert wrong_next.outcome == "error" and wrong_next.errors[0].code == "config"
+    assert "Nxt" in wrong_next.errors[0].message
+
+    unparsable = COUNTER.replace("Dec == y < 2", "Dec == y < 2)")
+    result = tlc.model_check(unparsable, CFG)
+    assert result.outcome == "error"
+    assert any(d.line == 6 and d.code == "parse" for d in result.errors), result.summary()
+
+
+def test_state_bound_makes_a_clean_run_inconclusive() -> None:
+    bounded = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK\n", check_deadlock=False, max_states=10)
+    assert bounded.outcome == "inconclusive"
+    assert "state bound" in bounded.details["reason"]
+    assert tlc.report_of(bounded).distinct_states == 10
+    # a bound the state space stays under changes nothing
+    roomy = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK\n", check_deadlock=False, max_states=1000)
+    assert roomy.outcome == "ok"
+
+
+def test_depth_bound_is_inconclusive_but_a_violation_within_it_still_fails() -> None:
+    shallow = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK\n", check_deadlock=False, max_depth=3)
+    assert shallow.outcome == "inconclusive" and "depth bound" in shallow.details["reason"]
+    found = tlc.model_check(COUNTER, CFG + "INVARIANT Small\n", check_deadlock=False, max_depth=6)
+    assert found.outcome == "failed"
+
+
+def test_timeout_is_inconclusive_never_ok() -> None:
+    endless = "---- MODULE Endless ----\nEXTENDS Naturals\nVARIABLE x, y\nInit == x = 0 /\\ y = 0\n" \
+              "Next == x' = x + 1 /\\ y' \\in 0..3\n====\n"
+    result = tlc.model_check(endless, CFG, timeout_s=6)
+    assert result.outcome == "inconclusive"
+    assert result.details["timed_out"] is True
+    assert result.diagnostics[0].code == "inconclusive"
+
+
+def test_simulation_reports_coverage_per_action() -> None:
+    result = tlc.simulate(COUNTER, CFG + "INVARIANT TypeOK\n", num=20, depth=15, seed=1, check_deadlock=False)
+    assert result.outcome == "ok", result.summary()
+    report = tlc.report_of(result)
+    assert report.mode == "simulate"
+    coverage = {c.name: c for c in report.coverage}
+    assert coverage["Inc"].covered and coverage["Dec"].covered and not coverage["Never"].covered
+
+
+def test_simulation_finds_a_violation_or_calls_a_clean_bug_hunt_inconclusive() -> None:
+    found = tlc.simulate(COUNTER, CFG + "INVARIANT Small\n", num=50, depth=30, seed=3, check_deadlock=False)
+    assert found.outcome == "failed" and tlc.report_of(found).violations[0].name == "Small"
+    clean = tlc.simulate(COUNTER, CFG + "INVARIANT TypeOK\n", num=10, depth=10, seed=3, check_deadlock=False,
+                         find_violation=True)
+    assert clean.outcome == "inconclusive"
+
+
+def test_unicode_spec_and_its_own_cfg_from_an_artifact() -> None:
+    artifact = Artifact(language="tla", files={
+        "Uni.tla": "---- MODULE Uni ----\nEXTENDS Naturals\nVARIABLE x\nInit ≜ x = 0\n"
+                   "Next ≜ x < 3 ∧ x′ = x + 1\nSafe ≜ x ≠ 3\n====\n",
+        "Uni.cfg": "INIT Init\nNEXT Next\nINVARIANT Safe\nCHECK_DEADLOCK FALSE\n",
+    })
+    result = tlc.model_check(artifact)
+    assert result.outcome == "failed"
+    assert (result.errors[0].line, result.errors[0].column) == (6, 1)
+    assert tlc.report_of(result).violations[0].name == "Safe"
+
+
+def test_tlc_writes_only_inside_its_own_work_dir(tmp_path: Path) -> None:
+    # -metadir and -dump are relative to the sandbox work dir, which is deleted after the run
+    before = set(os.listdir(tmp_path))
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = tlc.model_check(COUNTER, CFG + "INVARIANT TypeOK\n", check_deadlock=False, dump_states=True)
+    finally:
+        os.chdir(cwd)
+    assert result.outcome == "ok"
+    assert "x = 5" in result.details["states_dump"]
+    assert set(os.listdir(tmp_path)) == before
+
+
+def test_a_spec_cannot_reach_io_modules() -> None:
+    # TLC 2.15 ships no IOUtils (file/exec access in newer TLCs) and the library path has none either
+    io = "---- MODULE Io ----\nEXTENDS IOUtils\nVARIABLE x\nInit == x = 0\nNext == x' = x\n====\n"
+    result = tlc.model_check(io, CFG)
+    assert result.outcome == "error"
+    assert any("IOUtils" in d.message for d in result.errors)
+
+
+def test_self_check_is_green() -> None:
+    status = tlc.self_check()
+    assert status.ok, status.message
+
+
+@pytest.mark.parametrize("workers", [2])
+def test_several_workers_find_the_same_violation(workers: int) -> None:
+    result = tlc.model_check(COUNTER, CFG + "INVARIANT Small\n", check_deadlock=False, workers=workers)
+    assert result.outcome == "failed" and tlc.report_of(result).violations[0].name == "Small"
