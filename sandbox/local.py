@@ -238,6 +238,9 @@ class LocalSandbox:
         if not argv:
             raise SandboxError("nothing to run: argv is empty")
         limits = limits or Limits()
+        if Path(argv[0]).name == "java" and not any(a.startswith("-Xmx") for a in argv):
+            # Inside the sandbox the JVM cannot see its cgroup and sizes its heap from host RAM.
+            log.warning("sandbox.java_without_xmx", hint="pass -Xmx below limits.memory_mb")
         own_dir = workdir is None
         work = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else Path(workdir)
         work.mkdir(parents=True, exist_ok=True)
