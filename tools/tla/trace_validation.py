@@ -1,0 +1,634 @@
+"""Trace validation: replay NDJSON event traces of a real system through TLC against a TLA+ spec.
+
+A trace is one JSON object per line: ``{"event", "actor", "args", "state"}``; an optional first line with
+``"event": "Init"`` gives the initial state and ``"config"`` (values for the spec's constants). A
+``TraceMapping`` says which spec action each event is, where the action's arguments come from, and which
+spec variable each state field is. When the names match (case/underscore-insensitive) the mapping is
+built deterministically; otherwise a ``MappingProposer`` (the helper LLM, supplied by the caller) may
+fill the gaps. Either way the mapping is recorded in the result.
+
+A checking module is generated that EXTENDS the spec and holds the traces as literals (no Json module
+needed: TLC 2.15 has none). ``TV__Next`` takes the mapped action and requires the logged state after it;
+``tv__i`` counts the consumed lines of trace ``tv__t`` and every state reached prints it. A trace is
+accepted only when its LAST line was consumed too (``tv__i = Len(log)``); otherwise the furthest line
+reached gives the first failing line. TLC explores the whole replay, so no accepting path is missed.
+
+>>> result = validate_traces(artifact, [Path("traces/seed-1.ndjson")])
+>>> result.score, result.traces[0].first_failing_event
+(1.0, None)
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sysmo.artifact import Artifact, Language
+from sysmo.config import settings
+from sysmo.errors import TaskError
+from sysmo.log import get_logger
+from sysmo.sandbox import Limits
+from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.tools.tla import cfg as tlc_cfg
+from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, run_java
+from sysmo.tools.tla.source import module_name, prepare
+from sysmo.tools.tla.tlc_output import parse_output
+
+log = get_logger(__name__)
+
+TOOL = "tlc-trace"
+INIT_EVENT = "Init"
+POSITION = "tv__i"  # the checking module's count of consumed trace lines
+REACHED = "tv__reached"  # tag of the lines the checking module prints
+IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFAULT_TIMEOUT_S = 120.0
+
+# ----------------------------------------------------------------------------------------------- traces
+
+
+class TraceLine(BaseModel):
+    """One logged step: the event, who took it, its arguments, and the traced variables after it."""
+
+    event: str
+    actor: Any = None
+    args: dict[str, Any] = Field(default_factory=dict)
+    state: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+
+
+class Trace(BaseModel):
+    """A whole trace file. ``lines[0]`` is the Init line when the trace has one."""
+
+    name: str
+    lines: list[TraceLine]
+
+    @property
+    def has_init(self) -> bool:
+        return bool(self.lines) and self.lines[0].event == INIT_EVENT
+
+    @property
+    def config(self) -> dict[str, Any]:
+        return self.lines[0].config if self.has_init else {}
+
+
+def read_trace(source: Path | str, name: str | None = None) -> Trace:
+    """Read an NDJSON trace from a file (or from text, when ``name`` is given). Blank lines are skipped."""
+    if isinstance(source, Path):
+        try:
+            text = source.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise TaskError(f"cannot read trace {source}: {exc.strerror}; check the task's trace paths") from exc
+        name = name or source.name
+    else:
+        text = source
+    lines: list[TraceLine] = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            data = json.loads(raw)
+            lines.append(TraceLine.model_validate(data))
+        except (json.JSONDecodeError, ValueError) as exc:
+            raise TaskError(f"trace {name} line {number} is not an event object "
+                            f'({{"event": ..., "state": {{...}}}}): {str(exc).splitlines()[0]}') from exc
+    if not lines:
+        raise TaskError(f"trace {name} has no events")
+    return Trace(name=name or "trace", lines=lines)
+
+
+# ----------------------------------------------------------------------------------------- spec names
+
+
+class SpecSignature(BaseModel):
+    """The names a spec declares: variables, constants, and operators with their parameter names."""
+
+    module: str
+    variables: list[str] = Field(default_factory=list)
+    constants: list[str] = Field(default_factory=list)
+    operators: dict[str, list[str]] = Field(default_factory=dict)
+
+
+def _strip_tla_comments(text: str) -> str:
+    text = re.sub(r"\(\*.*?\*\)", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.DOTALL)
+    return "\n".join(line.split("\\*", 1)[0] for line in text.splitlines())
+
+
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside brackets: ``F(_, _), x`` -> [``F(_, _)``, ``x``]."""
+    parts, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "([{"
+        depth -= char in ")]}"
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [p for p in parts + [current.strip()] if p]
+
+
+def _declared(text: str, keyword: str) -> list[str]:
+    names: list[str] = []
+    for match in re.finditer(rf"\b{keyword}S?\b((?:\s*[A-Za-z_]\w*(?:\([_,\s]*\))?\s*,)*\s*[A-Za-z_]\w*(?:\([_,\s]*\))?)",
+                             text):
+        names += [re.sub(r"\(.*", "", n).strip() for n in _split_top(match.group(1))]
+    return names
+
+
+def signature(artifact: Artifact, module: str | None = None) -> SpecSignature:
+    """Read the declarations of every ``.tla`` file of the artifact (definitions at the start of a line)."""
+    main = module or module_name(artifact.main_text) or (artifact.main_file or "Spec").removesuffix(".tla")
+    sig = SpecSignature(module=main)
+    for name in sorted(artifact.files):
+        if not name.endswith(".tla"):
+            continue
+        text = _strip_tla_comments(artifact.files[name])
+        sig.variables += [v for v in _declared(text, "VARIABLE") if v not in sig.variables]
+        sig.constants += [c for c in _declared(text, "CONSTANT") if c not in sig.constants]
+        for match in re.finditer(r"^(?:LOCAL\s+)?([A-Za-z_]\w*)\s*(?:\(([^)]*(?:\([^)]*\)[^)]*)*)\))?\s*==",
+                                 text, flags=re.MULTILINE):
+            params = [re.sub(r"\(.*", "", p).strip() for p in _split_top(match.group(2) or "")]
+            sig.operators.setdefault(match.group(1), params)
+    return sig
+
+
+# -------------------------------------------------------------------------------------------- mapping
+
+
+class ActionMapping(BaseModel):
+    """Event -> spec action. ``action=None`` means: any step of the next-state relation (state-only check).
+
+    ``arguments`` give the action's parameters in order, each ``"actor"`` or ``"args.<field>"``.
+    """
+
+    event: str
+    action: str | None = None
+    arguments: list[str] = Field(default_factory=list)
+
+
+class VariableMapping(BaseModel):
+    """Trace state field -> spec variable. ``encoding="set"`` turns every JSON list in the value into a set."""
+
+    field: str
+    variable: str
+    encoding: Literal["value", "set"] = "value"
+
+
+class TraceMapping(BaseModel):
+    """How a trace's names correspond to a spec's names; recorded with every conformance result."""
+
+    actions: list[ActionMapping] = Field(default_factory=list)
+    variables: list[VariableMapping] = Field(default_factory=list)
+    constants: dict[str, str] = Field(default_factory=dict)  # trace config key -> spec constant
+    init_event: str | None = INIT_EVENT  # a first line with this event constrains the initial state
+    next_action: str = "Next"  # what unmapped events (action=None) are checked against
+    source: Literal["names", "llm", "manual"] = "names"
+    notes: list[str] = Field(default_factory=list)  # what could not be mapped, and what was done instead
+
+    def for_event(self, event: str) -> ActionMapping | None:
+        return next((a for a in self.actions if a.event == event), None)
+
+
+class EventShape(BaseModel):
+    """What the traces show about one event name: how often, whether it has an actor, which args."""
+
+    count: int = 0
+    has_actor: bool = True
+    args: list[str] = Field(default_factory=list)  # arg fields present in every occurrence
+    example: dict[str, Any] = Field(default_factory=dict)
+
+
+class TraceSummary(BaseModel):
+    events: dict[str, EventShape] = Field(default_factory=dict)
+    state_fields: list[str] = Field(default_factory=list)
+    config_keys: list[str] = Field(default_factory=list)
+
+
+class MappingRequest(BaseModel):
+    """What a mapping proposer sees: the spec's names, the traces' names, and the deterministic draft."""
+
+    spec: SpecSignature
+    traces: TraceSummary
+    draft: TraceMapping
+    unmatched_events: list[str] = Field(default_factory=list)
+    unmatched_fields: list[str] = Field(default_factory=list)
+    unmatched_constants: list[str] = Field(default_factory=list)
+
+
+# The helper-LLM hook: given the request, return a complete mapping (it is checked against the spec).
+MappingProposer = Callable[[MappingRequest], TraceMapping]
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[_\-\s]", "", name).lower()
+
+
+def summarise(traces: Sequence[Trace]) -> TraceSummary:
+    summary = TraceSummary()
+    for trace in traces:
+        for index, line in enumerate(trace.lines):
+            for key in line.state:
+                if key not in summary.state_fields:
+                    summary.state_fields.append(key)
+            if index == 0 and trace.has_init:
+                summary.config_keys += [k for k in line.config if k not in summary.config_keys]
+                continue
+            shape = summary.events.get(line.event)
+            if shape is None:
+                shape = summary.events[line.event] = EventShape(args=sorted(line.args), example=line.model_dump())
+            shape.count += 1
+            shape.has_actor = shape.has_actor and line.actor is not None
+            shape.args = [a for a in shape.args if a in line.args]
+    return summary
+
+
+def _match(name: str, candidates: Sequence[str]) -> str | None:
+    found = [c for c in candidates if _norm(c) == _norm(name)]
+    return found[0] if len(found) == 1 else None
+
+
+def _arguments(params: list[str], shape: EventShape) -> list[str] | None:
+    """Parameters matched to args by name; one parameter left over is the actor. None when that fails."""
+    by_param = {p: _match(p, shape.args) for p in params}
+    left = [p for p, arg in by_param.items() if arg is None]
+    if len(left) > 1 or (left and not shape.has_actor):
+        return None
+    return ["actor" if arg is None else f"args.{arg}" for arg in by_param.values()]
+
+
+def map_by_names(spec: SpecSignature, summary: TraceSummary) -> MappingRequest:
+    """The deterministic mapping: equal names (ignoring case and underscores) only. Gaps are listed."""
+    mapping = TraceMapping(source="names")
+    request = MappingRequest(spec=spec, traces=summary, draft=mapping)
+    for event, shape in summary.events.items():
+        action = _match(event, list(spec.operators))
+        arguments = _arguments(spec.operators[action], shape) if action else None
+        if action is None or arguments is None:
+            request.unmatched_events.append(event)
+            why = "no action of that name" if action is None else f"the parameters of {action} match no event fields"
+            mapping.notes.append(f"event {event}: {why}; checked against {mapping.next_action} (state only)")
+            mapping.actions.append(ActionMapping(event=event))
+        else:
+            mapping.actions.append(ActionMapping(event=event, action=action, arguments=arguments))
+    for field in summary.state_fields:
+        variable = _match(field, spec.variables)
+        if variable is None:
+            request.unmatched_fields.append(field)
+            mapping.notes.append(f"state field {field}: no variable of that name; not checked")
+        else:
+            mapping.variables.append(VariableMapping(field=field, variable=variable))
+    for key in summary.config_keys:
+        constant = _match(key, spec.constants)
+        if constant is None:
+            request.unmatched_constants.append(key)
+            mapping.notes.append(f"config {key}: no constant of that name; the spec's cfg value is used")
+        else:
+            mapping.constants[key] = constant
+    return request
+
+
+def _checked(proposal: TraceMapping, request: MappingRequest) -> TraceMapping:
+    """Keep what a proposer says only where it names things that exist; note every correction."""
+    spec, summary = request.spec, request.traces
+    mapping = proposal.model_copy(deep=True, update={"notes": list(proposal.notes)})
+    actions: list[ActionMapping] = []
+    for event in summary.events:
+        entry = mapping.for_event(event) or ActionMapping(event=event)
+        params = spec.operators.get(entry.action or "")
+        if entry.action is not None and (params is None or len(params) != len(entry.arguments)):
+            mapping.notes.append(f"proposed action {entry.action}{tuple(entry.arguments)} for {event} does not fit "
+                                 f"the spec; checked against {mapping.next_action} instead")
+            entry = ActionMapping(event=event)
+        bad = [a for a in entry.arguments if a != "actor" and not a.startswith("args.")]
+        if bad:
+            mapping.notes.append(f"arguments {bad} of {event} are not 'actor' or 'args.<field>'; event checked "
+                                 f"against {mapping.next_action}")
+            entry = ActionMapping(event=event)
+        actions.append(entry)
+    mapping.actions = actions
+    kept = [v for v in mapping.variables if v.variable in spec.variables and v.field in summary.state_fields]
+    mapping.notes += [f"dropped variable mapping {v.field} -> {v.variable}: unknown name"
+                      for v in mapping.variables if v not in kept]
+    mapping.variables = kept
+    mapping.constants = {k: c for k, c in mapping.constants.items() if c in spec.constants}
+    return mapping
+
+
+def resolve_mapping(artifact: Artifact, traces: Sequence[Trace], proposer: MappingProposer | None = None,
+                    module: str | None = None) -> TraceMapping:
+    """The deterministic mapping; if names do not all match and a proposer is given, its checked proposal."""
+    request = map_by_names(signature(artifact, module), summarise(traces))
+    gaps = request.unmatched_events or request.unmatched_fields or request.unmatched_constants
+    if not gaps or proposer is None:
+        return request.draft
+    proposal = _checked(proposer(request), request)
+    proposal.source = "llm" if proposal.source == "names" else proposal.source
+    log.info("trace_validation.mapping_proposed", events=len(proposal.actions), notes=len(proposal.notes))
+    return proposal
+
+
+# ---------------------------------------------------------------------------------- checking module
+
+
+def tla_value(value: Any, as_set: bool = False, where: str = "value") -> str:
+    """A JSON value as a TLA+ literal: lists -> tuples (sets when ``as_set``), objects -> records."""
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str):
+        escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+        return f'"{escaped}"'
+    if isinstance(value, list):
+        items = ", ".join(tla_value(v, as_set, f"{where}[{i}]") for i, v in enumerate(value))
+        return f"{{{items}}}" if as_set else f"<<{items}>>"
+    if isinstance(value, dict):
+        if not value:
+            return "<<>>"
+        if all(IDENTIFIER.fullmatch(k) for k in value):
+            return "[" + ", ".join(f"{k} |-> {tla_value(v, as_set, f'{where}.{k}')}" for k, v in value.items()) + "]"
+        if all(re.fullmatch(r"-?\d+", k) for k in value):  # integer-keyed object: a function on those integers
+            return "(" + " @@ ".join(f"{int(k)} :> {tla_value(v, as_set, f'{where}.{k}')}" for k, v in value.items()) + ")"
+    raise TaskError(f"trace {where} holds {value!r}, which has no TLA+ literal here (use booleans, integers, "
+                    "strings, lists, and objects with identifier or integer keys)")
+
+
+def _argument_value(line: TraceLine, source: str, where: str) -> str:
+    if source == "actor":
+        return tla_value(line.actor, where=f"{where}.actor")
+    field = source.removeprefix("args.")
+    if field not in line.args:
+        raise TaskError(f"trace {where} has no argument {field!r} that the mapping needs")
+    return tla_value(line.args[field], where=f"{where}.args.{field}")
+
+
+def _state_record(line: TraceLine, mapping: TraceMapping, where: str) -> str:
+    parts = [f"{v.variable} |-> {tla_value(line.state[v.field], v.encoding == 'set', f'{where}.state.{v.field}')}"
+             for v in mapping.variables if v.field in line.state]
+    return "[" + ", ".join(parts or ["tv__none |-> TRUE"]) + "]"
+
+
+class CheckingModule(BaseModel):
+    """The generated module and cfg replaying a batch of traces (one TLC run; ``tv__t`` picks the trace)."""
+
+    module: str
+    text: str
+    cfg: str
+    traces: list[str]
+    lines: list[int]  # per trace: lines in total (the Init line included)
+
+
+def _trace_log(trace: Trace, mapping: TraceMapping) -> str:
+    entries = []
+    for index, line in enumerate(trace.lines):
+        where = f"{trace.name} line {index + 1}"
+        entry = mapping.for_event(line.event) or ActionMapping(event=line.event)
+        is_init = index == 0 and line.event == mapping.init_event
+        args = [] if is_init else [_argument_value(line, source, where) for source in entry.arguments]
+        entries.append(f'  [event |-> {tla_value(line.event)}, args |-> <<{", ".join(args)}>>, '
+                       f"state |-> {_state_record(line, mapping, where)}]")
+    return "<<\n" + ",\n".join(entries) + "\n  >>"
+
+
+def _init_case(number: int, trace: Trace, mapping: TraceMapping) -> str:
+    """One disjunct of TV__Init: trace ``number`` starts in the logged initial state (if it logs one)."""
+    lines = [f"/\\ tv__t = {number}"]
+    uses_init = mapping.init_event is not None and trace.lines[0].event == mapping.init_event
+    if uses_init:
+        first = trace.lines[0]
+        lines += [f"/\\ {v.variable} = {tla_value(first.state[v.field], v.encoding == 'set', f'{trace.name} line 1')}"
+                  for v in mapping.variables if v.field in first.state]
+    lines.append(f"/\\ {POSITION} = {1 if uses_init else 0}")
+    return "       \\/ " + "\n          ".join(lines)
+
+
+def checking_module(traces: Sequence[Trace], mapping: TraceMapping, spec_module: str, base_cfg: str | None,
+                    constants: dict[str, Any] | None = None) -> CheckingModule:
+    """The TLA+ module (traces as literals) and cfg that TLC runs to replay ``traces`` (same constants)."""
+    if not traces:
+        raise TaskError("no traces to check")
+    name = f"TV_{spec_module}"
+    config = {**traces[0].config, **(constants or {})}
+    steps = [line for trace in traces for line in trace.lines[1 if trace.has_init else 0:]]
+    always = {v.variable for v in mapping.variables if all(v.field in line.state for line in steps)}
+    state_checks = []
+    for variable in dict.fromkeys(m.variable for m in mapping.variables):
+        check = f"{variable}' = e.state.{variable}"
+        state_checks.append(f"       /\\ {check}" if variable in always else
+                            f'       /\\ IF "{variable}" \\in DOMAIN e.state THEN {check} ELSE TRUE')
+    step_cases = []
+    for entry in mapping.actions:
+        if entry.action is None:
+            continue
+        call = entry.action + (f"({', '.join(f'e.args[{i + 1}]' for i in range(len(entry.arguments)))})"
+                               if entry.arguments else "")
+        step_cases.append(f"          \\/ e.event = {tla_value(entry.event)} /\\ {call}")
+    mapped = [tla_value(a.event) for a in mapping.actions if a.action is not None]
+    step_cases.append(f"          \\/ e.event \\notin {{{', '.join(mapped)}}} /\\ {mapping.next_action}")
+    const_defs = "".join(f"TV__Const_{key} == {tla_value(value, where=f'config {key}')}\n"
+                         for key, value in config.items() if key in mapping.constants and IDENTIFIER.fullmatch(key))
+    logs = "".join(f"TV__Log{n} == {_trace_log(t, mapping)}\n\n" for n, t in enumerate(traces, start=1))
+    text = (
+        f"---- MODULE {name} ----\n"
+        f"\\* Generated by sysmo trace validation: replays {len(traces)} trace(s) of {spec_module}.\n"
+        f"EXTENDS {spec_module}, Integers, Sequences, TLC\n\n"
+        f"VARIABLES tv__t, {POSITION}  \\* which trace, and how many of its lines are consumed\n\n"
+        f"{const_defs}{logs}"
+        f"TV__Logs == <<{', '.join(f'TV__Log{n}' for n in range(1, len(traces) + 1))}>>\n\n"
+        "\\* printed for every state reached: the furthest line consumed per trace is read from TLC's output\n"
+        f'TV__Reached == PrintT(<<"{REACHED}", tv__t, {POSITION}>>)\n\n'
+        f"TV__Init ==\n    /\\ Init\n    /\\ " + "\n".join(_init_case(n, t, mapping) for n, t in enumerate(traces, 1))
+        .removeprefix("       ") + "\n    /\\ TV__Reached\n\n"
+        f"TV__Next ==\n    /\\ {POSITION} < Len(TV__Logs[tv__t])\n"
+        f"    /\\ LET e == TV__Logs[tv__t][{POSITION} + 1] IN\n"
+        "       /\\ \\/ FALSE\n" + "\n".join(step_cases) + "\n"
+        + ("\n".join(state_checks) + "\n" if state_checks else "")
+        + f"    /\\ {POSITION}' = {POSITION} + 1\n"
+        "    /\\ UNCHANGED tv__t\n"
+        f'    /\\ PrintT(<<"{REACHED}", tv__t, {POSITION}\'>>)\n'
+        "====\n"
+    )
+    base = tlc_cfg.parse(base_cfg) if base_cfg else tlc_cfg.TlcConfig()
+    overridden = {mapping.constants[key] for key in config if key in mapping.constants}
+    kept = [c for c in base.constants if re.split(r"\s*(?:=|<-)\s*", c, maxsplit=1)[0].strip() not in overridden]
+    assigned = [f"{mapping.constants[key]} <- TV__Const_{key}" for key in config
+                if key in mapping.constants and IDENTIFIER.fullmatch(key)]
+    cfg = tlc_cfg.TlcConfig(init="TV__Init", next="TV__Next", constants=kept + assigned).render()
+    return CheckingModule(module=name, text=text, cfg=cfg, traces=[t.name for t in traces],
+                          lines=[len(t.lines) for t in traces])
+
+
+# ---------------------------------------------------------------------------------------------- check
+
+
+class TraceVerdict(BaseModel):
+    """Whether one trace was accepted, how far it got, and what TLC said."""
+
+    trace: str
+    lines: int  # trace lines including the Init line
+    accepted: bool
+    outcome: Outcome  # ok (accepted) | failed (rejected) | inconclusive (timeout) | error (could not check)
+    events_consumed: int  # lines matched, from the start
+    first_failing_event: int | None = None  # 0-based line index of the first line that could not be matched
+    failing_event: str | None = None  # that line's event name
+    reason: str = ""
+    run: int | None = None  # index into ConformanceResult.runs of the TLC run that decided this verdict
+
+
+class ConformanceResult(BaseModel):
+    """Accepted traces / traces, with the mapping used, a verdict per trace and the TLC runs behind them."""
+
+    mapping: TraceMapping
+    traces: list[TraceVerdict] = Field(default_factory=list)
+    runs: list[CheckResult] = Field(default_factory=list)
+
+    @property
+    def accepted(self) -> int:
+        return sum(v.accepted for v in self.traces)
+
+    @property
+    def score(self) -> float:
+        return self.accepted / len(self.traces) if self.traces else 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        """ok: every trace accepted; failed: some trace rejected; inconclusive: only timeouts; error otherwise."""
+        outcomes = {v.outcome for v in self.traces}
+        if Outcome.FAILED in outcomes:
+            return Outcome.FAILED
+        if not self.traces or Outcome.ERROR in outcomes:
+            return Outcome.ERROR
+        if Outcome.INCONCLUSIVE in outcomes:
+            return Outcome.INCONCLUSIVE
+        return Outcome.OK
+
+
+def _reached(output: str) -> dict[int, int]:
+    reached: dict[int, int] = {}
+    for match in re.finditer(rf'<<"{REACHED}", (\d+), (\d+)>>', output):
+        number, consumed = int(match.group(1)), int(match.group(2))
+        reached[number] = max(reached.get(number, 0), consumed)
+    return reached
+
+
+def _run(files: dict[str, str], checking: CheckingModule, timeout_s: float) -> tuple[CheckResult, dict[int, int]]:
+    """One TLC run of the checking module; the result and the furthest line consumed per trace number."""
+    heap = settings().sandbox.jvm_heap_mb
+    limits = Limits(timeout_s=timeout_s, cpu_s=int(timeout_s * 4) + 60, memory_mb=heap + 1024,
+                    output_limit_bytes=50_000_000)
+    args = ["-tool", "-workers", "1", "-deadlock", "-config", f"{checking.module}.cfg", "-metadir", "states",
+            checking.module]
+    run = run_java("tlc2.TLC", args, files={**files, f"{checking.module}.tla": checking.text,
+                                             f"{checking.module}.cfg": checking.cfg},
+                   limits=limits, jvm_flags=TLC_JVM_FLAGS, heap_mb=heap)
+    report = parse_output(run.output)
+    errors = [v for v in report.violations if v.kind != "deadlock"]
+    if run.timed_out:
+        outcome, reason = Outcome.INCONCLUSIVE, f"TLC did not finish within {timeout_s:.0f} s"
+    elif errors:
+        outcome, reason = Outcome.FAILED, f"{errors[0].kind}: {errors[0].message[:500]}"
+    elif report.success:
+        outcome, reason = Outcome.OK, "every reachable state of the replay explored"
+    else:
+        outcome, reason = Outcome.ERROR, f"TLC ended without finishing (exit code {run.returncode})"
+    raw, truncated = CheckResult.bound_output(run.output)
+    diagnostics = [Diagnostic(tool=TOOL, severity=Severity.ERROR, code=v.kind, message=v.message,
+                              line=v.location.line if v.location else None,
+                              column=v.location.column if v.location else None,
+                              file=f"{v.location.module}.tla" if v.location else None) for v in errors]
+    result = CheckResult(
+        tool=TOOL, tool_version=f"TLC {report.version} (rev {report.revision or 'unknown'})", outcome=outcome,
+        diagnostics=diagnostics, duration_s=run.duration_s, raw_output=raw, truncated=truncated,
+        details={"reason": reason, "module": checking.module, "cfg": checking.cfg, "traces": checking.traces,
+                 "timed_out": run.timed_out, "error_trace": [s.model_dump() for s in report.trace],
+                 "returncode": run.returncode, "isolation": run.isolation})
+    return result, _reached(run.output)
+
+
+def _verdicts(traces: Sequence[Trace], result: CheckResult, reached: dict[int, int], run: int) -> list[TraceVerdict]:
+    verdicts = []
+    for number, trace in enumerate(traces, start=1):
+        total, consumed = len(trace.lines), reached.get(number, 0)
+        base = dict(trace=trace.name, lines=total, events_consumed=consumed, run=run)
+        if consumed >= total:  # the last line was matched too: the only way to be accepted
+            verdicts.append(TraceVerdict(**base, accepted=True, outcome=Outcome.OK, reason="consumed to its last line"))
+            continue
+        line = trace.lines[consumed]
+        where = dict(first_failing_event=consumed, failing_event=line.event)
+        if result.outcome == Outcome.OK:
+            why = ("no initial state of the spec matches the first line" if number not in reached
+                   else f"no step of the spec reproduces line {consumed + 1} ({line.event}) from any state "
+                        f"matching lines 1-{consumed}")
+            verdicts.append(TraceVerdict(**base, **where, accepted=False, outcome=Outcome.FAILED, reason=why))
+        elif result.outcome == Outcome.INCONCLUSIVE:
+            verdicts.append(TraceVerdict(**base, accepted=False, outcome=Outcome.INCONCLUSIVE,
+                                         reason=f"inconclusive: {result.details['reason']} (reached line {consumed})"))
+        elif result.outcome == Outcome.FAILED and len(traces) == 1:
+            verdicts.append(TraceVerdict(**base, **where, accepted=False, outcome=Outcome.FAILED,
+                                         reason=f"the spec failed while replaying line {consumed + 1}: "
+                                                f"{result.details['reason']}"))
+        else:
+            verdicts.append(TraceVerdict(**base, accepted=False, outcome=Outcome.ERROR,
+                                         reason=f"TLC could not check the trace: {result.details['reason']}"))
+    return verdicts
+
+
+def _spec_files(artifact: Artifact, module: str | None) -> tuple[str, dict[str, str], str | None]:
+    if artifact.language != Language.TLA:
+        raise TaskError(f"trace validation needs a TLA+ artifact, not {artifact.language.value}")
+    spec = prepare(artifact, module)
+    tla = {name: text for name, text in spec.files.items() if name.endswith(".tla")}
+    return spec.main_module, tla, spec.files.get(f"{spec.main_module}.cfg")
+
+
+def _batches(traces: Sequence[Trace], constants: dict[str, Any] | None, size: int) -> list[list[Trace]]:
+    """Traces grouped by their configuration (constants are per TLC run), at most ``size`` per group."""
+    groups: dict[str, list[Trace]] = {}
+    for trace in traces:
+        groups.setdefault(json.dumps({**trace.config, **(constants or {})}, sort_keys=True), []).append(trace)
+    return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
+
+
+def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mapping: TraceMapping | None = None,
+                    proposer: MappingProposer | None = None, module: str | None = None,
+                    constants: dict[str, Any] | None = None, cfg: str | None = None,
+                    timeout_s: float = DEFAULT_TIMEOUT_S, batch_size: int = 16) -> ConformanceResult:
+    """Conformance: score = accepted traces / traces, with the mapping recorded and the first failing line.
+
+    ``mapping`` defaults to the name-based one (gaps filled by ``proposer`` when given); ``cfg`` (default:
+    the artifact's ``<Main>.cfg``) supplies constants the traces' Init lines do not. Traces sharing a
+    configuration are replayed in one TLC run; if the spec fails to evaluate during a shared run, the
+    traces it left undecided are replayed alone so that the failure is attributed to the right trace.
+    """
+    loaded = [t if isinstance(t, Trace) else read_trace(t) for t in traces]
+    main, files, own_cfg = _spec_files(artifact, module)
+    used = mapping or resolve_mapping(artifact, loaded, proposer, main)
+    base_cfg = cfg if cfg is not None else own_cfg
+    result = ConformanceResult(mapping=used)
+    verdicts: dict[str, TraceVerdict] = {}
+    pending = _batches(loaded, constants, max(1, batch_size))
+    while pending:
+        batch = pending.pop(0)
+        checking = checking_module(batch, used, main, base_cfg, constants)
+        run, reached = _run(files, checking, timeout_s)
+        result.runs.append(run)
+        for trace, verdict in zip(batch, _verdicts(batch, run, reached, len(result.runs) - 1), strict=True):
+            if verdict.outcome == Outcome.ERROR and run.outcome == Outcome.FAILED and len(batch) > 1:
+                pending.append([trace])  # an evaluation error stopped the shared run: replay this one alone
+            else:
+                verdicts[trace.name] = verdict
+    result.traces = [verdicts[t.name] for t in loaded]
+    log.info("trace_validation.done", module=main, traces=len(loaded), accepted=result.accepted,
+             runs=len(result.runs), outcome=result.outcome.value, mapping=used.source)
+    return result
+
+
+def validate_trace(artifact: Artifact, trace: Trace | Path, mapping: TraceMapping | None = None,
+                   **options: Any) -> TraceVerdict:
+    """Replay one trace; accepted only if its last line is consumed."""
+    return validate_traces(artifact, [trace], mapping=mapping, **options).traces[0]
