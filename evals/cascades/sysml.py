@@ -1,0 +1,194 @@
+"""The SysML v2 scoring cascade: validity (OpenSysML), text overlap, SysMEval (judge) and element-level P/R/F1.
+
+Stages and their metric keys (``card.flat()``):
+
+- ``validity``: 1 when OpenSysML accepts the model alone (``sysmo.tools.sysml.validate`` rules), else 0.
+  NOT a gate: the SysMBench paper scores every prediction with its text and judge metrics whether it
+  parses or not, so blocking them on validity would make our numbers incomparable with the paper's and
+  would zero the semantic scores of nearly-right models; validity is reported beside them instead.
+- ``text``: ``bleu_paper`` and ``rougeL_paper`` (what the paper computed: NLTK method3 sentence BLEU,
+  character-level ROUGE-L), ``bleu_sacrebleu`` and ``rougeL_word`` (standard), ``bertscore`` (F1 with the
+  configured local model, ``None`` without the ``[bertscore]`` extra). Stage value: ``rougeL_word``.
+- ``sysmeval``: ``precision`` / ``recall`` / ``f1`` from the judge role with the two SysMEval prompts,
+  filled the right way round (see ``sysmo.evals.metrics.sysmeval``); skipped without a judge.
+- ``elements``: ``precision`` / ``recall`` / ``f1`` over named element keys and ``structure_*`` over
+  name-free ones (``sysmo.evals.metrics.elements``). Stage value: named F1.
+
+Options (``ScoringContext.options``): ``text.bertscore`` (bool, default True), ``text.bertscore_model``,
+``text.bertscore_layers``; ``sysmeval.templates`` ("sysmo" or a folder with the paper's files),
+``sysmeval.temperature`` (default 0, as in the paper; None keeps the judge role's), ``sysmeval.parse``
+("robust" or "paper").
+
+Reference = the task's reference model (main file, verbatim); candidate = the artifact's main file, verbatim.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
+from sysmo.evals.metrics import elements as element_metrics
+from sysmo.evals.metrics import sysmeval as sysmeval_metrics
+from sysmo.evals.metrics import text as text_metrics
+from sysmo.evals.scorecard import StageResult
+from sysmo.log import get_logger
+from sysmo.tools.result import Outcome
+
+log = get_logger(__name__)
+
+MAX_DIAGNOSTICS = 20
+NO_REFERENCE = "the task has no reference model"
+NO_JUDGE = "no judge model configured"
+
+_TREES: OrderedDict[str, object] = OrderedDict()
+_TREES_LOCK = threading.Lock()
+_TREES_MAX = 256  # references are scored again for every attempt: keep their trees
+
+
+def _tree(model: Artifact):
+    """The model's element tree and validation from one OpenSysML load, cached by content hash."""
+    from sysmo.tools.sysml.element_tree import element_tree
+
+    key = model.sha256
+    with _TREES_LOCK:
+        if key in _TREES:
+            _TREES.move_to_end(key)
+            return _TREES[key]
+    tree = element_tree(model)
+    # a timeout or a kernel crash says nothing about the model: do not keep it
+    if tree.check is None or tree.check.outcome in (Outcome.OK, Outcome.FAILED):
+        with _TREES_LOCK:
+            _TREES[key] = tree
+            while len(_TREES) > _TREES_MAX:
+                _TREES.popitem(last=False)
+    return tree
+
+
+def _reference(task: Task) -> Artifact | None:
+    model = task.references.model
+    return model if model is not None and not model.is_empty() else None
+
+
+def _as_sysml(artifact: Artifact) -> Artifact:
+    # a reply saved under another name (e.g. model.txt) is still scored as the SysML text it is
+    if artifact.language == Language.SYSML and any(n.endswith((".sysml", ".kerml")) for n in artifact.files):
+        return artifact
+    return Artifact(language=Language.SYSML, files={"model.sysml": artifact.main_text})
+
+
+def _skipped(stage: str, because: str) -> StageResult:
+    return StageResult(stage=stage, value=0.0, passed=False, outcome="skipped", skipped_because=because)
+
+
+def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    tree = _tree(_as_sysml(artifact))
+    check = tree.check
+    ok = check.outcome == Outcome.OK
+    return StageResult(
+        stage="validity", value=1.0 if ok else 0.0, passed=ok, outcome=check.outcome.value,
+        metrics={"valid": 1.0 if ok else 0.0,
+                 "errors": float(sum(d.severity.value in ("error", "typing") for d in check.diagnostics))},
+        detail={"diagnostics": [d.render() for d in check.diagnostics[:MAX_DIAGNOSTICS]],
+                "n_diagnostics": len(check.diagnostics), "typing_only": check.details.get("typing_only", False)},
+        provenance={"tool": check.tool, "tool_version": check.tool_version},
+    )
+
+
+def text_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    reference = _reference(task)
+    if reference is None:
+        return _skipped("text", NO_REFERENCE)
+    ref, cand = reference.main_text, artifact.main_text
+    metrics: dict[str, float | None] = {
+        "bleu_paper": text_metrics.bleu_paper(ref, cand),
+        "bleu_sacrebleu": text_metrics.bleu_sacrebleu(ref, cand),
+        "rougeL_paper": text_metrics.rouge_l_paper(ref, cand),
+        "rougeL_word": text_metrics.rouge_l_word(ref, cand),
+    }
+    detail: dict[str, object] = {}
+    provenance = {"bleu_paper": "nltk sentence_bleu, str.split() tokens, weights 0.25x4, method3",
+                  "rougeL_paper": "character-level LCS over lower-case ASCII alphanumerics (SysMBench)",
+                  "bleu_sacrebleu": "sacrebleu sentence_bleu (13a, exp smoothing) / 100",
+                  "rougeL_word": "rouge-score ROUGE-L F1, default tokenizer, stemmer on"}
+    if ctx.option("text.bertscore", True):
+        model = ctx.option("text.bertscore_model", text_metrics.DEFAULT_BERTSCORE_MODEL)
+        layers = int(ctx.option("text.bertscore_layers", text_metrics.DEFAULT_BERTSCORE_LAYERS))
+        bert = text_metrics.bertscore(ref, cand, model=model, num_layers=layers)
+        metrics["bertscore"] = bert.f1
+        provenance["bertscore"] = f"{bert.model} layer {bert.layer} (paper: bert-base-uncased layer 9)"
+        if bert.reason:
+            detail["bertscore"] = bert.reason
+    else:
+        metrics["bertscore"] = None
+        detail["bertscore"] = "disabled by option text.bertscore"
+    return StageResult(stage="text", value=metrics["rougeL_word"] or 0.0, passed=True, metrics=metrics,
+                       detail=detail, provenance=provenance)
+
+
+def sysmeval_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    reference = _reference(task)
+    if reference is None:
+        return _skipped("sysmeval", NO_REFERENCE)
+    if ctx.judge is None:
+        return _skipped("sysmeval", NO_JUDGE)
+    from sysmo.llm import CallContext
+
+    templates = sysmeval_metrics.SysMEvalTemplates.resolve(ctx.option("sysmeval.templates", None))
+    result = sysmeval_metrics.evaluate(
+        reference.main_text, artifact.main_text, ctx.judge, templates=templates,
+        temperature=ctx.option("sysmeval.temperature", 0.0), parse_mode=ctx.option("sysmeval.parse", "robust"),
+        context=CallContext(task_id=task.id),
+    )
+    answers = (result.precision, result.recall)
+    errors = [a for a in answers if a.error]
+    unparsed = [a.direction for a in answers if a.error is None and a.score is None]
+    outcome = "error" if errors else "inconclusive" if unparsed else "ok"
+    f1 = result.f1
+    return StageResult(
+        stage="sysmeval", value=f1 or 0.0, passed=f1 is not None, outcome=outcome, metrics=result.metrics(),
+        detail={"responses": {a.direction: a.text for a in answers},
+                "parsed": {a.direction: a.score.match if a.score else None for a in answers},
+                "unparseable": unparsed, "errors": {a.direction: a.error for a in errors}},
+        provenance={"judge_model": result.judge_model() or "", "judge_served_model": result.precision.served_model or "",
+                    "templates": result.templates_source, "templates_sha256": result.templates_sha256,
+                    "parser": result.parse_mode},
+    )
+
+
+def elements_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    reference = _reference(task)
+    if reference is None:
+        return _skipped("elements", NO_REFERENCE)
+    ref_tree = _tree(_as_sysml(reference))
+    cand_tree = _tree(_as_sysml(artifact))
+    provenance = {"tool": cand_tree.check.tool, "tool_version": cand_tree.check.tool_version,
+                  "definition": "sysmo.evals.metrics.elements (kind + normalised name + containment)"}
+    if not ref_tree.complete:
+        return StageResult(stage="elements", value=0.0, outcome="inconclusive", provenance=provenance,
+                           metrics={"precision": None, "recall": None, "f1": None},
+                           detail={"reason": f"the reference model has no element tree (OpenSysML: "
+                                             f"{ref_tree.check.outcome.value})"})
+    if not cand_tree.complete and cand_tree.check.outcome not in (Outcome.OK, Outcome.FAILED):
+        return StageResult(stage="elements", value=0.0, outcome=cand_tree.check.outcome.value,
+                           provenance=provenance, metrics={"precision": None, "recall": None, "f1": None},
+                           detail={"reason": "OpenSysML could not export the candidate's element tree"})
+    scores = element_metrics.compare(ref_tree, cand_tree)
+    detail: dict[str, object] = {"missing": scores.missing, "extra": scores.extra}
+    if not cand_tree.complete:
+        detail["reason"] = "the candidate does not parse, so it has no elements"
+    return StageResult(stage="elements", value=scores.f1, passed=cand_tree.complete,
+                       outcome="ok" if cand_tree.complete else "failed", metrics=scores.metrics(), detail=detail,
+                       provenance=provenance)
+
+
+@register_cascade(TaskKind.SYSML)
+def sysml_cascade() -> Cascade:
+    return Cascade(name="sysml", stages=[
+        FunctionStage("validity", validity_stage, gate=False),
+        FunctionStage("text", text_stage, gate=False),
+        FunctionStage("sysmeval", sysmeval_stage, gate=False),
+        FunctionStage("elements", elements_stage, gate=False),
+    ])

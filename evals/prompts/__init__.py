@@ -1,0 +1,1 @@
+"""Packaged prompt templates of the evaluation metrics (the SysMEval judge prompts)."""
