@@ -8,7 +8,21 @@ from sysmo.artifact import Artifact
 from sysmo.tools.result import Outcome
 from sysmo.tools.sysml.element_tree import ElementKind, ElementTree, element_tree
 
-from tests.test_sysml_validate import VEHICLE
+BICYCLE = """package 'BicycleDefinition' {
+\tprivate import ScalarValues::*;
+\tpart def Bicycle {
+\t\tattribute weight : Real;
+\t\tattribute gear : GearState;
+\t\tpart chassis : Frame;
+\t\tref part rider : Cyclist;
+\t}
+\tattribute def GearState {
+\t\tattribute index : Integer;
+\t\tattribute cadence : Real;
+\t}
+\tpart def Frame;
+\tpart def Cyclist;
+}"""
 
 TRAINING = Path("sysml-v2-release") / "sysml" / "src" / "training"
 
@@ -20,27 +34,27 @@ def _rows(tree: ElementTree) -> list[tuple[str, str | None, str | None, list[str
             for e in tree.elements]
 
 
-def test_vehicle_definition_tree_is_pinned():
-    tree = element_tree(VEHICLE)
+def test_bicycle_definition_tree_is_pinned():
+    tree = element_tree(BICYCLE)
     assert tree.complete and tree.check is not None and tree.check.outcome == Outcome.OK
+    b = "BicycleDefinition"
     assert _rows(tree) == [
-        ("package", "VehicleDefinition", None, []),
-        ("part_def", "VehicleDefinition::Vehicle", "VehicleDefinition", []),
-        ("attribute", "VehicleDefinition::Vehicle::mass", "VehicleDefinition::Vehicle", ["ScalarValues::Real"]),
-        ("attribute", "VehicleDefinition::Vehicle::status", "VehicleDefinition::Vehicle", ["VehicleDefinition::VehicleStatus"]),
-        ("part", "VehicleDefinition::Vehicle::eng", "VehicleDefinition::Vehicle", ["VehicleDefinition::Engine"]),
-        ("part", "VehicleDefinition::Vehicle::driver", "VehicleDefinition::Vehicle", ["VehicleDefinition::Person"]),
-        ("attribute_def", "VehicleDefinition::VehicleStatus", "VehicleDefinition", []),
-        ("attribute", "VehicleDefinition::VehicleStatus::gearSetting", "VehicleDefinition::VehicleStatus", ["ScalarValues::Integer"]),
-        ("attribute", "VehicleDefinition::VehicleStatus::acceleratorPosition", "VehicleDefinition::VehicleStatus",
-         ["ScalarValues::Real"]),
-        ("part_def", "VehicleDefinition::Engine", "VehicleDefinition", []),
-        ("part_def", "VehicleDefinition::Person", "VehicleDefinition", []),
+        ("package", b, None, []),
+        ("part_def", f"{b}::Bicycle", b, []),
+        ("attribute", f"{b}::Bicycle::weight", f"{b}::Bicycle", ["ScalarValues::Real"]),
+        ("attribute", f"{b}::Bicycle::gear", f"{b}::Bicycle", [f"{b}::GearState"]),
+        ("part", f"{b}::Bicycle::chassis", f"{b}::Bicycle", [f"{b}::Frame"]),
+        ("part", f"{b}::Bicycle::rider", f"{b}::Bicycle", [f"{b}::Cyclist"]),
+        ("attribute_def", f"{b}::GearState", b, []),
+        ("attribute", f"{b}::GearState::index", f"{b}::GearState", ["ScalarValues::Integer"]),
+        ("attribute", f"{b}::GearState::cadence", f"{b}::GearState", ["ScalarValues::Real"]),
+        ("part_def", f"{b}::Frame", b, []),
+        ("part_def", f"{b}::Cyclist", b, []),
     ]
-    vehicle = tree.find("VehicleDefinition::Vehicle")
-    assert vehicle is not None and vehicle.line == 3 and vehicle.end_line == 8
-    assert [c.name for c in tree.children(vehicle)] == ["mass", "status", "eng", "driver"]
-    assert tree.path(tree.find("VehicleDefinition::Vehicle::eng")) == ["VehicleDefinition", "Vehicle", "eng"]
+    bicycle = tree.find(f"{b}::Bicycle")
+    assert bicycle is not None and bicycle.line == 3 and bicycle.end_line == 8
+    assert [c.name for c in tree.children(bicycle)] == ["weight", "gear", "chassis", "rider"]
+    assert tree.path(tree.find(f"{b}::Bicycle::chassis")) == [b, "Bicycle", "chassis"]
 
 
 def test_state_machine_tree_has_states_and_transitions_with_source_and_target(shared_benchmarks: Path):

@@ -14,20 +14,20 @@ from sysmo.tools.result import Outcome, Severity
 from sysmo.tools.sysml.diagnostics import parse_load_output, split_hint
 from sysmo.tools.sysml.validate import failing_files, self_check, validate
 
-VEHICLE = """package 'VehicleDefinition' {
+BICYCLE = """package 'BicycleDefinition' {
 \tprivate import ScalarValues::*;
-\tpart def Vehicle {
-\t\tattribute mass : Real;
-\t\tattribute status : VehicleStatus;
-\t\tpart eng : Engine;
-\t\tref part driver : Person;
+\tpart def Bicycle {
+\t\tattribute weight : Real;
+\t\tattribute gear : GearState;
+\t\tpart chassis : Frame;
+\t\tref part rider : Cyclist;
 \t}
-\tattribute def VehicleStatus {
-\t\tattribute gearSetting : Integer;
-\t\tattribute acceleratorPosition : Real;
+\tattribute def GearState {
+\t\tattribute index : Integer;
+\t\tattribute cadence : Real;
 \t}
-\tpart def Engine;
-\tpart def Person;
+\tpart def Frame;
+\tpart def Cyclist;
 }"""
 
 
@@ -40,19 +40,19 @@ def _error_lines(result) -> set[int]:
 
 
 def test_a_valid_model_is_ok_without_diagnostics():
-    result = validate(VEHICLE)
+    result = validate(BICYCLE)
     assert result.outcome == Outcome.OK
     assert result.diagnostics == []
     assert result.tool == "opensysml" and result.tool_version.startswith("v0.11")
 
 
 def test_unresolved_type_is_an_error_with_code_line_column_span_and_hint():
-    result = validate(VEHICLE.replace("part eng : Engine;", "part eng : Engin;"))
+    result = validate(BICYCLE.replace("part chassis : Frame;", "part chassis : Fram;"))
     assert result.outcome == Outcome.FAILED
     (d,) = result.diagnostics
-    assert (d.severity, d.code, d.file, d.line, d.column) == (Severity.ERROR, "unresolved", "model.sysml", 6, 14)
-    assert d.end_line == 6 and d.end_column == 18  # the caret underline covers `Engin`
-    assert split_hint(d.message) == ("unresolved reference: Engin", "did you mean Engine?")
+    assert (d.severity, d.code, d.file, d.line, d.column) == (Severity.ERROR, "unresolved", "model.sysml", 6, 18)
+    assert d.end_line == 6 and d.end_column == 21  # the caret underline covers `Fram`
+    assert split_hint(d.message) == ("unresolved reference: Fram", "did you mean Frame?")
 
 
 def test_strict_typing_codes_are_their_own_severity_and_fail_unless_relaxed():
@@ -185,7 +185,7 @@ def test_a_renamed_type_is_reported_where_it_is_used(shared_benchmarks: Path):
 
 
 def test_a_removed_import_is_reported_on_every_line_that_needs_it():
-    lines = _lines(VEHICLE)
+    lines = _lines(BICYCLE)
     del lines[1]  # private import ScalarValues::*;
     result = validate("\n".join(lines))
     assert [(d.line, d.code) for d in result.errors] == [(3, "unresolved"), (9, "unresolved"), (10, "unresolved")]
@@ -193,12 +193,12 @@ def test_a_removed_import_is_reported_on_every_line_that_needs_it():
 
 
 @pytest.mark.parametrize(("line_no", "old", "new"), [
-    (5, "status : ", "status -> "),  # a bad arrow
-    (6, "part eng", "part # eng"),  # a stray token
+    (5, "gear : ", "gear -> "),  # a bad arrow
+    (6, "part chassis", "part # chassis"),  # a stray token
     (10, "Integer;", "Integer;;)"),
 ])
 def test_a_bad_token_is_reported_on_its_line(line_no: int, old: str, new: str):
-    lines = _lines(VEHICLE)
+    lines = _lines(BICYCLE)
     assert old in lines[line_no - 1]
     lines[line_no - 1] = lines[line_no - 1].replace(old, new)
     result = validate("\n".join(lines))
