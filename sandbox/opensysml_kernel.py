@@ -43,6 +43,7 @@ log = get_logger(__name__)
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
 KERNEL_MEMORY_MB = 3072  # the whole OMG examples folder at once stays well below this
 KERNEL_PIDS = 256
+KERNEL_FILE_SIZE_MB = 512
 CLEARED = "session cleared\n"  # what %clear prints before the %load output
 HEALTH_CELL = "1+1"  # evaluates to 2 without touching the session model
 
@@ -135,6 +136,8 @@ class OpenSysMLKernel(ToolServer):
             if group is not None:
                 group.join(os.getpid())  # before exec, so every thread and child is bounded
             resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+            size = KERNEL_FILE_SIZE_MB * 1024 * 1024  # bounds what a %save can write
+            resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
         argv = self._command(connection_file)
         self.isolation = (["bwrap"] if self.confine else ["none"]) + ([f"cgroup-{limiter.version}"] if group else [])

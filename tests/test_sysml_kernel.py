@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -108,6 +110,21 @@ def test_stop_ends_every_kernel_process(kernel: OpenSysMLKernel):
     kernel.stop()
     assert _wait_dead(pids)
     assert scratch is not None and not scratch.exists()
+
+
+def test_the_kernel_is_shut_down_when_the_python_process_exits():
+    script = (
+        "from sysmo.tools.sysml.validate import validate\n"
+        "from sysmo.sandbox.opensysml_kernel import shared_kernel\n"
+        "assert validate('package P { part def A; }').ok\n"
+        "print(' '.join(map(str, shared_kernel().kernel_pids())))\n"
+        "print(shared_kernel().scratch)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pid_line, scratch = proc.stdout.strip().splitlines()[-2:]
+    assert _wait_dead([int(p) for p in pid_line.split()])
+    assert not Path(scratch).exists()
 
 
 def test_concurrent_validations_from_threads_each_get_their_own_answer(kernel: OpenSysMLKernel):
