@@ -18,6 +18,7 @@ import os
 import resource
 import shutil
 import signal
+import socket
 import subprocess
 import tempfile
 import threading
@@ -256,6 +257,9 @@ class PlantUMLServer(ToolServer):
         start = time.monotonic()
         conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
         try:
+            conn.connect()
+            # one small request per connection: do not let Nagle hold back its last segment
+            conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             conn.request("POST", "/render", body=body, headers={"Content-Type": "application/json"})
             reply = conn.getresponse()
             svg = reply.read().decode(errors="replace")
