@@ -40,9 +40,9 @@ def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
 
 
 def check_sysml(artifact: Artifact, task: Task | None = None) -> CheckResult:
-    from sysmo.tools.sysml import validate
+    from sysmo.tools.sysml.validate import validate
 
-    return validate.validate(artifact)
+    return validate(artifact)
 
 
 def check_plantuml(artifact: Artifact, task: Task | None = None) -> CheckResult:
