@@ -5,14 +5,15 @@ Script format (YAML or JSON; a bare list is the ``responses``; a bare string ite
     mode: repeat_last            # when the matching answers run out: repeat_last | cycle | strict
     responses:
       - text: "```tla\\n---- MODULE Spin ----\\n...\\n====\\n```"
-      - when: {task: starter/tla/spinlock, round: 2}   # also: role, agent, sample, last_user (a regex)
+      - when: {task: starter/tla/spinlock, round: 2}   # also: role, agent, sample, purpose, last_user (a regex)
         text: "the repaired model ..."
       - tool_calls: [{name: write_file, arguments: {path: Spin.tla, content: "..."}}]
       - error: "simulated provider failure"        # raises LLMError
 
 Each call takes the first unused answer whose ``when`` matches (no ``when`` matches every call).
 ``mockllm/<name>`` finds its script at ``RoleConfig.script``, else at the path ``<name>``, else at
-``$SYSMO_MOCKLLM_DIR/<name>.yaml|.yml|.json`` (default ``<settings().home>/mockllm``).
+``$SYSMO_MOCKLLM_DIR/<name>.yaml|.yml|.json`` (default ``<settings().home>/mockllm``), else a script built
+in code (``BUILT_IN_SCRIPTS``: ``mockllm/control`` is the offline control experiment's script).
 ``mockllm/default`` without a file answers "Default output from mockllm/default." to every call.
 """
 
@@ -43,6 +44,7 @@ class MockCondition(BaseModel):
     agent: str | None = None
     sample: int | None = None
     last_user: str | None = None  # regex searched in the last user message
+    purpose: str | None = None  # the agent's step (CallContext.purpose), e.g. "translate", "review"
 
     def matches(self, request: LLMRequest) -> bool:
         ctx = request.context
@@ -50,6 +52,7 @@ class MockCondition(BaseModel):
             (self.task, ctx.task_id if ctx else None),
             (self.round, ctx.round if ctx else None),
             (self.agent, ctx.agent if ctx else None),
+            (self.purpose, ctx.purpose if ctx else None),
             (self.role, request.role),
             (self.sample, request.sample_index),
         ]
@@ -97,6 +100,10 @@ def mock_dir() -> Path:
     return Path(os.environ.get("SYSMO_MOCKLLM_DIR") or settings().home / "mockllm")
 
 
+# scripts built in code when no file of that name exists: name -> "module:function" returning a MockScript
+BUILT_IN_SCRIPTS: dict[str, str] = {"control": "sysmo.agents.control_script:build_control_script"}
+
+
 def find_script(name: str, explicit: Path | None = None) -> MockScript:
     if explicit is not None:
         return MockScript.load(Path(explicit))
@@ -104,6 +111,11 @@ def find_script(name: str, explicit: Path | None = None) -> MockScript:
     for path in candidates:
         if path.is_file():
             return MockScript.load(path)
+    if name in BUILT_IN_SCRIPTS:
+        import importlib
+
+        module, function = BUILT_IN_SCRIPTS[name].split(":")
+        return getattr(importlib.import_module(module), function)()
     if name == "default":
         return MockScript(responses=[MockAnswer(text="Default output from mockllm/default.")])
     raise UnknownNameError(

@@ -72,6 +72,7 @@ class CallContext(BaseModel):
     round: int | None = None
     agent: str | None = None
     attempt_id: str | None = None
+    purpose: str | None = None  # the agent's step, e.g. "generate", "translate", "review" (mock scripts match it)
 
     def model_post_init(self, __context: Any) -> None:
         if self.task is not None and self.task_id is None:
