@@ -30,14 +30,15 @@ def _stop_on_error(state: AgentState) -> str:
 
 
 def build_repair_graph(ctx: AgentContext, first_request: Node, pre_stages: list[tuple[str, Node]] | None = None,
-                       checkpointer: Any = None):
-    """Compile the loop. ``pre_stages`` run once, in order, before ``first_request`` builds ``pending``."""
+                       checkpointer: Any = None, repair: Node | None = None):
+    """Compile the loop. ``pre_stages`` run once, in order, before ``first_request`` builds ``pending``;
+    ``repair`` replaces the shared repair node (it must return what ``nodes.repair`` returns)."""
     graph = StateGraph(AgentState)
     chain = [*(pre_stages or []), ("first_request", first_request)]
     for name, fn in chain:
         graph.add_node(name, partial(fn, ctx=ctx))
     for name, fn in [("generate", nodes.generate), ("extract", nodes.extract), ("check", nodes.check),
-                     ("record", nodes.record), ("repair", nodes.repair), ("finalize", nodes.finalize)]:
+                     ("record", nodes.record), ("repair", repair or nodes.repair), ("finalize", nodes.finalize)]:
         graph.add_node(name, partial(fn, ctx=ctx))
     graph.add_edge(START, chain[0][0])
     for (name, _), (following, _) in zip(chain, chain[1:]):
@@ -48,6 +49,6 @@ def build_repair_graph(ctx: AgentContext, first_request: Node, pre_stages: list[
     graph.add_edge("extract", "check")
     graph.add_edge("check", "record")
     graph.add_conditional_edges("record", nodes.route_after_record, {"finalize": "finalize", "repair": "repair"})
-    graph.add_edge("repair", "generate")
+    graph.add_conditional_edges("repair", _stop_on_error, {"finalize": "finalize", "next": "generate"})
     graph.add_edge("finalize", END)
     return graph.compile(checkpointer=checkpointer)

@@ -27,7 +27,8 @@ def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: st
     try:
         from sysmo.llm.response import CallContext
 
-        params["context"] = CallContext(task=ctx.task, round=round_index, agent=ctx.agent, attempt_id=ctx.attempt_id)
+        params["context"] = CallContext(task=ctx.task, round=round_index, agent=ctx.agent, attempt_id=ctx.attempt_id,
+                                        purpose=purpose)
     except ImportError:  # the LLM layer is optional for graph unit tests with a plain client
         pass
     if ctx.temperature is not None and role == "generator":
