@@ -29,7 +29,7 @@ class AgentSpec:
     build: Callable[..., Any]  # (ctx, checkpointer) -> compiled LangGraph graph
     description: str
     prompts: tuple[str, ...] = ()  # prompt keys "<agent>/<name>" the agent uses (hashed into the attempt)
-    needs: tuple[str, ...] = ()  # task inputs the agent requires, e.g. ("traces",)
+    needs: tuple[str, ...] = ()  # task inputs the agent requires: "traces"; "source" (code, for TLA+ tasks)
 
     def check_supports(self, task: Task) -> None:
         if task.kind not in self.supports:
@@ -39,6 +39,11 @@ class AgentSpec:
         if "traces" in self.needs and not ((task.inputs.traces and task.inputs.traces.files)
                                            or (task.references.traces and task.references.traces.files)):
             raise UnsupportedTaskError(f"agent {self.name!r} learns from execution traces, and task {task.id} has none")
+        if "source" in self.needs and task.kind == TaskKind.TLA and not task.inputs.source_files:
+            where = (f" (its code is at {task.inputs.source.url}; give a checkout with --sources-dir)"
+                     if task.inputs.source and task.inputs.source.url else "")
+            raise UnsupportedTaskError(
+                f"agent {self.name!r} translates source code into TLA+, and task {task.id} has no source files{where}")
 
 
 _REGISTRY: dict[str, AgentSpec] = {}

@@ -1,0 +1,277 @@
+"""openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it there.
+
+Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
+``read_file``, ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
+and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and observation is
+an event in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
+agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+from pathlib import PurePosixPath
+from typing import Any
+
+from langgraph.graph import END, START, StateGraph
+
+from sysmo.agents.prompts import load_prompt
+from sysmo.agents.registry import register_agent
+from sysmo.agents.stages import remember, with_scratch
+from sysmo.agents.task_prompt import module_name, task_prompt
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.task import TaskKind
+from sysmo.errors import SysmoError
+from sysmo.graphs import nodes
+from sysmo.graphs.attempt import LLMCallSummary, Round
+from sysmo.graphs.context import AgentContext
+from sysmo.graphs.repair import diagnostics_report
+from sysmo.graphs.state import AgentState
+from sysmo.log import get_logger
+from sysmo.tools.result import CheckResult, Outcome
+
+log = get_logger(__name__)
+
+NAME = "openhands"
+STEPS_PER_ROUND = 3
+SUFFIXES = {Language.TLA: (".tla", ".cfg"), Language.SYSML: (".sysml",),
+            Language.PLANTUML: (".puml", ".plantuml", ".wsd", ".txt")}
+TOOL_NAMES = {Language.TLA: "SANY, then a short TLC simulation", Language.SYSML: "the OpenSysML validator",
+              Language.PLANTUML: "PlantUML"}
+
+
+def _function(name: str, description: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {"type": "function", "function": {
+        "name": name, "description": description,
+        "parameters": {"type": "object", "properties": properties or {}, "required": list(properties or {})}}}
+
+
+TOOLS = [
+    _function("write_file", "Create or overwrite a file in the workspace with the complete content.",
+              {"path": {"type": "string", "description": "file name, e.g. Spec.tla"},
+               "content": {"type": "string", "description": "the whole file"}}),
+    _function("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}),
+    _function("run_check", "Run the language tool on the workspace files and return its diagnostics."),
+    _function("finish", "Hand the workspace over; accepted once the check passes."),
+]
+
+
+def max_steps(ctx: AgentContext) -> int:
+    return ctx.max_steps if ctx.max_steps is not None else (ctx.max_rounds + 1) * STEPS_PER_ROUND
+
+
+def max_checks(ctx: AgentContext) -> int:
+    return ctx.max_rounds + 1
+
+
+def main_files(ctx: AgentContext) -> list[str]:
+    language = ctx.task.language
+    if language == Language.TLA:
+        name = module_name(ctx.task)
+        return [f"{name}.tla", f"{name}.cfg"]
+    return ["model.sysml" if language == Language.SYSML else "diagram.puml"]
+
+
+def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact | None:
+    """The model files of the workspace (all files if none has the language's suffix)."""
+    if not workspace:
+        return None
+    suffixes = SUFFIXES[ctx.task.language]
+    files = {n: t for n, t in workspace.items() if n.lower().endswith(suffixes)} or dict(workspace)
+    return Artifact(language=ctx.task.language, files=files)
+
+
+def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
+    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    remember(ctx, system, task_template, template)
+    files = main_files(ctx)
+    extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""
+    messages = [
+        {"role": "system", "content": system.fill(tool_name=TOOL_NAMES[ctx.task.language], max_steps=max_steps(ctx),
+                                                  max_checks=max_checks(ctx))},
+        {"role": "user", "content": task_template.fill(task=task_text, main_file=files[0], extra_files=extra)},
+    ]
+    return {"messages": messages, "pending": messages, "steps": 0,
+            "scratch": with_scratch(state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None,
+                                    calls=[])}
+
+
+def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
+    return [*state_scratch.get("events", []), {"type": kind, **data}]
+
+
+def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """One model call with the tools offered; its tool calls wait in ``scratch['calls']`` for ``act``."""
+    scratch = dict(state.get("scratch") or {})
+    steps = state.get("steps") or 0
+    if steps >= max_steps(ctx):
+        # out of steps: hand off what is in the workspace (it is checked if it changed since the last check)
+        scratch["events"] = _event(scratch, "observation", step=steps, tool="budget",
+                                   content=f"step budget of {max_steps(ctx)} used up")
+        scratch["calls"] = [{"id": "budget", "name": "finish", "arguments": {}, "implicit": True}]
+        return {"scratch": scratch}
+    messages = list(state.get("messages") or [])
+    try:
+        text, summary, response = nodes.call_model(ctx, messages, purpose="step", round_index=state.get("round_index", 0),
+                                                   tools=TOOLS)
+    except SysmoError as exc:
+        return {"status": "error", "error": f"model call failed: {exc}", "pending": messages}
+    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
+             for c in getattr(response, "tool_calls", None) or []]
+    assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if calls:
+        assistant["tool_calls"] = [c.to_openai() for c in response.tool_calls]
+    scratch["events"] = _event(scratch, "action", step=steps + 1, text=text,
+                               tool_calls=[{k: c[k] for k in ("name", "arguments", "error")} for c in calls])
+    scratch["calls"] = calls
+    update: dict[str, Any] = {
+        "pending": messages, "messages": [*messages, assistant], "steps": steps + 1, "scratch": scratch,
+        "llm_calls": [*(state.get("llm_calls") or []), summary.model_dump()],
+        "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s,
+        "response": (state.get("response") or "") + _render_step(text, calls),
+    }
+    if not calls:
+        note = ("No tool was called. Act only through the tools: write_file the complete model, then run_check."
+                if text.strip() else "The reply was empty. Call write_file with the complete model, then run_check.")
+        scratch["events"] = _event(scratch, "observation", step=steps + 1, tool=None, error=note)
+        update["messages"].append({"role": "user", "content": note})
+    return update
+
+
+def _render_step(text: str, calls: list[dict[str, Any]]) -> str:
+    lines = [text.strip()] if text.strip() else []
+    for call in calls:
+        args = {k: (v if not isinstance(v, str) or len(v) < 80 else f"<{len(v)} chars>") for k, v in
+                (call["arguments"] or {}).items()}
+        lines.append(f"-> {call['name']}({json.dumps(args)})" + (f"  [error: {call['error']}]" if call.get("error") else ""))
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Execute the pending tool calls in order; each check of the workspace closes a round."""
+    scratch = dict(state.get("scratch") or {})
+    workspace = dict(scratch.get("workspace") or {})
+    messages = list(state.get("messages") or [])
+    rounds: list[dict[str, Any]] = []
+    update: dict[str, Any] = {}
+    round_index = state.get("round_index", 0)
+    round_fields = {"llm_calls": state.get("llm_calls") or [], "response": state.get("response") or "",
+                    "llm_time_s": state.get("llm_time_s") or 0.0, "round_started": state.get("round_started")}
+    step_number = state.get("steps") or 0
+
+    def observe(call: dict[str, Any], content: str, error: str | None = None) -> None:
+        if not call.get("implicit"):
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
+        scratch["events"] = _event(scratch, "observation", step=step_number, tool=call["name"],
+                                   content=content[:4000], error=error)
+
+    def run_check(call: dict[str, Any]) -> CheckResult | None:
+        nonlocal round_index, round_fields
+        artifact = workspace_artifact(ctx, workspace)
+        if artifact is None:
+            observe(call, "The workspace is empty: write the model with write_file first.", "empty workspace")
+            return None
+        started = time.monotonic()
+        try:
+            result = ctx.checker(artifact, ctx.task)
+        except SysmoError as exc:
+            result = CheckResult(tool="checker", outcome=Outcome.ERROR, raw_output=str(exc))
+        tool_time = time.monotonic() - started
+        observe(call, "The check passed." if result.ok else diagnostics_report(artifact, result))
+        scratch["checks"] = scratch.get("checks", 0) + 1
+        scratch["checked_sha"], scratch["last_ok"] = artifact.sha256, result.ok
+        rnd = Round(index=round_index, kind="generate" if round_index == 0 else "repair",
+                    messages=list(state.get("pending") or []), response=round_fields["response"],
+                    llm_calls=[LLMCallSummary.model_validate(c) for c in round_fields["llm_calls"]],
+                    artifact=artifact, check=result, tool_time_s=tool_time, llm_time_s=round_fields["llm_time_s"],
+                    duration_s=time.monotonic() - (round_fields["round_started"] or started))
+        rounds.append(rnd.model_dump(mode="json"))
+        round_index += 1
+        round_fields = {"llm_calls": [], "response": "", "llm_time_s": 0.0, "round_started": time.monotonic()}
+        update["check"] = result.model_dump(mode="json")
+        update["artifact"] = artifact.model_dump(mode="json")
+        return result
+
+    for call in scratch.get("calls") or []:
+        name, args = call["name"], call.get("arguments") or {}
+        if call.get("error"):
+            observe(call, f"Error: {call['error']}. Call {name} again with a JSON object of its parameters.",
+                    call["error"])
+            continue
+        if name == "write_file":
+            path, content = args.get("path"), args.get("content")
+            if not isinstance(path, str) or not PurePosixPath(path).name or not isinstance(content, str):
+                observe(call, "Error: write_file needs a file name `path` and the whole file as `content`.",
+                        "bad write_file arguments")
+                continue
+            name_only = PurePosixPath(path).name  # the workspace is flat: no directories, no escaping it
+            workspace[name_only] = content
+            observe(call, f"Wrote {name_only} ({len(content.splitlines())} lines).")
+        elif name == "read_file":
+            path = PurePosixPath(str(args.get("path") or "")).name
+            if path in workspace:
+                observe(call, workspace[path])
+            else:
+                observe(call, f"Error: no file {path!r}; the workspace has: {', '.join(sorted(workspace)) or 'nothing'}.",
+                        "no such file")
+        elif name == "run_check":
+            result = run_check(call)
+            if result is not None and result.ok:
+                update["status"] = "passed"
+                break
+            if scratch.get("checks", 0) >= max_checks(ctx):
+                update["status"] = "failed"
+                break
+        elif name == "finish":
+            artifact = workspace_artifact(ctx, workspace)
+            if artifact is None:
+                observe(call, "Nothing to hand over: the workspace is empty.", "finished with an empty workspace")
+                update.update(status="failed", error="the agent finished with an empty workspace")
+                break
+            if scratch.get("checked_sha") != artifact.sha256:  # the hand-off is checked, as in every agent
+                result = run_check(call)
+                ok = bool(result and result.ok)
+            else:
+                ok = bool(scratch.get("last_ok"))
+                observe(call, "The check passed: handed over." if ok else "The last check failed.")
+            if ok:
+                update["status"] = "passed"
+                break
+            if call.get("implicit") or scratch.get("checks", 0) >= max_checks(ctx):
+                update["status"] = "failed"
+                break
+            messages.append({"role": "user", "content": "The hand-off is refused while the check fails: fix the "
+                                                        "problems reported above, then run_check again."})
+        else:
+            observe(call, f"Error: unknown tool {name!r}; use write_file, read_file, run_check or finish.",
+                    f"unknown tool {name}")
+    scratch.update(workspace=workspace, calls=[])
+    update.update(scratch=scratch, messages=messages, round_index=round_index, rounds=rounds, **round_fields)
+    return update
+
+
+def route_after_step(state: AgentState) -> str:
+    return "finalize" if state.get("status") == "error" else "act"
+
+
+def route_after_act(state: AgentState) -> str:
+    return "finalize" if state.get("status") in ("passed", "failed", "error") else "step"
+
+
+@register_agent(NAME, supports=set(TaskKind),
+                description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
+                            "workspace, with a step budget equal to the repair rounds.",
+                prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"))
+def build(ctx: AgentContext, checkpointer: Any = None):
+    graph = StateGraph(AgentState)
+    for name, fn in [("setup", setup), ("step", step), ("act", act), ("finalize", nodes.finalize)]:
+        graph.add_node(name, partial(fn, ctx=ctx))
+    graph.add_edge(START, "setup")
+    graph.add_edge("setup", "step")
+    graph.add_conditional_edges("step", route_after_step, {"finalize": "finalize", "act": "act"})
+    graph.add_conditional_edges("act", route_after_act, {"finalize": "finalize", "step": "step"})
+    graph.add_edge("finalize", END)
+    return graph.compile(checkpointer=checkpointer)

@@ -1,0 +1,82 @@
+"""trace_learning: infer the TLA+ model from recorded execution traces alone (no source code), then repair.
+
+A deterministic first stage surveys the traces (event kinds, their fields, how often each occurs) so the
+model sees the whole alphabet of events even when only an excerpt of the traces fits in the prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from sysmo.agents.prompts import load_prompt
+from sysmo.agents.registry import register_agent
+from sysmo.agents.stages import remember, with_scratch
+from sysmo.agents.task_prompt import task_prompt
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.graphs.context import AgentContext
+from sysmo.graphs.loop import build_repair_graph
+from sysmo.graphs.state import AgentState
+
+NAME = "trace_learning"
+EVENT_KEYS = ("event", "action", "type", "kind", "op", "name")
+
+
+def survey_traces(task: Task) -> dict[str, Any]:
+    """Event kinds with their counts and field names, over every trace file of the task."""
+    traces = task.inputs.traces or task.references.traces
+    kinds: Counter[str] = Counter()
+    fields: dict[str, set[str]] = {}
+    files, unreadable, events = 0, 0, 0
+    for path in traces.files if traces else []:
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError:
+            unreadable += 1
+            continue
+        files += 1
+        for line in lines:
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # PGo logs and headers are not NDJSON: the excerpt still shows them
+            if not isinstance(record, dict):
+                continue
+            events += 1
+            key = next((k for k in EVENT_KEYS if isinstance(record.get(k), str)), None)
+            kind = record[key] if key else "(unnamed)"
+            kinds[kind] += 1
+            fields.setdefault(kind, set()).update(k for k in record if k != key)
+    return {"files": files, "unreadable": unreadable, "events": events,
+            "kinds": [{"kind": k, "count": n, "fields": sorted(fields.get(k, ()))} for k, n in kinds.most_common()]}
+
+
+def survey_text(survey: dict[str, Any]) -> str:
+    if not survey["kinds"]:
+        return f"{survey['files']} trace file(s); no NDJSON events recognised (see the excerpts above)."
+    lines = [f"{survey['files']} trace file(s), {survey['events']} events:"]
+    lines += [f"- `{k['kind']}` x{k['count']}, fields: {', '.join(k['fields']) or '(none)'}" for k in survey["kinds"]]
+    return "\n".join(lines)
+
+
+def survey(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    return {"scratch": with_scratch(state, trace_survey=survey_traces(ctx.task))}
+
+
+def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    system, learn = load_prompt(NAME, "system"), load_prompt(NAME, "learn")
+    task_text, template = task_prompt(ctx.task, include_source=False, include_traces=True)
+    remember(ctx, system, learn, template)
+    found = (state.get("scratch") or {}).get("trace_survey") or survey_traces(ctx.task)
+    user = learn.fill(task=task_text, survey=survey_text(found))
+    messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
+    return {"pending": messages, "messages": messages}
+
+
+@register_agent(NAME, supports={TaskKind.TLA}, needs=("traces",),
+                description="Infer the TLA+ model from execution traces only (no source code); bounded repair.",
+                prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"))
+def build(ctx: AgentContext, checkpointer: Any = None):
+    return build_repair_graph(ctx, first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer)
