@@ -112,3 +112,9 @@ def test_missing_community_operators_are_reported_not_invented() -> None:
     result = sany.check(spec)
     assert result.outcome == "failed"
     assert result.errors[0].line == 3 and "Trace" in result.errors[0].message
+
+
+def test_sequencesext_brings_the_standard_sequence_operators_along() -> None:
+    spec = "---- MODULE OnlyExt ----\nEXTENDS SequencesExt\nL == Len(Append(Tail(<<1, 2>>), 3))\n====\n"
+    result = sany.check(spec)
+    assert result.outcome == "ok", result.summary()

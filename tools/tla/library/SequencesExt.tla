@@ -1,11 +1,13 @@
 ---------------------------- MODULE SequencesExt ----------------------------
 (***************************************************************************)
 (* Operators on sequences (a CommunityModules-compatible subset), written  *)
-(* for sysmo in plain TLA+.  Helper modules are instantiated LOCAL, so a   *)
-(* spec that extends this module may define its own Max, Min or Range.     *)
+(* for sysmo in plain TLA+.  It extends the standard Sequences module (so *)
+(* Len, Append, ... come with it, as in CommunityModules), but the other   *)
+(* helper modules are instantiated LOCAL, so a spec that extends this      *)
+(* module may define its own Max, Min or Range.                            *)
 (***************************************************************************)
+EXTENDS Sequences
 LOCAL INSTANCE Naturals
-LOCAL INSTANCE Sequences
 LOCAL INSTANCE FiniteSets
 LOCAL INSTANCE TLC
 LOCAL INSTANCE Folds
