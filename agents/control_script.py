@@ -1,0 +1,241 @@
+"""The ``mockllm/control`` script: for every starter task and agent, a realistic wrong first answer, then the fix.
+
+The offline control experiment must exercise the whole repair loop without a model: each first answer is the
+task's reference with one realistic mistake (a dropped ``;`` or ``}`` in SysML v2, an unclosed class body or a
+missing ``@enduml`` in PlantUML, a misspelt keyword or an undefined identifier in TLA+), chosen deterministically
+from the task id; every later answer is the reference. Multi-stage agents also get their intermediate answers:
+a TLA+ draft or an intermediate-model JSON (code_translation), role outputs (metagpt), tool calls (openhands).
+
+>>> script = build_control_script()          # what ``mockllm/control`` resolves to
+>>> broken_artifact(task).main_text != task.references.model.main_text
+True
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.llm.mockllm import MockAnswer, MockCondition, MockScript
+from sysmo.llm.reference import format_reference
+from sysmo.log import get_logger
+
+log = get_logger(__name__)
+
+MAX_ROUND = 10  # answers are scripted for this many repair rounds (the default budget is 3)
+
+
+def _variant(task: Task, count: int) -> int:
+    return int(hashlib.sha256(task.id.encode()).hexdigest(), 16) % count
+
+
+# --- mistakes, one per language -------------------------------------------------------------------------------
+def _drop_semicolon(text: str) -> str | None:
+    """Drop the ``;`` ending the first declaration that is not an import."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        stripped = line.rstrip()
+        if stripped.endswith(";") and "import" not in stripped and "doc" not in stripped:
+            lines[i] = stripped[:-1] + line[len(stripped):]
+            return "".join(lines)
+    return None
+
+
+def _drop_last_brace(text: str) -> str | None:
+    index = text.rfind("}")
+    return text[:index] + text[index + 1:] if index >= 0 else None
+
+
+def _unclose_class_body(text: str) -> str | None:
+    """Remove the ``}`` closing the first class/interface/enum body."""
+    match = re.search(r"^([ \t]*(?:abstract\s+class|abstract|class|interface|enum)\b[^\n{]*\{[^{}]*?)\n[ \t]*\}[ \t]*$",
+                      text, re.M)
+    return text[:match.end(1)] + text[match.end():] if match else None
+
+
+def _drop_enduml(text: str) -> str | None:
+    return re.sub(r"^[ \t]*@enduml[ \t]*\n?", "", text, count=1, flags=re.M) if "@enduml" in text else None
+
+
+def _misspell_unchanged(text: str) -> str | None:
+    return text.replace("UNCHANGED", "UNCHANGE", 1) if "UNCHANGED" in text else None
+
+
+def _undefined_identifier(text: str) -> str | None:
+    """Misspell the first use of a declared variable after ``Init ==`` (an undefined identifier)."""
+    declared = re.search(r"^VARIABLES?\s+(.+?)(?:\n\s*\n|\n(?=[A-Z]))", text, re.M | re.S)
+    init = text.find("Init ==")
+    if not declared or init < 0:
+        return None
+    names = [n.strip() for n in re.split(r"[,\s]+", re.sub(r"\\\*.*", "", declared.group(1))) if n.strip()]
+    for name in names:
+        use = re.compile(rf"\b{re.escape(name)}\b").search(text, init)
+        if use:
+            return text[:use.start()] + name + "_" + text[use.end():]
+    return None
+
+
+MISTAKES = {
+    Language.SYSML: [_drop_semicolon, _drop_last_brace],
+    Language.TLA: [_misspell_unchanged, _undefined_identifier],
+}
+PLANTUML_MISTAKES = {TaskKind.UML_CLASS: [_unclose_class_body, _drop_enduml], TaskKind.ARCHITECTURE: [_drop_enduml]}
+
+
+def broken_artifact(task: Task) -> Artifact:
+    """The task's reference with one realistic mistake in its main file."""
+    reference = task.references.model
+    if reference is None:
+        raise ValueError(f"task {task.id} has no reference model")
+    mistakes = MISTAKES.get(reference.language) or PLANTUML_MISTAKES.get(task.kind, [_drop_enduml])
+    main = reference.main_file or next(iter(reference.files))
+    text = reference.files[main]
+    start = _variant(task, len(mistakes))
+    for offset in range(len(mistakes)):  # the chosen mistake, else the next one that applies to this text
+        broken = mistakes[(start + offset) % len(mistakes)](text)
+        if broken is not None and broken != text:
+            return Artifact(language=reference.language, files={**reference.files, main: broken})
+    return Artifact(language=reference.language, files={**reference.files, main: text + "\n}\n"})
+
+
+def reply(artifact: Artifact, lead: str) -> str:
+    return f"{lead}\n\n{format_reference(artifact)}"
+
+
+# --- intermediate answers of multi-stage agents -------------------------------------------------------------------
+SYSML_DEFINITION = re.compile(r"^\s*(?:abstract\s+)?(part|port|item|attribute|action|state|requirement|enum|"
+                              r"interface|connection|occurrence|use case|constraint)\s+def\s+(\w+)", re.M)
+SYSML_FEATURE = re.compile(r"^\s*(?:in\s+|out\s+|inout\s+)?(attribute|part|port|item)\s+(\w+)\s*(?:\[[^\]]*\])?\s*:\s*([\w:~]+)",
+                           re.M)
+
+
+def intermediate_model(task: Task) -> dict:
+    """An intermediate model (code_translation's stage 1 answer) derived from the reference."""
+    reference = task.references.model
+    text = reference.main_text if reference else ""
+    entities: list[dict] = []
+    relations: list[dict] = []
+    behaviours: list[dict] = []
+    if task.kind == TaskKind.UML_CLASS:
+        from sysmo.tools.plantuml.parse_class import parse_class_diagram
+
+        diagram = parse_class_diagram(text)
+        entities = [{"name": c.name, "kind": c.kind.value,
+                     "attributes": [{"name": a.name, "type": a.type or ""} for a in c.attributes],
+                     "operations": [{"name": m.name, "returns": m.return_type or "",
+                                     "parameters": [{"name": p.name or "", "type": p.type or ""} for p in m.parameters]}
+                                    for m in c.methods]} for c in diagram.classes]
+        relations = [{"kind": r.type.value, "source": r.source, "target": r.target, "label": r.label or "",
+                      "multiplicity": f"{r.source_multiplicity or ''}..{r.target_multiplicity or ''}".strip(".")}
+                     for r in diagram.relationships]
+    elif task.kind == TaskKind.ARCHITECTURE:
+        from sysmo.tools.plantuml.architecture import parse_architecture
+
+        graph = parse_architecture(text)
+        entities = [{"name": n.name, "kind": n.kind} for n in graph.nodes]
+        relations = [{"kind": "flow", "source": e.source, "target": e.target, "label": e.label or ""}
+                     for e in graph.edges]
+        relations += [{"kind": "containment", "source": n.parent, "target": n.id} for n in graph.nodes if n.parent]
+    else:
+        for kind, name in SYSML_DEFINITION.findall(text):
+            (behaviours if kind in ("action", "state", "use case") else entities).append(
+                {"name": name, "kind": f"{kind} def"} if kind not in ("action", "state", "use case")
+                else {"name": name, "kind": kind, "steps": []})
+        owner = entities[0]["name"] if entities else ""
+        for _, name, type_ in SYSML_FEATURE.findall(text):
+            relations.append({"kind": "feature", "source": owner, "target": type_, "label": name})
+    return {"entities": entities, "relations": relations, "behaviours": behaviours}
+
+
+def analysis(task: Task) -> str:
+    """The Requirements Analyst's answer: the requirement's sentences as numbered MUST items."""
+    text = task.inputs.requirement or task.inputs.description or task.title
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 20]
+    return "Requirements analysis:\n" + "\n".join(f"{i}. MUST: {s}" for i, s in enumerate(sentences[:25], 1))
+
+
+def design(task: Task) -> str:
+    """The Architect's answer: the elements the reference declares, as the design to follow."""
+    model = intermediate_model(task) if task.kind != TaskKind.TLA else {}
+    names = [e["name"] for e in model.get("entities", [])] + [b["name"] for b in model.get("behaviours", [])]
+    if task.kind == TaskKind.TLA and task.references.model is not None:
+        names = re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", task.references.model.main_text, re.M)
+    return "Design:\n" + "\n".join(f"- {n}" for n in names)
+
+
+REVIEW = ("Review of the failed check:\n1. The tool's first diagnostic names the line to fix; correct it exactly "
+          "there.\n2. Keep everything else unchanged and send the whole model again.")
+
+
+def _write_calls(artifact: Artifact) -> list[dict]:
+    calls = [{"name": "write_file", "arguments": {"path": name, "content": text}}
+             for name, text in sorted(artifact.files.items())]
+    return calls + [{"name": "run_check", "arguments": {}}]
+
+
+# --- the script --------------------------------------------------------------------------------------------------
+def _when(task: Task, agent: str, purpose: str, round_: int) -> MockCondition:
+    return MockCondition(task=task.id, agent=agent, purpose=purpose, round=round_)
+
+
+def answers_for(task: Task, agent: str) -> list[MockAnswer]:
+    """Every scripted answer one agent needs on one task, each pinned to its step and round."""
+    reference = task.references.model
+    assert reference is not None
+    broken = broken_artifact(task)
+    out: list[MockAnswer] = []
+    if agent == "openhands":
+        out.append(MockAnswer(tool_calls=_write_calls(broken), when=_when(task, agent, "step", 0)))
+        out += [MockAnswer(tool_calls=_write_calls(reference), when=_when(task, agent, "step", r))
+                for r in range(1, MAX_ROUND + 1)]
+        return out
+    if agent == "code_translation":
+        if task.kind == TaskKind.TLA:
+            draft = reply(Artifact(language=Language.TLA, files={reference.main_file: reference.main_text}),
+                          "Statement-by-statement draft:")
+            out.append(MockAnswer(text=draft, when=_when(task, agent, "translate", 0)))
+        else:
+            out.append(MockAnswer(text=json.dumps(intermediate_model(task)), when=_when(task, agent, "extract_model", 0)))
+    if agent == "metagpt":
+        out.append(MockAnswer(text=analysis(task), when=_when(task, agent, "analyst", 0)))
+        out.append(MockAnswer(text=design(task), when=_when(task, agent, "architect", 0)))
+        out += [MockAnswer(text=REVIEW, when=_when(task, agent, "review", r)) for r in range(0, MAX_ROUND + 1)]
+    out.append(MockAnswer(text=reply(broken, "Here is the model."), when=_when(task, agent, "generate", 0)))
+    out += [MockAnswer(text=reply(reference, "Here is the corrected model."), when=_when(task, agent, "repair", r))
+            for r in range(1, MAX_ROUND + 1)]
+    return out
+
+
+def build_control_script(tasks: Iterable[Task] | None = None) -> MockScript:
+    """The script for ``mockllm/control`` over ``tasks`` (default: the starter suite), for every agent."""
+    from sysmo.agents.registry import UnsupportedTaskError, all_agents
+
+    if tasks is None:
+        return _starter_script()
+    responses: list[MockAnswer] = []
+    count = 0
+    for task in tasks:
+        if task.references.model is None:
+            continue
+        for spec in all_agents():
+            try:
+                spec.check_supports(task)
+            except UnsupportedTaskError:
+                continue
+            responses += answers_for(task, spec.name)
+            count += 1
+    log.info("control_script.built", pairs=count, answers=len(responses))
+    # every answer is pinned to one (task, agent, step, round): repeat_last only serves later samples the same
+    return MockScript(mode="repeat_last", responses=responses)
+
+
+@functools.cache
+def _starter_script() -> MockScript:
+    from sysmo.benchmarks.registry import load_tasks
+
+    return build_control_script(load_tasks(families=["starter"]))
