@@ -65,7 +65,8 @@ def test_temporal_property_violation_is_named_when_checked_alone() -> None:
         "TypeOK": "ok", "ReachesFive": "ok", "ReachesNine": "failed"}
     failed = tlc.report_of(results["ReachesNine"])
     assert [(v.kind, v.name) for v in failed.violations] == [("property", "ReachesNine")]
-    assert failed.trace  # the lasso-shaped counterexample
+    loop = failed.trace[-1]  # the counterexample is a lasso: x stops at 5, so the last step stutters
+    assert loop.action == "Stuttering" or loop.back_to_state is not None
     assert results["ReachesNine"].details["cfg"].count("PROPERTY ReachesNine") == 1
     assert "INVARIANT" not in results["ReachesNine"].details["cfg"]
 
@@ -181,3 +182,13 @@ def test_self_check_is_green() -> None:
 def test_several_workers_find_the_same_violation(workers: int) -> None:
     result = tlc.model_check(COUNTER, CFG + "INVARIANT Small\n", check_deadlock=False, workers=workers)
     assert result.outcome == "failed" and tlc.report_of(result).violations[0].name == "Small"
+
+
+def test_a_lasso_counterexample_records_where_it_loops_back() -> None:
+    cycle = "---- MODULE Lasso ----\nEXTENDS Naturals\nVARIABLE x\nInit == x = 0\nNext == x' = (x + 1) % 3\n" \
+            "Spec == Init /\\ [][Next]_x /\\ WF_x(Next)\nLive == <>(x = 5)\n====\n"
+    result = tlc.model_check(cycle, "SPECIFICATION Spec\nPROPERTY Live\n")
+    assert result.outcome == "failed"
+    trace = tlc.report_of(result).trace
+    assert [s.variables.get("x") for s in trace[:3]] == ["0", "1", "2"]
+    assert (trace[-1].number, trace[-1].action, trace[-1].back_to_state) == (4, "Next", 1)

@@ -3,7 +3,7 @@
 SANY 2.15 exits 0 on semantic errors, so the outcome is judged from what it prints, never the exit code.
 
 >>> result = check("---- MODULE M ----\\nVARIABLE x\\nInit == y = 0\\n====")
->>> result.outcome, result.diagnostics[0].line, result.diagnostics[0].message
+>>> result.outcome.value, result.diagnostics[0].line, result.diagnostics[0].message
 ('failed', 3, "Unknown operator: `y'.")
 """
 

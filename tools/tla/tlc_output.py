@@ -101,7 +101,7 @@ class TraceState(BaseModel):
 
     def render(self) -> str:
         head = f"{self.number}: <{self.action}>" if self.back_to_state is None else \
-            f"{self.number}: Back to state {self.back_to_state}"
+            f"{self.number}: <{self.action}> back to state {self.back_to_state}"
         return "\n".join([head] + [f"/\\ {k} = {v}" for k, v in self.variables.items()])
 
 
@@ -208,9 +208,13 @@ def parse_state(text: str) -> TraceState | None:
     stuttering = re.match(r"^(\d+): Stuttering", first)
     if stuttering:
         return TraceState(number=int(stuttering.group(1)), action="Stuttering")
-    back = re.match(r"^(\d+): Back to state:? (\d+)", first)
+    # "1: Back to state: <Next line ...>": the lasso's last step leads back to state 1 through Next
+    back = re.match(r"^(\d+): Back to state:?\s*(?:<(.+?)>)?", first)
     if back:
-        return TraceState(number=int(back.group(1)), action="Back to state", back_to_state=int(back.group(2)))
+        label = back.group(2) or ""
+        location = _span(LOCATION.search(label))
+        return TraceState(number=0, action=label.split(" line ")[0].strip() or "Back to state",
+                          location=location, back_to_state=int(back.group(1)))
     head = ACTION_HEAD.match(first)
     if not head:
         return None
@@ -281,6 +285,8 @@ def parse_output(output: str) -> TlcReport:
         elif code in (Code.STATE, Code.STATE_STUTTERING, Code.BACK_TO_STATE):
             state = parse_state(text)
             if state is not None:
+                if state.back_to_state is not None:  # the loop-back step is numbered after the last state
+                    state.number = (report.trace[-1].number if report.trace else 0) + 1
                 report.trace.append(state)
         elif code in (Code.COVERAGE_NEXT, Code.COVERAGE_INIT):
             match = COVERAGE.match(text)
