@@ -1,0 +1,53 @@
+"""Fake-server scripts for the agent tests: the replies each agent's calls expect, in call order."""
+
+from __future__ import annotations
+
+import json
+
+from fake_openai import FakeReply, reply, tool_reply
+
+from sysmo.agents.control_script import intermediate_model
+from sysmo.artifact import Artifact
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.llm import LLM, ModelRoles, RoleConfig
+from sysmo.llm.reference import format_reference
+
+ANALYSIS = "1. MUST: every element the requirement names.\n2. MUST: the relations between them."
+DESIGN = "- the elements of the requirement, named as in the text"
+REVIEW = "1. Fix exactly the line the tool names; keep the rest."
+
+
+def stage_one(agent: str, task: Task) -> list[FakeReply]:
+    """The replies an agent's pre-stages consume before its first model."""
+    if agent == "code_translation":
+        if task.kind == TaskKind.TLA:
+            reference = task.references.model
+            return [reply("Draft:\n```tla\n" + reference.main_text + "\n```")]
+        return [reply(json.dumps(intermediate_model(task)))]
+    if agent == "metagpt":
+        return [reply(ANALYSIS), reply(DESIGN)]
+    return []
+
+
+def model_reply(agent: str, artifact: Artifact) -> FakeReply:
+    if agent == "openhands":
+        writes = [("write_file", {"path": name, "content": text}) for name, text in sorted(artifact.files.items())]
+        return tool_reply(*writes, ("run_check", {}))
+    return reply("Here is the model.\n\n" + format_reference(artifact))
+
+
+def replies_for(agent: str, task: Task, artifacts: list[Artifact]) -> list[FakeReply]:
+    """Every reply of one attempt whose successive models are ``artifacts`` (metagpt: a review before each repair)."""
+    out = stage_one(agent, task)
+    for index, artifact in enumerate(artifacts):
+        if agent == "metagpt" and index > 0:
+            out.append(reply(REVIEW))
+        out.append(model_reply(agent, artifact))
+    return out
+
+
+def fake_llm(base_url: str, cache: object = False, **role: object) -> LLM:
+    """An LLM whose generator is the fake server (fast retries so a 429 costs milliseconds)."""
+    config = RoleConfig(model="openai/fake-model", api_base=base_url, retry_initial_s=0.01, retry_max_s=0.05,
+                        max_retries=2, timeout_s=30, **role)
+    return LLM(ModelRoles(generator=config), cache=cache)
