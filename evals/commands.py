@@ -29,8 +29,11 @@ def _csv(rows) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     header = ["model", "paper_model", "reproduced", "mismatches"]
+    # the paper's SysM-P/R labels carry the authors' role swap: say which quantity our number is
+    semantic = {"SysM-P": "SysM-P=recall", "SysM-R": "SysM-R=precision"}
     for column in COLUMNS:
-        header += [f"{column}_ours", f"{column}_paper"]
+        label = semantic.get(column, column)
+        header += [f"{label}_ours", f"{column}_paper"]
     writer.writerow([*header, "BLEU_corpus_ours", "BLEU_matched_by"])
     for row in rows:
         line = [row.model, row.paper_model, "yes" if row.reproduced else "NO", ";".join(row.mismatches)]
@@ -71,12 +74,15 @@ def _table(rows) -> Table:
 def sysmbench_table2(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."),
     output_format: str = typer.Option("table", "--format", "-f", help="table | csv | json"),
+    csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write the rows as CSV to this file."),
 ) -> None:
     from sysmo.evals.reproduce import COLUMN_SOURCES, table2
 
     if output_format not in FORMATS:
         raise ConfigError(f"unknown --format {output_format!r}: use one of {', '.join(FORMATS)}")
     rows = table2(data_dir)
+    if csv_out is not None:
+        csv_out.write_text(_csv(rows), encoding="utf-8")
     if output_format == "csv":
         typer.echo(_csv(rows), nl=False)
         return
@@ -94,9 +100,10 @@ def sysmbench_table2(
     flagged = [r for r in rows if not r.reproduced]
     console.print(f"\n{len(rows) - len(flagged)} of {len(rows)} rows reproduce within rounding "
                   "(BLEU 0.05 pt, sentence or corpus; others 0.5 pt). Not reproducible from the stored outputs:")
-    for row in flagged:
-        console.print(f"  {row.paper_model}: {', '.join(row.mismatches)}"
-                      + (f"  [dim]({row.staging_notes})[/]" if row.staging_notes else ""))
+    for row in flagged:  # soft_wrap: one line per row, whatever the terminal width (easy to grep)
+        console.print(f"  {row.paper_model}: {', '.join(row.mismatches)}", soft_wrap=True)
+        if row.staging_notes:
+            console.print(f"      [dim]{row.staging_notes}[/]", soft_wrap=True)
 
 
 def register(app: typer.Typer) -> None:

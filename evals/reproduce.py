@@ -170,32 +170,57 @@ def score_sample(sample: PublishedSample, reference: str, *, parse_mode: sysmeva
 
 
 class RunScores(BaseModel):
-    """Our aggregates for one model x strategy (fractions)."""
+    """Our per-sample scores and aggregates for one model x strategy (fractions)."""
 
     model: str
     strategy: str
     n: int
+    samples: list[SampleScores] = Field(default_factory=list)
     sentence_bleu_avg: float
-    corpus_bleu: float
+    corpus_bleu: float | None = None  # None when not asked for (it costs as much as the sentence BLEUs)
     rougeL_paper_avg: float
     bertscore_stored_avg: float | None = None
     judge: sysmeval.PaperAggregate | None = None  # SysMEval from the stored answers
 
 
-def score_run(folder: Path, refs: dict[int, str], model: str, strategy: str) -> RunScores:
+def score_run(folder: Path, refs: dict[int, str], model: str, strategy: str, corpus: bool = True) -> RunScores:
     run = samples(folder, model, strategy)
     scored = [score_sample(s, refs[s.id]) for s in run]
     n = len(run)
     stored_bert = [s.bertscore for s in run if s.bertscore is not None]
     judged = all(s.sysm_eval_p_response is not None for s in run)
     return RunScores(
-        model=model, strategy=strategy, n=n,
+        model=model, strategy=strategy, n=n, samples=scored,
         sentence_bleu_avg=sum(s.bleu_paper for s in scored) / n,
-        corpus_bleu=text.corpus_bleu_paper([refs[s.id] for s in run], [s.prediction for s in run]),
+        corpus_bleu=text.corpus_bleu_paper([refs[s.id] for s in run], [s.prediction for s in run]) if corpus else None,
         rougeL_paper_avg=sum(s.rougeL_paper for s in scored) / n,
         bertscore_stored_avg=sum(stored_bert) / len(stored_bert) if stored_bert else None,
         judge=sysmeval.aggregate([(s.precision, s.recall) for s in scored]) if judged else None,
     )
+
+
+def _score_run_job(args: tuple[Path, dict[int, str], str, str, bool]) -> RunScores:
+    return score_run(*args)
+
+
+def score_runs(folder: Path, refs: dict[int, str], runs: list[tuple[str, str]], *, corpus: bool = True,
+               workers: int | None = None) -> list[RunScores]:
+    """``score_run`` for each (model, strategy), in order; on up to ``workers`` processes (default: CPU count, max 4).
+
+    NLTK's BLEU is the slow part (about 2 ms a sample), so separate processes pay off from a few runs on.
+    """
+    import os
+
+    workers = workers if workers is not None else min(4, os.cpu_count() or 1)
+    jobs = [(folder, refs, model, strategy, corpus) for model, strategy in runs]
+    if workers <= 1 or len(jobs) < 3:
+        return [_score_run_job(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # spawn, not fork: the caller may hold threads (tool servers, LLM clients) that a fork would copy mid-lock
+    with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_score_run_job, jobs))
 
 
 # -- Table 2
@@ -245,7 +270,8 @@ def _within(ours: float | None, paper: str | None, tolerance: float) -> bool | N
 
 
 def _bleu_cell(run: RunScores, paper: str | None) -> Cell:
-    sentence, corpus = 100 * run.sentence_bleu_avg, 100 * run.corpus_bleu
+    sentence = 100 * run.sentence_bleu_avg
+    corpus = 100 * run.corpus_bleu if run.corpus_bleu is not None else None
     by_sentence, by_corpus = _within(sentence, paper, BLEU_TOLERANCE_PCT), _within(corpus, paper, BLEU_TOLERANCE_PCT)
     matched_by = "sentence" if by_sentence else "corpus" if by_corpus else None
     match = None if by_sentence is None else bool(by_sentence or by_corpus)
@@ -272,15 +298,15 @@ def table2_row(run: RunScores, stored: SummaryRow) -> Table2Row:
     )
 
 
-def table2(data_dir: Path | str | None = None, *, strategy: str = "direct") -> list[Table2Row]:
+def table2(data_dir: Path | str | None = None, *, strategy: str = "direct", workers: int | None = None) -> list[Table2Row]:
     """Our numbers beside the paper's Table 2 for every paper model (rows with Table 2 values), in summary order."""
     folder = published_dir(data_dir)
     refs = references(data_dir)
+    wanted = [r for r in summary(folder)
+              if r.strategy == strategy and r.paper_model is not None and r.paper_bleu_pct is not None]
+    scored = score_runs(folder, refs, [(r.model, strategy) for r in wanted], workers=workers)
     rows = []
-    for stored in summary(folder):
-        if stored.strategy != strategy or stored.paper_model is None or stored.paper_bleu_pct is None:
-            continue
-        run = score_run(folder, refs, stored.model, strategy)
+    for stored, run in zip(wanted, scored, strict=True):
         row = table2_row(run, stored)
         log.info("reproduce.table2_row", model=row.model, mismatches=row.mismatches)
         rows.append(row)
