@@ -14,8 +14,10 @@ from rich.table import Table
 
 from sysmo.errors import ConfigError
 
-reproduce_app = typer.Typer(no_args_is_help=True, help=(
-    "Re-score published LLM outputs with sysmo's metrics and print them beside the paper's numbers."))
+reproduce_app = typer.Typer(
+    no_args_is_help=True,
+    help=("Re-score published LLM outputs with sysmo's metrics and print them beside the paper's numbers."),
+)
 FORMATS = ("table", "csv", "json")
 
 
@@ -51,30 +53,46 @@ def _table(rows) -> Table:
     table = Table(title="SysMBench Table 2 (zero-shot): ours (paper), in %", show_lines=False)
     table.add_column("model")
     for column in COLUMNS:
-        table.add_column(column + ("*" if column == "BERTScore" else "\u2020" if column in ("SysM-P", "SysM-R") else ""),
-                         justify="right")
+        table.add_column(
+            column + ("*" if column == "BERTScore" else "\u2020" if column in ("SysM-P", "SysM-R") else ""),
+            justify="right",
+        )
     table.add_column("reproduced")
     for row in rows:
         cells = []
         for column in COLUMNS:
             cell = row.cells[column]
-            ours = (f"{_fmt(cell.ours, 2)}/{_fmt(cell.alternative, 2)}" if column == "BLEU"
-                    else _fmt(cell.ours, 1))
+            ours = (
+                f"{_fmt(cell.ours, 2)}/{_fmt(cell.alternative, 2)}"
+                if column == "BLEU"
+                else _fmt(cell.ours, 1)
+            )
             text = f"{ours} ({cell.paper or '-'})"
             cells.append(f"[red]{text}[/]" if cell.match is False else text)
-        table.add_row(row.paper_model, *cells,
-                      "yes" if row.reproduced else f"[bold red]NO[/]: {', '.join(row.mismatches)}")
+        table.add_row(
+            row.paper_model,
+            *cells,
+            "yes" if row.reproduced else f"[bold red]NO[/]: {', '.join(row.mismatches)}",
+        )
     return table
 
 
-@reproduce_app.command("sysmbench-table2", help=(
-    "SysMBench (arXiv 2508.03215) Table 2, zero-shot: BLEU, ROUGE-L and SysMEval recomputed from the authors' "
-    "published predictions and judge answers, beside the paper's values; rows the stored data cannot "
-    "reproduce are flagged. Needs <data>/published/designbench and <data>/sysmbench."))
+@reproduce_app.command(
+    "sysmbench-table2",
+    help=(
+        "SysMBench (arXiv 2508.03215) Table 2, zero-shot: BLEU, ROUGE-L and SysMEval recomputed from the authors' "
+        "published predictions and judge answers, beside the paper's values; rows the stored data cannot "
+        "reproduce are flagged. Needs <data>/published/designbench and <data>/sysmbench."
+    ),
+)
 def sysmbench_table2(
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."),
+    data_dir: Optional[Path] = typer.Option(
+        None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."
+    ),
     output_format: str = typer.Option("table", "--format", "-f", help="table | csv | json"),
-    csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write the rows as CSV to this file."),
+    csv_out: Optional[Path] = typer.Option(
+        None, "--csv-out", help="Also write the rows as CSV to this file."
+    ),
 ) -> None:
     from sysmo.evals.reproduce import COLUMN_SOURCES, table2
 
@@ -87,19 +105,27 @@ def sysmbench_table2(
         typer.echo(_csv(rows), nl=False)
         return
     if output_format == "json":
-        typer.echo(json.dumps([{**r.model_dump(), "reproduced": r.reproduced, "mismatches": r.mismatches}
-                               for r in rows], indent=2))
+        typer.echo(
+            json.dumps(
+                [{**r.model_dump(), "reproduced": r.reproduced, "mismatches": r.mismatches} for r in rows],
+                indent=2,
+            )
+        )
         return
     console = Console(width=max(Console().width, 150))
     console.print(_table(rows))
     for column, source in COLUMN_SOURCES.items():
         console.print(f"  {column}: {source}")
     console.print("  * BERTScore is not recomputed (bert-base-uncased weights are not available offline).")
-    console.print("  \u2020 The paper's SysM-P/SysM-R labels are swapped: its 'P' fills the template with the ground "
-                  "truth as the generated model, so it measures recall (see sysmo.evals.metrics.sysmeval).")
+    console.print(
+        "  \u2020 The paper's SysM-P/SysM-R labels are swapped: its 'P' fills the template with the ground "
+        "truth as the generated model, so it measures recall (see sysmo.evals.metrics.sysmeval)."
+    )
     flagged = [r for r in rows if not r.reproduced]
-    console.print(f"\n{len(rows) - len(flagged)} of {len(rows)} rows reproduce within rounding "
-                  "(BLEU 0.05 pt, sentence or corpus; others 0.5 pt). Not reproducible from the stored outputs:")
+    console.print(
+        f"\n{len(rows) - len(flagged)} of {len(rows)} rows reproduce within rounding "
+        "(BLEU 0.05 pt, sentence or corpus; others 0.5 pt). Not reproducible from the stored outputs:"
+    )
     for row in flagged:  # soft_wrap: one line per row, whatever the terminal width (easy to grep)
         console.print(f"  {row.paper_model}: {', '.join(row.mismatches)}", soft_wrap=True)
         if row.staging_notes:
@@ -107,5 +133,8 @@ def sysmbench_table2(
 
 
 def register(app: typer.Typer) -> None:
-    app.add_typer(reproduce_app, name="reproduce",
-                  help="Re-score published benchmark outputs and compare with the papers' tables.")
+    app.add_typer(
+        reproduce_app,
+        name="reproduce",
+        help="Re-score published benchmark outputs and compare with the papers' tables.",
+    )

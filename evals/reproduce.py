@@ -99,8 +99,10 @@ def published_dir(data_dir: Path | str | None = None) -> Path:
     root = datadir.require_data_dir(data_dir)
     folder = root / PUBLISHED_FOLDER
     if not (folder / "summary.csv").is_file():
-        raise DataMissingError(f"published SysMBench outputs not found at {folder} (expected summary.csv there): "
-                               "pass --data-dir pointing at the folder that holds published/ and sysmbench/")
+        raise DataMissingError(
+            f"published SysMBench outputs not found at {folder} (expected summary.csv there): "
+            "pass --data-dir pointing at the folder that holds published/ and sysmbench/"
+        )
     return folder
 
 
@@ -133,9 +135,17 @@ def summary(folder: Path) -> list[SummaryRow]:
     with (folder / "summary.csv").open(encoding="utf-8", newline="") as f:
         for raw in csv.DictReader(f):
             values: dict[str, object] = {k: (v if v != "" else None) for k, v in raw.items()}
-            for key in ("corpus_bleu", "sentence_bleu_avg", "rougeL_f1_avg", "bertscore_avg", "sysm_eval_p_avg",
-                        "sysm_eval_r_avg", "sysm_eval_f1_avg", "sysm_eval_f1_harmonic_of_avgs",
-                        "sysm_eval_f1_mean_per_sample"):
+            for key in (
+                "corpus_bleu",
+                "sentence_bleu_avg",
+                "rougeL_f1_avg",
+                "bertscore_avg",
+                "sysm_eval_p_avg",
+                "sysm_eval_r_avg",
+                "sysm_eval_f1_avg",
+                "sysm_eval_f1_harmonic_of_avgs",
+                "sysm_eval_f1_mean_per_sample",
+            ):
                 values[key] = _optional_float(raw.get(key))
             values["notes"] = raw.get("notes") or ""
             rows.append(SummaryRow.model_validate(values))
@@ -144,21 +154,29 @@ def summary(folder: Path) -> list[SummaryRow]:
 
 # -- per-sample recomputation
 
+
 class SampleScores(BaseModel):
     """Our metrics for one published prediction (SysMEval from the stored answers, role-corrected)."""
 
     id: int
     bleu_paper: float
     rougeL_paper: float
-    precision: float | None = None  # parsed from the stored "r" answer (their label), see the module docstring
+    precision: float | None = (
+        None  # parsed from the stored "r" answer (their label), see the module docstring
+    )
     recall: float | None = None  # parsed from the stored "p" answer
     precision_score: tuple[float, float] | None = None
     recall_score: tuple[float, float] | None = None
 
 
-def score_sample(sample: PublishedSample, reference: str, *, parse_mode: sysmeval.ParseMode = "robust") -> SampleScores:
-    scores = SampleScores(id=sample.id, bleu_paper=text.bleu_paper(reference, sample.prediction),
-                          rougeL_paper=text.rouge_l_paper(reference, sample.prediction))
+def score_sample(
+    sample: PublishedSample, reference: str, *, parse_mode: sysmeval.ParseMode = "robust"
+) -> SampleScores:
+    scores = SampleScores(
+        id=sample.id,
+        bleu_paper=text.bleu_paper(reference, sample.prediction),
+        rougeL_paper=text.rouge_l_paper(reference, sample.prediction),
+    )
     if sample.sysm_eval_r_response is not None and sample.sysm_eval_p_response is not None:
         precision = sysmeval.parse_score(sample.sysm_eval_r_response, parse_mode)
         recall = sysmeval.parse_score(sample.sysm_eval_p_response, parse_mode)
@@ -183,16 +201,23 @@ class RunScores(BaseModel):
     judge: sysmeval.PaperAggregate | None = None  # SysMEval from the stored answers
 
 
-def score_run(folder: Path, refs: dict[int, str], model: str, strategy: str, corpus: bool = True) -> RunScores:
+def score_run(
+    folder: Path, refs: dict[int, str], model: str, strategy: str, corpus: bool = True
+) -> RunScores:
     run = samples(folder, model, strategy)
     scored = [score_sample(s, refs[s.id]) for s in run]
     n = len(run)
     stored_bert = [s.bertscore for s in run if s.bertscore is not None]
     judged = all(s.sysm_eval_p_response is not None for s in run)
     return RunScores(
-        model=model, strategy=strategy, n=n, samples=scored,
+        model=model,
+        strategy=strategy,
+        n=n,
+        samples=scored,
         sentence_bleu_avg=sum(s.bleu_paper for s in scored) / n,
-        corpus_bleu=text.corpus_bleu_paper([refs[s.id] for s in run], [s.prediction for s in run]) if corpus else None,
+        corpus_bleu=text.corpus_bleu_paper([refs[s.id] for s in run], [s.prediction for s in run])
+        if corpus
+        else None,
         rougeL_paper_avg=sum(s.rougeL_paper for s in scored) / n,
         bertscore_stored_avg=sum(stored_bert) / len(stored_bert) if stored_bert else None,
         judge=sysmeval.aggregate([(s.precision, s.recall) for s in scored]) if judged else None,
@@ -203,8 +228,14 @@ def _score_run_job(args: tuple[Path, dict[int, str], str, str, bool]) -> RunScor
     return score_run(*args)
 
 
-def score_runs(folder: Path, refs: dict[int, str], runs: list[tuple[str, str]], *, corpus: bool = True,
-               workers: int | None = None) -> list[RunScores]:
+def score_runs(
+    folder: Path,
+    refs: dict[int, str],
+    runs: list[tuple[str, str]],
+    *,
+    corpus: bool = True,
+    workers: int | None = None,
+) -> list[RunScores]:
     """``score_run`` for each (model, strategy), in order; on up to ``workers`` processes (default: CPU count, max 4).
 
     NLTK's BLEU is the slow part (about 2 ms a sample), so separate processes pay off from a few runs on.
@@ -272,7 +303,10 @@ def _within(ours: float | None, paper: str | None, tolerance: float) -> bool | N
 def _bleu_cell(run: RunScores, paper: str | None) -> Cell:
     sentence = 100 * run.sentence_bleu_avg
     corpus = 100 * run.corpus_bleu if run.corpus_bleu is not None else None
-    by_sentence, by_corpus = _within(sentence, paper, BLEU_TOLERANCE_PCT), _within(corpus, paper, BLEU_TOLERANCE_PCT)
+    by_sentence, by_corpus = (
+        _within(sentence, paper, BLEU_TOLERANCE_PCT),
+        _within(corpus, paper, BLEU_TOLERANCE_PCT),
+    )
     matched_by = "sentence" if by_sentence else "corpus" if by_corpus else None
     match = None if by_sentence is None else bool(by_sentence or by_corpus)
     return Cell(ours=sentence, paper=paper, alternative=corpus, match=match, matched_by=matched_by)
@@ -286,7 +320,9 @@ def _cell(ours: float | None, paper: str | None) -> Cell:
 def table2_row(run: RunScores, stored: SummaryRow) -> Table2Row:
     agg = run.judge
     return Table2Row(
-        model=run.model, paper_model=stored.paper_model or run.model, staging_notes=stored.notes,
+        model=run.model,
+        paper_model=stored.paper_model or run.model,
+        staging_notes=stored.notes,
         cells={
             "BLEU": _bleu_cell(run, stored.paper_bleu_pct),
             "ROUGE-L": _cell(run.rougeL_paper_avg, stored.paper_rougeL_pct),
@@ -298,12 +334,17 @@ def table2_row(run: RunScores, stored: SummaryRow) -> Table2Row:
     )
 
 
-def table2(data_dir: Path | str | None = None, *, strategy: str = "direct", workers: int | None = None) -> list[Table2Row]:
+def table2(
+    data_dir: Path | str | None = None, *, strategy: str = "direct", workers: int | None = None
+) -> list[Table2Row]:
     """Our numbers beside the paper's Table 2 for every paper model (rows with Table 2 values), in summary order."""
     folder = published_dir(data_dir)
     refs = references(data_dir)
-    wanted = [r for r in summary(folder)
-              if r.strategy == strategy and r.paper_model is not None and r.paper_bleu_pct is not None]
+    wanted = [
+        r
+        for r in summary(folder)
+        if r.strategy == strategy and r.paper_model is not None and r.paper_bleu_pct is not None
+    ]
     scored = score_runs(folder, refs, [(r.model, strategy) for r in wanted], workers=workers)
     rows = []
     for stored, run in zip(wanted, scored, strict=True):
@@ -311,6 +352,8 @@ def table2(data_dir: Path | str | None = None, *, strategy: str = "direct", work
         log.info("reproduce.table2_row", model=row.model, mismatches=row.mismatches)
         rows.append(row)
     if not rows:
-        raise DataMissingError(f"no Table 2 rows for strategy {strategy!r} in {folder / 'summary.csv'} "
-                               "(the paper's Table 2 lists the direct, i.e. zero-shot, strategy only)")
+        raise DataMissingError(
+            f"no Table 2 rows for strategy {strategy!r} in {folder / 'summary.csv'} "
+            "(the paper's Table 2 lists the direct, i.e. zero-shot, strategy only)"
+        )
     return rows

@@ -56,7 +56,9 @@ def test_published_data_has_72_runs_of_151_predictions_paired_by_id(published, r
 
 
 @pytest.mark.slow
-def test_paper_bleu_reproduces_every_stored_value_and_the_sentence_averages(published, rescored, summary_rows):
+def test_paper_bleu_reproduces_every_stored_value_and_the_sentence_averages(
+    published, rescored, summary_rows
+):
     checked = 0
     for (model, strategy), ours in rescored.items():
         run = {s.id: s for s in samples(published, model, strategy)}
@@ -104,7 +106,10 @@ def test_sysmeval_parser_reproduces_every_stored_score(published, summary_rows):
     for model, strategy in judged_runs(published, summary_rows):
         for s in samples(published, model, strategy):
             for label in ("p", "r"):
-                response, stored = getattr(s, f"sysm_eval_{label}_response"), getattr(s, f"sysm_eval_{label}_score")
+                response, stored = (
+                    getattr(s, f"sysm_eval_{label}_response"),
+                    getattr(s, f"sysm_eval_{label}_score"),
+                )
                 stored_value = getattr(s, f"sysm_eval_{label}")
                 paper = sysmeval.parse_score(response, "paper")
                 assert [paper.supported, paper.total] == stored, (model, strategy, s.id, label)
@@ -130,7 +135,8 @@ def test_robust_parser_reproduces_the_compiler_in_the_loop_study_scores(shared_b
                 parsed = sysmeval.parse_score(entry.get("response_text") or "")
                 expected = entry.get("score")
                 assert (None if parsed is None else [parsed.supported, parsed.total]) == (
-                    None if expected is None else [float(x) for x in expected]), (loop, path.name, direction)
+                    None if expected is None else [float(x) for x in expected]
+                ), (loop, path.name, direction)
                 checked += 1
     assert checked == 2 * (151 + 102)
 
@@ -145,29 +151,47 @@ def replay_judge(run) -> LLM:
     answers = []
     for s in run:
         task_id = f"sysmbench/{s.id}"
-        answers.append(MockAnswer(text=s.sysm_eval_r_response,
-                                  when=MockCondition(task=task_id, last_user="grading the PRECISION")))
-        answers.append(MockAnswer(text=s.sysm_eval_p_response,
-                                  when=MockCondition(task=task_id, last_user="grading the RECALL")))
+        answers.append(
+            MockAnswer(
+                text=s.sysm_eval_r_response,
+                when=MockCondition(task=task_id, last_user="grading the PRECISION"),
+            )
+        )
+        answers.append(
+            MockAnswer(
+                text=s.sysm_eval_p_response, when=MockCondition(task=task_id, last_user="grading the RECALL")
+            )
+        )
     script = MockScript(mode="strict", responses=answers)
-    return LLM({"generator": "mockllm/replay", "judge": "mockllm/replay"}, cache=False, scripts={"replay": script})
+    return LLM(
+        {"generator": "mockllm/replay", "judge": "mockllm/replay"}, cache=False, scripts={"replay": script}
+    )
 
 
-def test_replayed_judge_answers_through_our_stage_reproduce_the_f1_column(shared_benchmarks, published, summary_rows):
+def test_replayed_judge_answers_through_our_stage_reproduce_the_f1_column(
+    shared_benchmarks, published, summary_rows
+):
     tasks = {t.id: t for t in sysmbench.load(shared_benchmarks / "sysmbench")}
     for model, strategy in judged_runs(published, summary_rows):
         run = samples(published, model, strategy)
         ctx = ScoringContext(judge=replay_judge(run))
-        results = [sysmeval_stage(Artifact(language="sysml", files={"model.sysml": s.prediction}),
-                                  tasks[f"sysmbench/{s.id}"], ctx) for s in run]
+        results = [
+            sysmeval_stage(
+                Artifact(language="sysml", files={"model.sysml": s.prediction}),
+                tasks[f"sysmbench/{s.id}"],
+                ctx,
+            )
+            for s in run
+        ]
         assert all(r.outcome == "ok" for r in results), (model, strategy)
         precision = statistics.fmean(r.metrics["precision"] for r in results)
         recall = statistics.fmean(r.metrics["recall"] for r in results)
         stored = summary_rows[(model, strategy)]
         # corrected roles: our precision is the authors' "R" (rounded to 4 places there), our recall their "P"
         assert precision == pytest.approx(stored.sysm_eval_r_avg, abs=1e-4), (model, strategy)
-        assert recall == pytest.approx(stored.sysm_eval_p_avg + ROBUST_PARSE_SHIFT.get((model, strategy), 0.0),
-                                       abs=1e-6), (model, strategy)
+        assert recall == pytest.approx(
+            stored.sysm_eval_p_avg + ROBUST_PARSE_SHIFT.get((model, strategy), 0.0), abs=1e-6
+        ), (model, strategy)
         f1 = sysmeval.f1(precision, recall)
         assert f1 == pytest.approx(stored.sysm_eval_f1_harmonic_of_avgs, abs=1e-4), (model, strategy)
         if (model, strategy) != ("claude3", "direct"):  # that stored aggregate is the mean of per-sample F1

@@ -23,10 +23,21 @@ def starter_sysml_tasks() -> list[Task]:
     tasks = [t for t in load_tasks(families=["starter"]) if t.kind == TaskKind.SYSML and t.references.model]
     if tasks:
         return tasks
-    return [Task(id=f"starter/sysml/{d.name}", benchmark="starter", kind=TaskKind.SYSML,
-                 references=TaskReferences(model=Artifact(language="sysml", files={
-                     "reference.sysml": (d / "reference.sysml").read_text(encoding="utf-8")})))
-            for d in sorted(STARTER_SYSML.iterdir()) if (d / "reference.sysml").is_file()]
+    return [
+        Task(
+            id=f"starter/sysml/{d.name}",
+            benchmark="starter",
+            kind=TaskKind.SYSML,
+            references=TaskReferences(
+                model=Artifact(
+                    language="sysml",
+                    files={"reference.sysml": (d / "reference.sysml").read_text(encoding="utf-8")},
+                )
+            ),
+        )
+        for d in sorted(STARTER_SYSML.iterdir())
+        if (d / "reference.sysml").is_file()
+    ]
 
 
 TASKS = starter_sysml_tasks()
@@ -74,7 +85,9 @@ def _rename_first_definition(model: str) -> tuple[str, str]:
 @pytest.mark.parametrize("task", TASKS[:4], ids=[t.id for t in TASKS[:4]])
 def test_renamed_identifier_lowers_exact_metrics_but_not_structure(task):
     mutated, name = _rename_first_definition(task.references.model.main_text)
-    card = cascade_for("sysml").score(candidate(mutated), task, ScoringContext(options={"text.bertscore": False}))
+    card = cascade_for("sysml").score(
+        candidate(mutated), task, ScoringContext(options={"text.bertscore": False})
+    )
     assert card.metric("validity") == 1.0, f"renaming {name} consistently must keep the model valid"
     for key in ("bleu_paper", "bleu_sacrebleu", "rougeL_word"):
         assert card.metric(f"text.{key}") < 1.0, key
@@ -88,7 +101,9 @@ def test_dropped_part_lowers_element_recall_only():
     reference = task.references.model.main_text
     mutated = reference.replace("        part grinder : Grinder;\n", "", 1)
     assert mutated != reference
-    card = cascade_for("sysml").score(candidate(mutated), task, ScoringContext(options={"text.bertscore": False}))
+    card = cascade_for("sysml").score(
+        candidate(mutated), task, ScoringContext(options={"text.bertscore": False})
+    )
     assert card.metric("elements.recall") < 1.0
     assert card.metric("elements.structure_recall") < 1.0
     assert card.metric("elements.precision") == 1.0
@@ -99,27 +114,38 @@ def test_dropped_part_lowers_element_recall_only():
 def test_invalid_candidate_still_gets_text_and_semantic_scores():
     task = TASKS[0]
     broken = task.references.model.main_text + "\npart def Oops {"  # unbalanced brace: a syntax error
-    card = cascade_for("sysml").score(candidate(broken), task, ScoringContext(judge=full_score_judge(),
-                                                                               options={"text.bertscore": False}))
+    card = cascade_for("sysml").score(
+        candidate(broken), task, ScoringContext(judge=full_score_judge(), options={"text.bertscore": False})
+    )
     assert card.metric("validity") == 0.0 and card.stage("validity").outcome == "failed"
     assert card.stage("validity").detail["diagnostics"]
     assert card.metric("text.rougeL_paper") > 0.9  # validity is not a gate
     assert card.metric("sysmeval.f1") == 1.0
     elements = card.stage("elements")
-    assert elements.outcome == "failed" and elements.value == 0.0 and "does not parse" in elements.detail["reason"]
+    assert (
+        elements.outcome == "failed"
+        and elements.value == 0.0
+        and "does not parse" in elements.detail["reason"]
+    )
 
 
 # -- SysMEval
 
 
-@pytest.mark.parametrize("answer, expected", [
-    ("Score: 6/25", (6, 25)),
-    ("**Score:** 6/25", (6, 25)),
-    ("### Score: **13.5 / 27**", (13.5, 27)),
-    ("Score:`7`/`8`", (7, 8)),
-    ("Claims...\nScore: 3/4\nIf partial matches count: Score: 4/4", (3, 4)),
-    ("a partial score: 6.5/17\n\nScore: 6/17", (6, 17)),  # "Score" is case-sensitive, like the paper's regex
-])
+@pytest.mark.parametrize(
+    "answer, expected",
+    [
+        ("Score: 6/25", (6, 25)),
+        ("**Score:** 6/25", (6, 25)),
+        ("### Score: **13.5 / 27**", (13.5, 27)),
+        ("Score:`7`/`8`", (7, 8)),
+        ("Claims...\nScore: 3/4\nIf partial matches count: Score: 4/4", (3, 4)),
+        (
+            "a partial score: 6.5/17\n\nScore: 6/17",
+            (6, 17),
+        ),  # "Score" is case-sensitive, like the paper's regex
+    ],
+)
 def test_score_parser_takes_the_first_score_line_through_markdown_and_decimals(answer, expected):
     parsed = sysmeval.parse_score(answer)
     assert (parsed.supported, parsed.total) == expected
@@ -162,7 +188,9 @@ def test_templates_are_filled_the_right_way_round():
 
 
 def test_paper_templates_load_from_the_staged_data(shared_benchmarks):
-    templates = sysmeval.SysMEvalTemplates.from_dir(shared_benchmarks / "published" / "designbench" / "inputs")
+    templates = sysmeval.SysMEvalTemplates.from_dir(
+        shared_benchmarks / "published" / "designbench" / "inputs"
+    )
     prompt = templates.prompt("precision", "REF", "GEN")
     assert "evaluate the precision" in prompt and prompt.index("REF") < prompt.index("GEN")
     assert templates.sha256 != sysmeval.SysMEvalTemplates.packaged().sha256
@@ -181,7 +209,9 @@ def test_unparseable_judge_answer_is_none_with_the_raw_text_kept():
 
 def test_sysmeval_is_skipped_without_a_judge_and_does_not_block_later_stages():
     task = TASKS[0]
-    card = cascade_for("sysml").score(task.references.model, task, ScoringContext(options={"text.bertscore": False}))
+    card = cascade_for("sysml").score(
+        task.references.model, task, ScoringContext(options={"text.bertscore": False})
+    )
     stage = card.stage("sysmeval")
     assert stage.outcome == "skipped" and stage.skipped_because == "no judge model configured"
     assert card.metric("elements.f1") == 1.0

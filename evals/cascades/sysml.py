@@ -88,11 +88,19 @@ def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
     check = tree.check
     ok = check.outcome == Outcome.OK
     return StageResult(
-        stage="validity", value=1.0 if ok else 0.0, passed=ok, outcome=check.outcome.value,
-        metrics={"valid": 1.0 if ok else 0.0,
-                 "errors": float(sum(d.severity.value in ("error", "typing") for d in check.diagnostics))},
-        detail={"diagnostics": [d.render() for d in check.diagnostics[:MAX_DIAGNOSTICS]],
-                "n_diagnostics": len(check.diagnostics), "typing_only": check.details.get("typing_only", False)},
+        stage="validity",
+        value=1.0 if ok else 0.0,
+        passed=ok,
+        outcome=check.outcome.value,
+        metrics={
+            "valid": 1.0 if ok else 0.0,
+            "errors": float(sum(d.severity.value in ("error", "typing") for d in check.diagnostics)),
+        },
+        detail={
+            "diagnostics": [d.render() for d in check.diagnostics[:MAX_DIAGNOSTICS]],
+            "n_diagnostics": len(check.diagnostics),
+            "typing_only": check.details.get("typing_only", False),
+        },
         provenance={"tool": check.tool, "tool_version": check.tool_version},
     )
 
@@ -109,10 +117,12 @@ def text_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
         "rougeL_word": text_metrics.rouge_l_word(ref, cand),
     }
     detail: dict[str, object] = {}
-    provenance = {"bleu_paper": "nltk sentence_bleu, str.split() tokens, weights 0.25x4, method3",
-                  "rougeL_paper": "character-level LCS over lower-case ASCII alphanumerics (SysMBench)",
-                  "bleu_sacrebleu": "sacrebleu sentence_bleu (13a, exp smoothing) / 100",
-                  "rougeL_word": "rouge-score ROUGE-L F1, default tokenizer, stemmer on"}
+    provenance = {
+        "bleu_paper": "nltk sentence_bleu, str.split() tokens, weights 0.25x4, method3",
+        "rougeL_paper": "character-level LCS over lower-case ASCII alphanumerics (SysMBench)",
+        "bleu_sacrebleu": "sacrebleu sentence_bleu (13a, exp smoothing) / 100",
+        "rougeL_word": "rouge-score ROUGE-L F1, default tokenizer, stemmer on",
+    }
     if ctx.option("text.bertscore", True):
         model = ctx.option("text.bertscore_model", text_metrics.DEFAULT_BERTSCORE_MODEL)
         layers = int(ctx.option("text.bertscore_layers", text_metrics.DEFAULT_BERTSCORE_LAYERS))
@@ -124,8 +134,14 @@ def text_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
     else:
         metrics["bertscore"] = None
         detail["bertscore"] = "disabled by option text.bertscore"
-    return StageResult(stage="text", value=metrics["rougeL_word"] or 0.0, passed=True, metrics=metrics,
-                       detail=detail, provenance=provenance)
+    return StageResult(
+        stage="text",
+        value=metrics["rougeL_word"] or 0.0,
+        passed=True,
+        metrics=metrics,
+        detail=detail,
+        provenance=provenance,
+    )
 
 
 def sysmeval_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
@@ -138,8 +154,12 @@ def sysmeval_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
 
     templates = sysmeval_metrics.SysMEvalTemplates.resolve(ctx.option("sysmeval.templates", None))
     result = sysmeval_metrics.evaluate(
-        reference.main_text, artifact.main_text, ctx.judge, templates=templates,
-        temperature=ctx.option("sysmeval.temperature", 0.0), parse_mode=ctx.option("sysmeval.parse", "robust"),
+        reference.main_text,
+        artifact.main_text,
+        ctx.judge,
+        templates=templates,
+        temperature=ctx.option("sysmeval.temperature", 0.0),
+        parse_mode=ctx.option("sysmeval.parse", "robust"),
         context=CallContext(task_id=task.id),
     )
     answers = (result.precision, result.recall)
@@ -148,13 +168,24 @@ def sysmeval_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
     outcome = "error" if errors else "inconclusive" if unparsed else "ok"
     f1 = result.f1
     return StageResult(
-        stage="sysmeval", value=f1 or 0.0, passed=f1 is not None, outcome=outcome, metrics=result.metrics(),
-        detail={"responses": {a.direction: a.text for a in answers},
-                "parsed": {a.direction: a.score.match if a.score else None for a in answers},
-                "unparseable": unparsed, "errors": {a.direction: a.error for a in errors}},
-        provenance={"judge_model": result.judge_model() or "", "judge_served_model": result.precision.served_model or "",
-                    "templates": result.templates_source, "templates_sha256": result.templates_sha256,
-                    "parser": result.parse_mode},
+        stage="sysmeval",
+        value=f1 or 0.0,
+        passed=f1 is not None,
+        outcome=outcome,
+        metrics=result.metrics(),
+        detail={
+            "responses": {a.direction: a.text for a in answers},
+            "parsed": {a.direction: a.score.match if a.score else None for a in answers},
+            "unparseable": unparsed,
+            "errors": {a.direction: a.error for a in errors},
+        },
+        provenance={
+            "judge_model": result.judge_model() or "",
+            "judge_served_model": result.precision.served_model or "",
+            "templates": result.templates_source,
+            "templates_sha256": result.templates_sha256,
+            "parser": result.parse_mode,
+        },
     )
 
 
@@ -164,31 +195,55 @@ def elements_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
         return _skipped("elements", NO_REFERENCE)
     ref_tree = _tree(_as_sysml(reference))
     cand_tree = _tree(_as_sysml(artifact))
-    provenance = {"tool": cand_tree.check.tool, "tool_version": cand_tree.check.tool_version,
-                  "definition": "sysmo.evals.metrics.elements (kind + normalised name + containment)"}
+    provenance = {
+        "tool": cand_tree.check.tool,
+        "tool_version": cand_tree.check.tool_version,
+        "definition": "sysmo.evals.metrics.elements (kind + normalised name + containment)",
+    }
     if not ref_tree.complete:
-        return StageResult(stage="elements", value=0.0, outcome="inconclusive", provenance=provenance,
-                           metrics={"precision": None, "recall": None, "f1": None},
-                           detail={"reason": f"the reference model has no element tree (OpenSysML: "
-                                             f"{ref_tree.check.outcome.value})"})
+        return StageResult(
+            stage="elements",
+            value=0.0,
+            outcome="inconclusive",
+            provenance=provenance,
+            metrics={"precision": None, "recall": None, "f1": None},
+            detail={
+                "reason": f"the reference model has no element tree (OpenSysML: "
+                f"{ref_tree.check.outcome.value})"
+            },
+        )
     if not cand_tree.complete and cand_tree.check.outcome not in (Outcome.OK, Outcome.FAILED):
-        return StageResult(stage="elements", value=0.0, outcome=cand_tree.check.outcome.value,
-                           provenance=provenance, metrics={"precision": None, "recall": None, "f1": None},
-                           detail={"reason": "OpenSysML could not export the candidate's element tree"})
+        return StageResult(
+            stage="elements",
+            value=0.0,
+            outcome=cand_tree.check.outcome.value,
+            provenance=provenance,
+            metrics={"precision": None, "recall": None, "f1": None},
+            detail={"reason": "OpenSysML could not export the candidate's element tree"},
+        )
     scores = element_metrics.compare(ref_tree, cand_tree)
     detail: dict[str, object] = {"missing": scores.missing, "extra": scores.extra}
     if not cand_tree.complete:
         detail["reason"] = "the candidate does not parse, so it has no elements"
-    return StageResult(stage="elements", value=scores.f1, passed=cand_tree.complete,
-                       outcome="ok" if cand_tree.complete else "failed", metrics=scores.metrics(), detail=detail,
-                       provenance=provenance)
+    return StageResult(
+        stage="elements",
+        value=scores.f1,
+        passed=cand_tree.complete,
+        outcome="ok" if cand_tree.complete else "failed",
+        metrics=scores.metrics(),
+        detail=detail,
+        provenance=provenance,
+    )
 
 
 @register_cascade(TaskKind.SYSML)
 def sysml_cascade() -> Cascade:
-    return Cascade(name="sysml", stages=[
-        FunctionStage("validity", validity_stage, gate=False),
-        FunctionStage("text", text_stage, gate=False),
-        FunctionStage("sysmeval", sysmeval_stage, gate=False),
-        FunctionStage("elements", elements_stage, gate=False),
-    ])
+    return Cascade(
+        name="sysml",
+        stages=[
+            FunctionStage("validity", validity_stage, gate=False),
+            FunctionStage("text", text_stage, gate=False),
+            FunctionStage("sysmeval", sysmeval_stage, gate=False),
+            FunctionStage("elements", elements_stage, gate=False),
+        ],
+    )

