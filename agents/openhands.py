@@ -80,6 +80,9 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
         return None
     suffixes = SUFFIXES[ctx.task.language]
     files = {n: t for n, t in workspace.items() if n.lower().endswith(suffixes)} or dict(workspace)
+    if ctx.task.language == Language.PLANTUML:  # one diagram: the file written last (the workspace keeps write order)
+        last = list(files)[-1]
+        files = {last: files[last]}
     return Artifact(language=ctx.task.language, files=files)
 
 
@@ -208,6 +211,7 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                         "bad write_file arguments")
                 continue
             name_only = PurePosixPath(path).name  # the workspace is flat: no directories, no escaping it
+            workspace.pop(name_only, None)  # re-insert: the dict order is the order of last writes
             workspace[name_only] = content
             observe(call, f"Wrote {name_only} ({len(content.splitlines())} lines).")
         elif name == "read_file":
@@ -228,9 +232,13 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         elif name == "finish":
             artifact = workspace_artifact(ctx, workspace)
             if artifact is None:
-                observe(call, "Nothing to hand over: the workspace is empty.", "finished with an empty workspace")
-                update.update(status="failed", error="the agent finished with an empty workspace")
-                break
+                if call.get("implicit"):
+                    observe(call, "Nothing to hand over: the workspace is empty.", "finished with an empty workspace")
+                    update.update(status="failed", error="the agent finished with an empty workspace")
+                    break
+                observe(call, "The hand-off is refused: the workspace is empty. Write the model with write_file "
+                              "first.", "finish with an empty workspace")
+                continue
             if scratch.get("checked_sha") != artifact.sha256:  # the hand-off is checked, as in every agent
                 result = run_check(call)
                 ok = bool(result and result.ok)
