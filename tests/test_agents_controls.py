@@ -1,0 +1,87 @@
+"""The offline controls on the whole starter suite: `reference` passes in round 1 for every agent that supports a
+task; `mockllm/control` makes one realistic mistake that the real tool rejects, then fixes it in round 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agent_tasks import starter_tasks
+
+from sysmo.agents.control_script import broken_artifact, build_control_script
+from sysmo.agents.registry import UnsupportedTaskError, all_agents
+from sysmo.agents.run import run_attempt
+from sysmo.benchmarks.task import Task
+from sysmo.graphs.attempt import AttemptStatus
+from sysmo.graphs.context import AgentContext
+from sysmo.llm import LLM, ModelRoles
+from sysmo.llm.mockllm import find_script
+from sysmo.tools.checkers import check_artifact
+from sysmo.tools.result import Outcome
+
+TASKS = [t for t in starter_tasks() if t.references.model is not None]
+
+
+def _pairs(tasks: list[Task]) -> list[tuple[str, Task]]:
+    pairs = []
+    for spec in all_agents():
+        for task in tasks:
+            try:
+                spec.check_supports(task)
+            except UnsupportedTaskError:
+                continue
+            pairs.append((spec.name, task))
+    return pairs
+
+
+def _run(model: str, pairs: list[tuple[str, Task]], llm: LLM) -> list[tuple[str, str, object]]:
+    out = []
+    for agent, task in pairs:
+        ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent=agent, attempt_id=f"{agent}:{task.id}")
+        out.append((agent, task.id, run_attempt(agent, ctx, model_name=model)))
+    return out
+
+
+def test_starter_suite_has_references_for_the_controls() -> None:
+    assert len(TASKS) >= 20
+    assert len(_pairs(TASKS)) >= 4 * len(TASKS)
+
+
+@pytest.mark.slow
+def test_reference_passes_in_round_one_for_every_agent_on_every_starter_task() -> None:
+    results = _run("reference", _pairs(TASKS), LLM(ModelRoles(generator="reference"), cache=False))
+
+    failed = [(agent, task, a.status.value, a.error) for agent, task, a in results
+              if a.status != AttemptStatus.PASSED or len(a.rounds) != 1 or not a.rounds[0].passed]
+    assert not failed
+    assert all(a.is_control for _, _, a in results)
+
+
+@pytest.mark.slow
+def test_control_script_mistakes_are_rejected_by_the_real_tools() -> None:
+    rejected = {task.id: check_artifact(broken_artifact(task), task) for task in TASKS}
+
+    assert not [tid for tid, result in rejected.items() if result.outcome != Outcome.FAILED]
+    assert all(result.diagnostics for result in rejected.values())
+
+
+def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path) -> None:
+    # one task per kind keeps this fast; the script itself covers every starter task
+    one_per_kind = list({task.kind: task for task in TASKS}.values())
+    llm = LLM(ModelRoles(generator="mockllm/control"), cache=False,
+              scripts={"control": build_control_script(one_per_kind)})
+
+    results = _run("mockllm/control", _pairs(one_per_kind), llm)
+
+    for agent, task_id, attempt in results:
+        assert attempt.status == AttemptStatus.PASSED, (agent, task_id, attempt.error)
+        assert [r.passed for r in attempt.rounds] == [False, True], (agent, task_id)
+        assert attempt.is_control
+
+
+def test_mockllm_control_resolves_without_a_file() -> None:
+    script = find_script("control")
+
+    answered = {(a.when.task, a.when.agent) for a in script.responses if a.when}
+    assert {(task.id, agent) for agent, task in _pairs(TASKS)} <= answered
+    assert script.mode == "repeat_last"
