@@ -15,7 +15,6 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
-
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
@@ -81,12 +80,15 @@ def parse_intermediate(text: str) -> tuple[IntermediateModel | None, str | None]
     if fenced:
         body = fenced.group(1)
     elif not body.startswith("{") and "{" in body:
-        body = body[body.index("{"):]
+        body = body[body.index("{") :]
     try:
         model = IntermediateModel.model_validate_json(body)
     except ValidationError as exc:
         first = exc.errors()[0]
-        return None, f"not a valid intermediate model: {first['msg']} at {'/'.join(map(str, first['loc'])) or 'top'}"
+        return (
+            None,
+            f"not a valid intermediate model: {first['msg']} at {'/'.join(map(str, first['loc'])) or 'top'}",
+        )
     if not model.entities:
         return None, "the intermediate model has no entities"
     return model, None
@@ -101,10 +103,17 @@ def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "translate_tla")
     remember(ctx, system, prompt)
     task = ctx.task
-    user = prompt.fill(description=task.inputs.description or task.title, source_section=source_section(task),
-                       module_name=module_name(task))
-    text, update = model_stage(state, ctx, [{"role": "system", "content": system.text},
-                                            {"role": "user", "content": user}], purpose="translate")
+    user = prompt.fill(
+        description=task.inputs.description or task.title,
+        source_section=source_section(task),
+        module_name=module_name(task),
+    )
+    text, update = model_stage(
+        state,
+        ctx,
+        [{"role": "system", "content": system.text}, {"role": "user", "content": user}],
+        purpose="translate",
+    )
     if text is None:
         return update
     found = extract_artifact(text, task.language, task.inputs.module_name)
@@ -118,17 +127,27 @@ def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "extract_model")
     remember(ctx, system, prompt)
     task = ctx.task
-    user = prompt.fill(requirement=task.inputs.requirement or task.inputs.description or "",
-                       language=LANGUAGE_NAMES[task.language.value])
-    text, update = model_stage(state, ctx, [{"role": "system", "content": system.text},
-                                            {"role": "user", "content": user}], purpose="extract_model",
-                               response_format=IntermediateModel)
+    user = prompt.fill(
+        requirement=task.inputs.requirement or task.inputs.description or "",
+        language=LANGUAGE_NAMES[task.language.value],
+    )
+    text, update = model_stage(
+        state,
+        ctx,
+        [{"role": "system", "content": system.text}, {"role": "user", "content": user}],
+        purpose="extract_model",
+        response_format=IntermediateModel,
+    )
     if text is None:
         return update
     model, error = parse_intermediate(text)
-    update["scratch"] = with_scratch(state, stage1="extract_model",
-                                     intermediate_model=model.model_dump() if model else None,
-                                     intermediate_error=error, intermediate_raw=None if model else text)
+    update["scratch"] = with_scratch(
+        state,
+        stage1="extract_model",
+        intermediate_model=model.model_dump() if model else None,
+        intermediate_error=error,
+        intermediate_raw=None if model else text,
+    )
     return update
 
 
@@ -145,18 +164,29 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             intermediate = json.dumps(scratch["intermediate_model"], indent=1)
         else:  # the extraction was malformed: the raw reply still carries what the model understood
             intermediate = (scratch.get("intermediate_raw") or "").strip() or "(stage 1 gave nothing usable)"
-        user = prompt.fill(language=LANGUAGE_NAMES[ctx.task.language.value], intermediate=intermediate,
-                           task=task_text)
+        user = prompt.fill(
+            language=LANGUAGE_NAMES[ctx.task.language.value], intermediate=intermediate, task=task_text
+        )
     remember(ctx, system, template, prompt)
     messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
     return {"pending": messages, "messages": messages}
 
 
-@register_agent(NAME, supports=set(TaskKind), needs=("source",),
-                description="Translate first (code statement by statement, or text into a typed intermediate "
-                            "model), then write the model from the translation; bounded repair.",
-                prompts=(f"{NAME}/system", f"{NAME}/translate_tla", f"{NAME}/restructure_tla",
-                         f"{NAME}/extract_model", f"{NAME}/synthesize", "common/task_<kind>"))
+@register_agent(
+    NAME,
+    supports=set(TaskKind),
+    needs=("source",),
+    description="Translate first (code statement by statement, or text into a typed intermediate "
+    "model), then write the model from the translation; bounded repair.",
+    prompts=(
+        f"{NAME}/system",
+        f"{NAME}/translate_tla",
+        f"{NAME}/restructure_tla",
+        f"{NAME}/extract_model",
+        f"{NAME}/synthesize",
+        "common/task_<kind>",
+    ),
+)
 def build(ctx: AgentContext, checkpointer: Any = None):
     stage = ("translate", translate) if has_source(ctx) else ("extract_model", extract_model)
     return build_repair_graph(ctx, first_request, pre_stages=[stage], checkpointer=checkpointer)

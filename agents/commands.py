@@ -7,28 +7,44 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
-
 from sysmo.errors import ConfigError
 
 
 def register(app: typer.Typer) -> None:
-    app.command("attempt", help="Run one attempt (one agent, one task, one model) and print its rounds.")(attempt)
+    app.command("attempt", help="Run one attempt (one agent, one task, one model) and print its rounds.")(
+        attempt
+    )
 
 
 def attempt(
-    task: str = typer.Option(..., "--task", help="Task id, e.g. starter/sysml/coffee_machine (see `sysmo tasks list`)."),
-    agent: str = typer.Option(..., "--agent", help="base_modeling, code_translation, trace_learning, metagpt, openhands."),
-    model: str = typer.Option(..., "--model", help="litellm model string, `reference` or `mockllm/<script>`."),
-    api_base: str | None = typer.Option(None, "--api-base", help="OpenAI-compatible server (vLLM, Ollama, a proxy)."),
+    task: str = typer.Option(
+        ..., "--task", help="Task id, e.g. starter/sysml/coffee_machine (see `sysmo tasks list`)."
+    ),
+    agent: str = typer.Option(
+        ..., "--agent", help="base_modeling, code_translation, trace_learning, metagpt, openhands."
+    ),
+    model: str = typer.Option(
+        ..., "--model", help="litellm model string, `reference` or `mockllm/<script>`."
+    ),
+    api_base: str | None = typer.Option(
+        None, "--api-base", help="OpenAI-compatible server (vLLM, Ollama, a proxy)."
+    ),
     max_rounds: int = typer.Option(3, "--max-rounds", min=0, help="Repair rounds after the first answer."),
-    data_dir: Path | None = typer.Option(None, "--data-dir", help="Benchmark data directory (or SYSMO_DATA_DIR)."),
-    sources_dir: Path | None = typer.Option(None, "--sources-dir", help="Checkouts of the systems' source code."),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="Benchmark data directory (or SYSMO_DATA_DIR)."
+    ),
+    sources_dir: Path | None = typer.Option(
+        None, "--sources-dir", help="Checkouts of the systems' source code."
+    ),
     sample: int = typer.Option(0, "--sample", min=0, help="Sample index (part of the response-cache key)."),
     temperature: float | None = typer.Option(None, "--temperature", help="Generator temperature."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use the LLM response cache."),
-    checkpoint_db: Path | None = typer.Option(None, "--checkpoint-db",
-                                              help="Keep the LangGraph checkpoints of every step in this SQLite file."),
-    full: bool = typer.Option(False, "--full", help="Show every round's model, not only the annotated failures."),
+    checkpoint_db: Path | None = typer.Option(
+        None, "--checkpoint-db", help="Keep the LangGraph checkpoints of every step in this SQLite file."
+    ),
+    full: bool = typer.Option(
+        False, "--full", help="Show every round's model, not only the annotated failures."
+    ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the attempt as JSON to this file."),
 ) -> None:
     from sysmo.agents.registry import get_agent
@@ -44,9 +60,19 @@ def attempt(
     spec = get_agent(agent)
     the_task = get_task(task, data_dir=data_dir, sources_dir=sources_dir)
     spec.check_supports(the_task)
-    llm = LLM(ModelRoles(generator=RoleConfig(model=model, api_base=api_base)), cache=None if cache else False)
-    ctx = AgentContext(task=the_task, llm=llm, checker=check_artifact, attempt_id=uuid.uuid4().hex[:16], agent=agent,
-                       sample_index=sample, max_rounds=max_rounds, temperature=temperature)
+    llm = LLM(
+        ModelRoles(generator=RoleConfig(model=model, api_base=api_base)), cache=None if cache else False
+    )
+    ctx = AgentContext(
+        task=the_task,
+        llm=llm,
+        checker=check_artifact,
+        attempt_id=uuid.uuid4().hex[:16],
+        agent=agent,
+        sample_index=sample,
+        max_rounds=max_rounds,
+        temperature=temperature,
+    )
     result = run_attempt(agent, ctx, model_name=model, checkpoint_db=checkpoint_db)
     console = Console()
     render_attempt(result, None, console, full=full)

@@ -1,10 +1,11 @@
-"""The ``mockllm/control`` script: for every starter task and agent, a realistic wrong first answer, then the fix.
+"""The ``mockllm/control`` script: per starter task and agent, a realistic wrong first answer, then the fix.
 
 The offline control experiment must exercise the whole repair loop without a model: each first answer is the
 task's reference with one realistic mistake (a dropped ``;`` or ``}`` in SysML v2, an unclosed class body or a
-missing ``@enduml`` in PlantUML, a misspelt keyword or an undefined identifier in TLA+), chosen deterministically
-from the task id; every later answer is the reference. Multi-stage agents also get their intermediate answers:
-a TLA+ draft or an intermediate-model JSON (code_translation), role outputs (metagpt), tool calls (openhands).
+missing ``@enduml`` in PlantUML, a misspelt keyword or an undefined identifier in TLA+), chosen
+deterministically from the task id; every later answer is the reference. Multi-stage agents also get their
+intermediate answers: a TLA+ draft or an intermediate-model JSON (code_translation), role outputs (metagpt),
+tool calls (openhands).
 
 >>> script = build_control_script()          # what ``mockllm/control`` resolves to
 >>> broken_artifact(task).main_text != task.references.model.main_text
@@ -34,28 +35,31 @@ def _variant(task: Task, count: int) -> int:
     return int(hashlib.sha256(task.id.encode()).hexdigest(), 16) % count
 
 
-# --- mistakes, one per language -------------------------------------------------------------------------------
+# --- mistakes, one per language ------------------------------------------------------------------
 def _drop_semicolon(text: str) -> str | None:
     """Drop the ``;`` ending the first declaration that is not an import."""
     lines = text.splitlines(keepends=True)
     for i, line in enumerate(lines):
         stripped = line.rstrip()
         if stripped.endswith(";") and "import" not in stripped and "doc" not in stripped:
-            lines[i] = stripped[:-1] + line[len(stripped):]
+            lines[i] = stripped[:-1] + line[len(stripped) :]
             return "".join(lines)
     return None
 
 
 def _drop_last_brace(text: str) -> str | None:
     index = text.rfind("}")
-    return text[:index] + text[index + 1:] if index >= 0 else None
+    return text[:index] + text[index + 1 :] if index >= 0 else None
 
 
 def _unclose_class_body(text: str) -> str | None:
     """Remove the ``}`` closing the first class/interface/enum body."""
-    match = re.search(r"^([ \t]*(?:abstract\s+class|abstract|class|interface|enum)\b[^\n{]*\{[^{}]*?)\n[ \t]*\}[ \t]*$",
-                      text, re.M)
-    return text[:match.end(1)] + text[match.end():] if match else None
+    match = re.search(
+        r"^([ \t]*(?:abstract\s+class|abstract|class|interface|enum)\b[^\n{]*\{[^{}]*?)\n[ \t]*\}[ \t]*$",
+        text,
+        re.M,
+    )
+    return text[: match.end(1)] + text[match.end() :] if match else None
 
 
 def _drop_enduml(text: str) -> str | None:
@@ -76,7 +80,7 @@ def _undefined_identifier(text: str) -> str | None:
     for name in names:
         use = re.compile(rf"\b{re.escape(name)}\b").search(text, init)
         if use:
-            return text[:use.start()] + name + "_" + text[use.end():]
+            return text[: use.start()] + name + "_" + text[use.end() :]
     return None
 
 
@@ -84,7 +88,10 @@ MISTAKES = {
     Language.SYSML: [_drop_semicolon, _drop_last_brace],
     Language.TLA: [_misspell_unchanged, _undefined_identifier],
 }
-PLANTUML_MISTAKES = {TaskKind.UML_CLASS: [_unclose_class_body, _drop_enduml], TaskKind.ARCHITECTURE: [_drop_enduml]}
+PLANTUML_MISTAKES = {
+    TaskKind.UML_CLASS: [_unclose_class_body, _drop_enduml],
+    TaskKind.ARCHITECTURE: [_drop_enduml],
+}
 
 
 def broken_artifact(task: Task) -> Artifact:
@@ -107,11 +114,16 @@ def reply(artifact: Artifact, lead: str) -> str:
     return f"{lead}\n\n{format_reference(artifact)}"
 
 
-# --- intermediate answers of multi-stage agents -------------------------------------------------------------------
-SYSML_DEFINITION = re.compile(r"^\s*(?:abstract\s+)?(part|port|item|attribute|action|state|requirement|enum|"
-                              r"interface|connection|occurrence|use case|constraint)\s+def\s+(\w+)", re.M)
-SYSML_FEATURE = re.compile(r"^\s*(?:in\s+|out\s+|inout\s+)?(attribute|part|port|item)\s+(\w+)\s*(?:\[[^\]]*\])?\s*:\s*([\w:~]+)",
-                           re.M)
+# --- intermediate answers of multi-stage agents ----------------------------------------
+SYSML_DEFINITION = re.compile(
+    r"^\s*(?:abstract\s+)?(part|port|item|attribute|action|state|requirement|enum|"
+    r"interface|connection|occurrence|use case|constraint)\s+def\s+(\w+)",
+    re.M,
+)
+SYSML_FEATURE = re.compile(
+    r"^\s*(?:in\s+|out\s+|inout\s+)?(attribute|part|port|item)\s+(\w+)\s*(?:\[[^\]]*\])?\s*:\s*([\w:~]+)",
+    re.M,
+)
 
 
 def intermediate_model(task: Task) -> dict:
@@ -125,27 +137,51 @@ def intermediate_model(task: Task) -> dict:
         from sysmo.tools.plantuml.parse_class import parse_class_diagram
 
         diagram = parse_class_diagram(text)
-        entities = [{"name": c.name, "kind": c.kind.value,
-                     "attributes": [{"name": a.name, "type": a.type or ""} for a in c.attributes],
-                     "operations": [{"name": m.name, "returns": m.return_type or "",
-                                     "parameters": [{"name": p.name or "", "type": p.type or ""} for p in m.parameters]}
-                                    for m in c.methods]} for c in diagram.classes]
-        relations = [{"kind": r.type.value, "source": r.source, "target": r.target, "label": r.label or "",
-                      "multiplicity": f"{r.source_multiplicity or ''}..{r.target_multiplicity or ''}".strip(".")}
-                     for r in diagram.relationships]
+        entities = [
+            {
+                "name": c.name,
+                "kind": c.kind.value,
+                "attributes": [{"name": a.name, "type": a.type or ""} for a in c.attributes],
+                "operations": [
+                    {
+                        "name": m.name,
+                        "returns": m.return_type or "",
+                        "parameters": [{"name": p.name or "", "type": p.type or ""} for p in m.parameters],
+                    }
+                    for m in c.methods
+                ],
+            }
+            for c in diagram.classes
+        ]
+        relations = [
+            {
+                "kind": r.type.value,
+                "source": r.source,
+                "target": r.target,
+                "label": r.label or "",
+                "multiplicity": f"{r.source_multiplicity or ''}..{r.target_multiplicity or ''}".strip("."),
+            }
+            for r in diagram.relationships
+        ]
     elif task.kind == TaskKind.ARCHITECTURE:
         from sysmo.tools.plantuml.architecture import parse_architecture
 
         graph = parse_architecture(text)
         entities = [{"name": n.name, "kind": n.kind} for n in graph.nodes]
-        relations = [{"kind": "flow", "source": e.source, "target": e.target, "label": e.label or ""}
-                     for e in graph.edges]
-        relations += [{"kind": "containment", "source": n.parent, "target": n.id} for n in graph.nodes if n.parent]
+        relations = [
+            {"kind": "flow", "source": e.source, "target": e.target, "label": e.label or ""}
+            for e in graph.edges
+        ]
+        relations += [
+            {"kind": "containment", "source": n.parent, "target": n.id} for n in graph.nodes if n.parent
+        ]
     else:
         for kind, name in SYSML_DEFINITION.findall(text):
             (behaviours if kind in ("action", "state", "use case") else entities).append(
-                {"name": name, "kind": f"{kind} def"} if kind not in ("action", "state", "use case")
-                else {"name": name, "kind": kind, "steps": []})
+                {"name": name, "kind": f"{kind} def"}
+                if kind not in ("action", "state", "use case")
+                else {"name": name, "kind": kind, "steps": []}
+            )
         owner = entities[0]["name"] if entities else ""
         for _, name, type_ in SYSML_FEATURE.findall(text):
             relations.append({"kind": "feature", "source": owner, "target": type_, "label": name})
@@ -168,17 +204,21 @@ def design(task: Task) -> str:
     return "Design:\n" + "\n".join(f"- {n}" for n in names)
 
 
-REVIEW = ("Review of the failed check:\n1. The tool's first diagnostic names the line to fix; correct it exactly "
-          "there.\n2. Keep everything else unchanged and send the whole model again.")
+REVIEW = (
+    "Review of the failed check:\n1. The tool's first diagnostic names the line to fix; correct it exactly "
+    "there.\n2. Keep everything else unchanged and send the whole model again."
+)
 
 
 def _write_calls(artifact: Artifact) -> list[dict]:
-    calls = [{"name": "write_file", "arguments": {"path": name, "content": text}}
-             for name, text in sorted(artifact.files.items())]
+    calls = [
+        {"name": "write_file", "arguments": {"path": name, "content": text}}
+        for name, text in sorted(artifact.files.items())
+    ]
     return calls + [{"name": "run_check", "arguments": {}}]
 
 
-# --- the script --------------------------------------------------------------------------------------------------
+# --- the script ----------------------------------------------------------------------------------
 def _when(task: Task, agent: str, purpose: str, round_: int) -> MockCondition:
     return MockCondition(task=task.id, agent=agent, purpose=purpose, round=round_)
 
@@ -191,23 +231,37 @@ def answers_for(task: Task, agent: str) -> list[MockAnswer]:
     out: list[MockAnswer] = []
     if agent == "openhands":
         out.append(MockAnswer(tool_calls=_write_calls(broken), when=_when(task, agent, "step", 0)))
-        out += [MockAnswer(tool_calls=_write_calls(reference), when=_when(task, agent, "step", r))
-                for r in range(1, MAX_ROUND + 1)]
+        out += [
+            MockAnswer(tool_calls=_write_calls(reference), when=_when(task, agent, "step", r))
+            for r in range(1, MAX_ROUND + 1)
+        ]
         return out
     if agent == "code_translation":
         if task.kind == TaskKind.TLA:
-            draft = reply(Artifact(language=Language.TLA, files={reference.main_file: reference.main_text}),
-                          "Statement-by-statement draft:")
+            draft = reply(
+                Artifact(language=Language.TLA, files={reference.main_file: reference.main_text}),
+                "Statement-by-statement draft:",
+            )
             out.append(MockAnswer(text=draft, when=_when(task, agent, "translate", 0)))
         else:
-            out.append(MockAnswer(text=json.dumps(intermediate_model(task)), when=_when(task, agent, "extract_model", 0)))
+            out.append(
+                MockAnswer(
+                    text=json.dumps(intermediate_model(task)), when=_when(task, agent, "extract_model", 0)
+                )
+            )
     if agent == "metagpt":
         out.append(MockAnswer(text=analysis(task), when=_when(task, agent, "analyst", 0)))
         out.append(MockAnswer(text=design(task), when=_when(task, agent, "architect", 0)))
-        out += [MockAnswer(text=REVIEW, when=_when(task, agent, "review", r)) for r in range(0, MAX_ROUND + 1)]
+        out += [
+            MockAnswer(text=REVIEW, when=_when(task, agent, "review", r)) for r in range(0, MAX_ROUND + 1)
+        ]
     out.append(MockAnswer(text=reply(broken, "Here is the model."), when=_when(task, agent, "generate", 0)))
-    out += [MockAnswer(text=reply(reference, "Here is the corrected model."), when=_when(task, agent, "repair", r))
-            for r in range(1, MAX_ROUND + 1)]
+    out += [
+        MockAnswer(
+            text=reply(reference, "Here is the corrected model."), when=_when(task, agent, "repair", r)
+        )
+        for r in range(1, MAX_ROUND + 1)
+    ]
     return out
 
 

@@ -36,18 +36,23 @@ def _roles(state: AgentState) -> dict[str, Any]:
     return dict((state.get("scratch") or {}).get("roles") or {})
 
 
-def _role_call(state: AgentState, ctx: AgentContext, role: str, prompt_name: str, purpose: str,
-               **values: Any) -> tuple[str | None, dict[str, Any]]:
+def _role_call(
+    state: AgentState, ctx: AgentContext, role: str, prompt_name: str, purpose: str, **values: Any
+) -> tuple[str | None, dict[str, Any]]:
     prompt = load_prompt(NAME, prompt_name)
     remember(ctx, prompt)
-    messages = [{"role": "system", "content": SYSTEM.format(role=role)},
-                {"role": "user", "content": prompt.fill(language=_language(ctx), **values)}]
+    messages = [
+        {"role": "system", "content": SYSTEM.format(role=role)},
+        {"role": "user", "content": prompt.fill(language=_language(ctx), **values)},
+    ]
     text, update = model_stage(state, ctx, messages, purpose=purpose)
     if text is not None and not text.strip():
         # an empty hand-off is recorded, and the next role works from what it has
-        update["scratch"] = with_scratch(state, roles=_roles(state),
-                                         errors=[*(state.get("scratch") or {}).get("errors", []),
-                                                 f"the {role} gave an empty answer"])
+        update["scratch"] = with_scratch(
+            state,
+            roles=_roles(state),
+            errors=[*(state.get("scratch") or {}).get("errors", []), f"the {role} gave an empty answer"],
+        )
     return text, update
 
 
@@ -75,25 +80,46 @@ def modeler_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     prompt = load_prompt(NAME, "modeler")
     task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
     remember(ctx, prompt, template)
-    user = prompt.fill(language=_language(ctx), analysis=(roles.get("analyst") or "(none)").strip(),
-                       design=(roles.get("architect") or "(none)").strip(), task=task_text)
-    messages = [{"role": "system", "content": SYSTEM.format(role="Modeler")}, {"role": "user", "content": user}]
+    user = prompt.fill(
+        language=_language(ctx),
+        analysis=(roles.get("analyst") or "(none)").strip(),
+        design=(roles.get("architect") or "(none)").strip(),
+        task=task_text,
+    )
+    messages = [
+        {"role": "system", "content": SYSTEM.format(role="Modeler")},
+        {"role": "user", "content": user},
+    ]
     return {"pending": messages, "messages": messages}
 
 
 def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """The Reviewer reads the failed check; the Modeler's next request carries the diagnostics and the review."""
+    """The Reviewer reads the failed check; the Modeler's next request carries diagnostics and review."""
     update = nodes.repair(state, ctx)
     check = CheckResult.model_validate(state["check"]) if state.get("check") else None
-    if check is None:  # nothing was checked (no usable model in the reply): the extraction error is the feedback
+    if (
+        check is None
+    ):  # nothing was checked (no usable model in the reply): the extraction error is the feedback
         return update
     artifact = Artifact.model_validate(state["artifact"]) if state.get("artifact") else None
-    model_text = "\n\n".join(f"// {name}\n{text}" for name, text in (artifact.files if artifact else {}).items())
+    model_text = "\n\n".join(
+        f"// {name}\n{text}" for name, text in (artifact.files if artifact else {}).items()
+    )
     review_state = {**state, "llm_calls": [], "llm_time_s": 0.0}  # the review belongs to the next round
-    text, stage = _role_call(review_state, ctx, "Reviewer", "reviewer", "review",
-                             report=diagnostics_report(artifact, check), model=model_text)
+    text, stage = _role_call(
+        review_state,
+        ctx,
+        "Reviewer",
+        "reviewer",
+        "review",
+        report=diagnostics_report(artifact, check),
+        model=model_text,
+    )
     if text is None:  # the reviewer's provider failed for good: the modeler still gets the tool's diagnostics
-        reviews = [*(_roles(state).get("reviewer") or []), {"round": state.get("round_index", 0), "error": stage["error"]}]
+        reviews = [
+            *(_roles(state).get("reviewer") or []),
+            {"round": state.get("round_index", 0), "error": stage["error"]},
+        ]
         update["scratch"] = with_scratch(state, roles={**_roles(state), "reviewer": reviews})
         return update
     reviews = [*(_roles(state).get("reviewer") or []), {"round": state.get("round_index", 0), "review": text}]
@@ -102,17 +128,37 @@ def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     if text.strip():
         feedback += "\n\nThe Reviewer's notes:\n" + text.strip()
     conversation[-1] = {"role": "user", "content": feedback}
-    update.update(pending=conversation, messages=conversation, llm_calls=stage["llm_calls"],
-                  llm_time_s=stage["llm_time_s"],
-                  scratch={**(stage.get("scratch") or with_scratch(state)), "roles": {**_roles(state), "reviewer": reviews}})
+    update.update(
+        pending=conversation,
+        messages=conversation,
+        llm_calls=stage["llm_calls"],
+        llm_time_s=stage["llm_time_s"],
+        scratch={
+            **(stage.get("scratch") or with_scratch(state)),
+            "roles": {**_roles(state), "reviewer": reviews},
+        },
+    )
     return update
 
 
-@register_agent(NAME, supports=set(TaskKind),
-                description="MetaGPT-style SOP: analyst -> architect -> modeler, tool check before hand-off, "
-                            "reviewer feedback in each bounded repair round.",
-                prompts=(f"{NAME}/analyst", f"{NAME}/architect", f"{NAME}/modeler", f"{NAME}/reviewer",
-                         "common/task_<kind>"))
+@register_agent(
+    NAME,
+    supports=set(TaskKind),
+    description="MetaGPT-style SOP: analyst -> architect -> modeler, tool check before hand-off, "
+    "reviewer feedback in each bounded repair round.",
+    prompts=(
+        f"{NAME}/analyst",
+        f"{NAME}/architect",
+        f"{NAME}/modeler",
+        f"{NAME}/reviewer",
+        "common/task_<kind>",
+    ),
+)
 def build(ctx: AgentContext, checkpointer: Any = None):
-    return build_repair_graph(ctx, modeler_request, pre_stages=[("analyst", analyst), ("architect", architect)],
-                              checkpointer=checkpointer, repair=review_and_repair)
+    return build_repair_graph(
+        ctx,
+        modeler_request,
+        pre_stages=[("analyst", analyst), ("architect", architect)],
+        checkpointer=checkpointer,
+        repair=review_and_repair,
+    )

@@ -1,4 +1,4 @@
-"""openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it there.
+"""openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it.
 
 Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
 ``read_file``, ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
@@ -16,7 +16,6 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
-
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import remember, with_scratch
@@ -36,22 +35,42 @@ log = get_logger(__name__)
 
 NAME = "openhands"
 STEPS_PER_ROUND = 3
-SUFFIXES = {Language.TLA: (".tla", ".cfg"), Language.SYSML: (".sysml",),
-            Language.PLANTUML: (".puml", ".plantuml", ".wsd", ".txt")}
-TOOL_NAMES = {Language.TLA: "SANY, then a short TLC simulation", Language.SYSML: "the OpenSysML validator",
-              Language.PLANTUML: "PlantUML"}
+SUFFIXES = {
+    Language.TLA: (".tla", ".cfg"),
+    Language.SYSML: (".sysml",),
+    Language.PLANTUML: (".puml", ".plantuml", ".wsd", ".txt"),
+}
+TOOL_NAMES = {
+    Language.TLA: "SANY, then a short TLC simulation",
+    Language.SYSML: "the OpenSysML validator",
+    Language.PLANTUML: "PlantUML",
+}
 
 
 def _function(name: str, description: str, properties: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"type": "function", "function": {
-        "name": name, "description": description,
-        "parameters": {"type": "object", "properties": properties or {}, "required": list(properties or {})}}}
+    return {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": properties or {},
+                "required": list(properties or {}),
+            },
+        },
+    }
 
 
 TOOLS = [
-    _function("write_file", "Create or overwrite a file in the workspace with the complete content.",
-              {"path": {"type": "string", "description": "file name, e.g. Spec.tla"},
-               "content": {"type": "string", "description": "the whole file"}}),
+    _function(
+        "write_file",
+        "Create or overwrite a file in the workspace with the complete content.",
+        {
+            "path": {"type": "string", "description": "file name, e.g. Spec.tla"},
+            "content": {"type": "string", "description": "the whole file"},
+        },
+    ),
     _function("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}),
     _function("run_check", "Run the language tool on the workspace files and return its diagnostics."),
     _function("finish", "Hand the workspace over; accepted once the check passes."),
@@ -80,7 +99,9 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
         return None
     suffixes = SUFFIXES[ctx.task.language]
     files = {n: t for n, t in workspace.items() if n.lower().endswith(suffixes)} or dict(workspace)
-    if ctx.task.language == Language.PLANTUML:  # one diagram: the file written last (the workspace keeps write order)
+    if (
+        ctx.task.language == Language.PLANTUML
+    ):  # one diagram: the file written last (the workspace keeps write order)
         last = list(files)[-1]
         files = {last: files[last]}
     return Artifact(language=ctx.task.language, files=files)
@@ -93,13 +114,25 @@ def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     files = main_files(ctx)
     extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""
     messages = [
-        {"role": "system", "content": system.fill(tool_name=TOOL_NAMES[ctx.task.language], max_steps=max_steps(ctx),
-                                                  max_checks=max_checks(ctx))},
-        {"role": "user", "content": task_template.fill(task=task_text, main_file=files[0], extra_files=extra)},
+        {
+            "role": "system",
+            "content": system.fill(
+                tool_name=TOOL_NAMES[ctx.task.language], max_steps=max_steps(ctx), max_checks=max_checks(ctx)
+            ),
+        },
+        {
+            "role": "user",
+            "content": task_template.fill(task=task_text, main_file=files[0], extra_files=extra),
+        },
     ]
-    return {"messages": messages, "pending": messages, "steps": 0,
-            "scratch": with_scratch(state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None,
-                                    calls=[])}
+    return {
+        "messages": messages,
+        "pending": messages,
+        "steps": 0,
+        "scratch": with_scratch(
+            state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None, calls=[]
+        ),
+    }
 
 
 def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
@@ -112,33 +145,52 @@ def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     steps = state.get("steps") or 0
     if steps >= max_steps(ctx):
         # out of steps: hand off what is in the workspace (it is checked if it changed since the last check)
-        scratch["events"] = _event(scratch, "observation", step=steps, tool="budget",
-                                   content=f"step budget of {max_steps(ctx)} used up")
+        scratch["events"] = _event(
+            scratch,
+            "observation",
+            step=steps,
+            tool="budget",
+            content=f"step budget of {max_steps(ctx)} used up",
+        )
         scratch["calls"] = [{"id": "budget", "name": "finish", "arguments": {}, "implicit": True}]
         return {"scratch": scratch}
     messages = list(state.get("messages") or [])
     try:
-        text, summary, response = nodes.call_model(ctx, messages, purpose="step", round_index=state.get("round_index", 0),
-                                                   tools=TOOLS)
+        text, summary, response = nodes.call_model(
+            ctx, messages, purpose="step", round_index=state.get("round_index", 0), tools=TOOLS
+        )
     except SysmoError as exc:
         return {"status": "error", "error": f"model call failed: {exc}", "pending": messages}
-    calls = [{"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
-             for c in getattr(response, "tool_calls", None) or []]
+    calls = [
+        {"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
+        for c in getattr(response, "tool_calls", None) or []
+    ]
     assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         assistant["tool_calls"] = [c.to_openai() for c in response.tool_calls]
-    scratch["events"] = _event(scratch, "action", step=steps + 1, text=text,
-                               tool_calls=[{k: c[k] for k in ("name", "arguments", "error")} for c in calls])
+    scratch["events"] = _event(
+        scratch,
+        "action",
+        step=steps + 1,
+        text=text,
+        tool_calls=[{k: c[k] for k in ("name", "arguments", "error")} for c in calls],
+    )
     scratch["calls"] = calls
     update: dict[str, Any] = {
-        "pending": messages, "messages": [*messages, assistant], "steps": steps + 1, "scratch": scratch,
+        "pending": messages,
+        "messages": [*messages, assistant],
+        "steps": steps + 1,
+        "scratch": scratch,
         "llm_calls": [*(state.get("llm_calls") or []), summary.model_dump()],
         "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s,
         "response": (state.get("response") or "") + _render_step(text, calls),
     }
     if not calls:
-        note = ("No tool was called. Act only through the tools: write_file the complete model, then run_check."
-                if text.strip() else "The reply was empty. Call write_file with the complete model, then run_check.")
+        note = (
+            "No tool was called. Act only through the tools: write_file the complete model, then run_check."
+            if text.strip()
+            else "The reply was empty. Call write_file with the complete model, then run_check."
+        )
         scratch["events"] = _event(scratch, "observation", step=steps + 1, tool=None, error=note)
         update["messages"].append({"role": "user", "content": note})
     return update
@@ -147,9 +199,14 @@ def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 def _render_step(text: str, calls: list[dict[str, Any]]) -> str:
     lines = [text.strip()] if text.strip() else []
     for call in calls:
-        args = {k: (v if not isinstance(v, str) or len(v) < 80 else f"<{len(v)} chars>") for k, v in
-                (call["arguments"] or {}).items()}
-        lines.append(f"-> {call['name']}({json.dumps(args)})" + (f"  [error: {call['error']}]" if call.get("error") else ""))
+        args = {
+            k: (v if not isinstance(v, str) or len(v) < 80 else f"<{len(v)} chars>")
+            for k, v in (call["arguments"] or {}).items()
+        }
+        lines.append(
+            f"-> {call['name']}({json.dumps(args)})"
+            + (f"  [error: {call['error']}]" if call.get("error") else "")
+        )
     return "\n".join(lines) + "\n" if lines else ""
 
 
@@ -161,15 +218,20 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     rounds: list[dict[str, Any]] = []
     update: dict[str, Any] = {}
     round_index = state.get("round_index", 0)
-    round_fields = {"llm_calls": state.get("llm_calls") or [], "response": state.get("response") or "",
-                    "llm_time_s": state.get("llm_time_s") or 0.0, "round_started": state.get("round_started")}
+    round_fields = {
+        "llm_calls": state.get("llm_calls") or [],
+        "response": state.get("response") or "",
+        "llm_time_s": state.get("llm_time_s") or 0.0,
+        "round_started": state.get("round_started"),
+    }
     step_number = state.get("steps") or 0
 
     def observe(call: dict[str, Any], content: str, error: str | None = None) -> None:
         if not call.get("implicit"):
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
-        scratch["events"] = _event(scratch, "observation", step=step_number, tool=call["name"],
-                                   content=content[:4000], error=error)
+        scratch["events"] = _event(
+            scratch, "observation", step=step_number, tool=call["name"], content=content[:4000], error=error
+        )
 
     def run_check(call: dict[str, Any]) -> CheckResult | None:
         nonlocal round_index, round_fields
@@ -186,11 +248,18 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         observe(call, "The check passed." if result.ok else diagnostics_report(artifact, result))
         scratch["checks"] = scratch.get("checks", 0) + 1
         scratch["checked_sha"], scratch["last_ok"] = artifact.sha256, result.ok
-        rnd = Round(index=round_index, kind="generate" if round_index == 0 else "repair",
-                    messages=list(state.get("pending") or []), response=round_fields["response"],
-                    llm_calls=[LLMCallSummary.model_validate(c) for c in round_fields["llm_calls"]],
-                    artifact=artifact, check=result, tool_time_s=tool_time, llm_time_s=round_fields["llm_time_s"],
-                    duration_s=time.monotonic() - (round_fields["round_started"] or started))
+        rnd = Round(
+            index=round_index,
+            kind="generate" if round_index == 0 else "repair",
+            messages=list(state.get("pending") or []),
+            response=round_fields["response"],
+            llm_calls=[LLMCallSummary.model_validate(c) for c in round_fields["llm_calls"]],
+            artifact=artifact,
+            check=result,
+            tool_time_s=tool_time,
+            llm_time_s=round_fields["llm_time_s"],
+            duration_s=time.monotonic() - (round_fields["round_started"] or started),
+        )
         rounds.append(rnd.model_dump(mode="json"))
         round_index += 1
         round_fields = {"llm_calls": [], "response": "", "llm_time_s": 0.0, "round_started": time.monotonic()}
@@ -201,14 +270,20 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     for call in scratch.get("calls") or []:
         name, args = call["name"], call.get("arguments") or {}
         if call.get("error"):
-            observe(call, f"Error: {call['error']}. Call {name} again with a JSON object of its parameters.",
-                    call["error"])
+            observe(
+                call,
+                f"Error: {call['error']}. Call {name} again with a JSON object of its parameters.",
+                call["error"],
+            )
             continue
         if name == "write_file":
             path, content = args.get("path"), args.get("content")
             if not isinstance(path, str) or not PurePosixPath(path).name or not isinstance(content, str):
-                observe(call, "Error: write_file needs a file name `path` and the whole file as `content`.",
-                        "bad write_file arguments")
+                observe(
+                    call,
+                    "Error: write_file needs a file name `path` and the whole file as `content`.",
+                    "bad write_file arguments",
+                )
                 continue
             name_only = PurePosixPath(path).name  # the workspace is flat: no directories, no escaping it
             workspace.pop(name_only, None)  # re-insert: the dict order is the order of last writes
@@ -219,8 +294,12 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             if path in workspace:
                 observe(call, workspace[path])
             else:
-                observe(call, f"Error: no file {path!r}; the workspace has: {', '.join(sorted(workspace)) or 'nothing'}.",
-                        "no such file")
+                files = ", ".join(sorted(workspace)) or "(none)"
+                observe(
+                    call,
+                    f"Error: no file {path!r}; the workspace has: {files}",
+                    "no such file",
+                )
         elif name == "run_check":
             result = run_check(call)
             if result is not None and result.ok:
@@ -233,11 +312,18 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             artifact = workspace_artifact(ctx, workspace)
             if artifact is None:
                 if call.get("implicit"):
-                    observe(call, "Nothing to hand over: the workspace is empty.", "finished with an empty workspace")
+                    observe(
+                        call,
+                        "Nothing to hand over: the workspace is empty.",
+                        "finished with an empty workspace",
+                    )
                     update.update(status="failed", error="the agent finished with an empty workspace")
                     break
-                observe(call, "The hand-off is refused: the workspace is empty. Write the model with write_file "
-                              "first.", "finish with an empty workspace")
+                observe(
+                    call,
+                    "The hand-off is refused: the workspace is empty. Write the model with write_file first.",
+                    "finish with an empty workspace",
+                )
                 continue
             if scratch.get("checked_sha") != artifact.sha256:  # the hand-off is checked, as in every agent
                 result = run_check(call)
@@ -251,11 +337,19 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             if call.get("implicit") or scratch.get("checks", 0) >= max_checks(ctx):
                 update["status"] = "failed"
                 break
-            messages.append({"role": "user", "content": "The hand-off is refused while the check fails: fix the "
-                                                        "problems reported above, then run_check again."})
+            messages.append(
+                {
+                    "role": "user",
+                    "content": "The hand-off is refused while the check fails: fix the "
+                    "problems reported above, then run_check again.",
+                }
+            )
         else:
-            observe(call, f"Error: unknown tool {name!r}; use write_file, read_file, run_check or finish.",
-                    f"unknown tool {name}")
+            observe(
+                call,
+                f"Error: unknown tool {name!r}; use write_file, read_file, run_check or finish.",
+                f"unknown tool {name}",
+            )
     scratch.update(workspace=workspace, calls=[])
     update.update(scratch=scratch, messages=messages, round_index=round_index, rounds=rounds, **round_fields)
     return update
@@ -269,10 +363,13 @@ def route_after_act(state: AgentState) -> str:
     return "finalize" if state.get("status") in ("passed", "failed", "error") else "step"
 
 
-@register_agent(NAME, supports=set(TaskKind),
-                description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
-                            "workspace, with a step budget equal to the repair rounds.",
-                prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"))
+@register_agent(
+    NAME,
+    supports=set(TaskKind),
+    description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
+    "workspace, with a step budget equal to the repair rounds.",
+    prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
+)
 def build(ctx: AgentContext, checkpointer: Any = None):
     graph = StateGraph(AgentState)
     for name, fn in [("setup", setup), ("step", step), ("act", act), ("finalize", nodes.finalize)]:

@@ -1,4 +1,4 @@
-"""Pre-stage model calls of multi-stage agents (translation drafts, role outputs, reviews), recorded in round 0.
+"""Pre-stage model calls of multi-stage agents (drafts, role outputs, reviews), recorded in their round.
 
 >>> text, update = model_stage(state, ctx, messages, purpose="translate")
 >>> update["llm_calls"][-1]["purpose"]
@@ -19,16 +19,18 @@ from sysmo.log import get_logger
 log = get_logger(__name__)
 
 
-def model_stage(state: AgentState, ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str,
-                **kwargs: Any) -> tuple[str | None, dict[str, Any]]:
+def model_stage(
+    state: AgentState, ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, **kwargs: Any
+) -> tuple[str | None, dict[str, Any]]:
     """One model call before or between the loop's rounds; its cost joins the round being built.
 
     Returns the reply text (None if the call failed for good) and the state update. A failed call ends the
     attempt with status ``error`` (the provider already retried); a malformed reply is the caller's to judge.
     """
     try:
-        text, summary, _ = call_model(ctx, messages, purpose=purpose, round_index=state.get("round_index", 0),
-                                      **kwargs)
+        text, summary, _ = call_model(
+            ctx, messages, purpose=purpose, round_index=state.get("round_index", 0), **kwargs
+        )
     except SysmoError as exc:
         log.warning("agent.stage_failed", attempt=ctx.attempt_id, purpose=purpose, error=str(exc)[:300])
         return None, {"status": "error", "error": f"model call for {purpose} failed: {exc}"}

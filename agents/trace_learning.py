@@ -49,15 +49,24 @@ def survey_traces(task: Task) -> dict[str, Any]:
             kind = record[key] if key else "(unnamed)"
             kinds[kind] += 1
             fields.setdefault(kind, set()).update(k for k in record if k != key)
-    return {"files": files, "unreadable": unreadable, "events": events,
-            "kinds": [{"kind": k, "count": n, "fields": sorted(fields.get(k, ()))} for k, n in kinds.most_common()]}
+    return {
+        "files": files,
+        "unreadable": unreadable,
+        "events": events,
+        "kinds": [
+            {"kind": k, "count": n, "fields": sorted(fields.get(k, ()))} for k, n in kinds.most_common()
+        ],
+    }
 
 
 def survey_text(survey: dict[str, Any]) -> str:
     if not survey["kinds"]:
         return f"{survey['files']} trace file(s); no NDJSON events recognised (see the excerpts above)."
     lines = [f"{survey['files']} trace file(s), {survey['events']} events:"]
-    lines += [f"- `{k['kind']}` x{k['count']}, fields: {', '.join(k['fields']) or '(none)'}" for k in survey["kinds"]]
+    lines += [
+        f"- `{k['kind']}` x{k['count']}, fields: {', '.join(k['fields']) or '(none)'}"
+        for k in survey["kinds"]
+    ]
     return "\n".join(lines)
 
 
@@ -75,8 +84,14 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return {"pending": messages, "messages": messages}
 
 
-@register_agent(NAME, supports={TaskKind.TLA}, needs=("traces",),
-                description="Infer the TLA+ model from execution traces only (no source code); bounded repair.",
-                prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"))
+@register_agent(
+    NAME,
+    supports={TaskKind.TLA},
+    needs=("traces",),
+    description="Infer the TLA+ model from execution traces only (no source code); bounded repair.",
+    prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"),
+)
 def build(ctx: AgentContext, checkpointer: Any = None):
-    return build_repair_graph(ctx, first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer)
+    return build_repair_graph(
+        ctx, first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 from fake_openai import FakeReply, reply, tool_reply
-
 from sysmo.agents.control_script import intermediate_model
 from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import Task, TaskKind
@@ -31,13 +30,15 @@ def stage_one(agent: str, task: Task) -> list[FakeReply]:
 
 def model_reply(agent: str, artifact: Artifact) -> FakeReply:
     if agent == "openhands":
-        writes = [("write_file", {"path": name, "content": text}) for name, text in sorted(artifact.files.items())]
+        writes = [
+            ("write_file", {"path": name, "content": text}) for name, text in sorted(artifact.files.items())
+        ]
         return tool_reply(*writes, ("run_check", {}))
     return reply("Here is the model.\n\n" + format_reference(artifact))
 
 
 def replies_for(agent: str, task: Task, artifacts: list[Artifact]) -> list[FakeReply]:
-    """Every reply of one attempt whose successive models are ``artifacts`` (metagpt: a review before each repair)."""
+    """The replies of an attempt whose models are ``artifacts`` in turn (metagpt: reviews before repairs)."""
     out = stage_one(agent, task)
     for index, artifact in enumerate(artifacts):
         if agent == "metagpt" and index > 0:
@@ -48,6 +49,13 @@ def replies_for(agent: str, task: Task, artifacts: list[Artifact]) -> list[FakeR
 
 def fake_llm(base_url: str, cache: object = False, **role: object) -> LLM:
     """An LLM whose generator is the fake server (fast retries so a 429 costs milliseconds)."""
-    config = RoleConfig(model="openai/fake-model", api_base=base_url, retry_initial_s=0.01, retry_max_s=0.05,
-                        max_retries=2, timeout_s=30, **role)
+    config = RoleConfig(
+        model="openai/fake-model",
+        api_base=base_url,
+        retry_initial_s=0.01,
+        retry_max_s=0.05,
+        max_retries=2,
+        timeout_s=30,
+        **role,
+    )
     return LLM(ModelRoles(generator=config), cache=cache)

@@ -9,15 +9,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from sysmo.artifact import Artifact, Language
 from sysmo.benchmarks.registry import load_tasks
 from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TaskReferences, TraceSet
 
 STARTER = Path(__file__).resolve().parents[1] / "benchmarks" / "starter"
 # one small task per text kind, the same across tests so the warm tool servers see few distinct models
-TEXT_TASKS = {TaskKind.SYSML: "electric_kettle", TaskKind.UML_CLASS: "recipe_book",
-              TaskKind.ARCHITECTURE: "greenhouse_monitoring"}
+TEXT_TASKS = {
+    TaskKind.SYSML: "electric_kettle",
+    TaskKind.UML_CLASS: "recipe_book",
+    TaskKind.ARCHITECTURE: "greenhouse_monitoring",
+}
 
 LOCK_COUNTER_PY = '''\
 import threading
@@ -40,7 +42,7 @@ class LockCounter:
             self.log.emit({"event": "Release", "proc": name, "count": self.count})
 '''
 
-LOCK_COUNTER_TLA = r'''---- MODULE LockCounter ----
+LOCK_COUNTER_TLA = r"""---- MODULE LockCounter ----
 EXTENDS Naturals
 CONSTANTS Procs
 VARIABLES lock, count, pc
@@ -70,7 +72,7 @@ Spec == Init /\ [][Next]_vars
 
 Mutex == \A p, q \in Procs : (pc[p] = "locked" /\ pc[q] = "locked") => p = q
 ====
-'''
+"""
 
 LOCK_COUNTER_CFG = """SPECIFICATION Spec
 CONSTANTS Procs = {p1, p2}
@@ -91,12 +93,22 @@ def lock_counter_task(folder: Path) -> Task:
     trace = folder / "trace-1.ndjson"
     trace.write_text(TRACE)
     return Task(
-        id="test/tla/lock_counter", benchmark="test", kind=TaskKind.TLA, title="Lock-protected counter",
-        inputs=TaskInputs(description="Two threads share a lock and a counter modulo 3. Actions: Acquire, Release.",
-                          source_files={"lock_counter.py": LOCK_COUNTER_PY}, module_name="LockCounter",
-                          traces=TraceSet(files=[trace], description="one seeded run")),
-        references=TaskReferences(model=Artifact(language=Language.TLA, files={
-            "LockCounter.tla": LOCK_COUNTER_TLA, "LockCounter.cfg": LOCK_COUNTER_CFG})),
+        id="test/tla/lock_counter",
+        benchmark="test",
+        kind=TaskKind.TLA,
+        title="Lock-protected counter",
+        inputs=TaskInputs(
+            description="Two threads share a lock and a counter modulo 3. Actions: Acquire, Release.",
+            source_files={"lock_counter.py": LOCK_COUNTER_PY},
+            module_name="LockCounter",
+            traces=TraceSet(files=[trace], description="one seeded run"),
+        ),
+        references=TaskReferences(
+            model=Artifact(
+                language=Language.TLA,
+                files={"LockCounter.tla": LOCK_COUNTER_TLA, "LockCounter.cfg": LOCK_COUNTER_CFG},
+            )
+        ),
     )
 
 
@@ -105,10 +117,18 @@ def _folder_task(kind: TaskKind, name: str) -> Task:
     folder = STARTER / kind.value / name
     meta = yaml.safe_load((folder / "task.yaml").read_text())
     file_name = "model.sysml" if kind.language == Language.SYSML else "diagram.puml"
-    return Task(id=f"starter/{kind.value}/{name}", benchmark="starter", kind=kind, title=meta.get("title", ""),
-                inputs=TaskInputs(requirement=(folder / meta["requirement_file"]).read_text()),
-                references=TaskReferences(model=Artifact(language=kind.language, files={
-                    file_name: (folder / meta["reference_file"]).read_text()})))
+    return Task(
+        id=f"starter/{kind.value}/{name}",
+        benchmark="starter",
+        kind=kind,
+        title=meta.get("title", ""),
+        inputs=TaskInputs(requirement=(folder / meta["requirement_file"]).read_text()),
+        references=TaskReferences(
+            model=Artifact(
+                language=kind.language, files={file_name: (folder / meta["reference_file"]).read_text()}
+            )
+        ),
+    )
 
 
 def starter_tasks() -> list[Task]:
@@ -116,9 +136,13 @@ def starter_tasks() -> list[Task]:
     tasks = load_tasks(families=["starter"])
     if tasks:
         return tasks
-    return [_folder_task(TaskKind(kind.name), folder.name)
-            for kind in sorted(STARTER.iterdir()) if kind.is_dir() and kind.name in {k.value for k in TEXT_TASKS}
-            for folder in sorted(kind.iterdir()) if (folder / "task.yaml").is_file()]
+    return [
+        _folder_task(TaskKind(kind.name), folder.name)
+        for kind in sorted(STARTER.iterdir())
+        if kind.is_dir() and kind.name in {k.value for k in TEXT_TASKS}
+        for folder in sorted(kind.iterdir())
+        if (folder / "task.yaml").is_file()
+    ]
 
 
 def text_task(kind: TaskKind) -> Task:

@@ -1,4 +1,4 @@
-"""The offline controls on the whole starter suite: `reference` passes in round 1 for every agent that supports a
+"""The offline controls on the whole starter suite: `reference` passes in round 1 for every agent supporting a
 task; `mockllm/control` makes one realistic mistake that the real tool rejects, then fixes it in round 2."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from agent_tasks import starter_tasks
-
 from sysmo.agents.control_script import broken_artifact, build_control_script
 from sysmo.agents.registry import UnsupportedTaskError, all_agents
 from sysmo.agents.run import run_attempt
@@ -37,7 +36,9 @@ def _pairs(tasks: list[Task]) -> list[tuple[str, Task]]:
 def _run(model: str, pairs: list[tuple[str, Task]], llm: LLM) -> list[tuple[str, str, object]]:
     out = []
     for agent, task in pairs:
-        ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent=agent, attempt_id=f"{agent}:{task.id}")
+        ctx = AgentContext(
+            task=task, llm=llm, checker=check_artifact, agent=agent, attempt_id=f"{agent}:{task.id}"
+        )
         out.append((agent, task.id, run_attempt(agent, ctx, model_name=model)))
     return out
 
@@ -51,8 +52,11 @@ def test_starter_suite_has_references_for_the_controls() -> None:
 def test_reference_passes_in_round_one_for_every_agent_on_every_starter_task() -> None:
     results = _run("reference", _pairs(TASKS), LLM(ModelRoles(generator="reference"), cache=False))
 
-    failed = [(agent, task, a.status.value, a.error) for agent, task, a in results
-              if a.status != AttemptStatus.PASSED or len(a.rounds) != 1 or not a.rounds[0].passed]
+    failed = [
+        (agent, task, a.status.value, a.error)
+        for agent, task, a in results
+        if a.status != AttemptStatus.PASSED or len(a.rounds) != 1 or not a.rounds[0].passed
+    ]
     assert not failed
     assert all(a.is_control for _, _, a in results)
 
@@ -68,8 +72,11 @@ def test_control_script_mistakes_are_rejected_by_the_real_tools() -> None:
 def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path) -> None:
     # one task per kind keeps this fast; the script itself covers every starter task
     one_per_kind = list({task.kind: task for task in TASKS}.values())
-    llm = LLM(ModelRoles(generator="mockllm/control"), cache=False,
-              scripts={"control": build_control_script(one_per_kind)})
+    llm = LLM(
+        ModelRoles(generator="mockllm/control"),
+        cache=False,
+        scripts={"control": build_control_script(one_per_kind)},
+    )
 
     results = _run("mockllm/control", _pairs(one_per_kind), llm)
 

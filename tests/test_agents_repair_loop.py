@@ -1,17 +1,17 @@
-"""Every agent, on a task of each kind it supports, driven by a fake OpenAI server and checked by the real tools:
+"""Every agent, on a task of each kind it supports, driven by a fake OpenAI server, checked by the real tools:
 a wrong model is repaired from the tool's real diagnostics, and a model that is never fixed stops the attempt
 after exactly three repair rounds."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from agent_scripts import fake_llm, replies_for
 from agent_tasks import task_of
-from fake_openai import FakeOpenAI, fake_openai  # noqa: F401 (fixture)
-
+from fake_openai import FakeOpenAI
 from sysmo.agents.control_script import broken_artifact
 from sysmo.agents.registry import all_agents
 from sysmo.agents.run import run_attempt
@@ -28,8 +28,19 @@ TOOL_MESSAGES = {
     TaskKind.UML_CLASS: ("@enduml", "is not closed"),
     TaskKind.ARCHITECTURE: ("@enduml", "is not closed"),
 }
-PAIRS = [pytest.param(spec.name, kind, id=f"{spec.name}-{kind.value}")
-         for spec in all_agents() for kind in TaskKind if kind in spec.supports]
+PAIRS = [
+    pytest.param(spec.name, kind, id=f"{spec.name}-{kind.value}")
+    for spec in all_agents()
+    for kind in TaskKind
+    if kind in spec.supports
+]
+
+
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server on 127.0.0.1, stopped after the test."""
+    with FakeOpenAI() as fake:
+        yield fake
 
 
 def _run(agent: str, kind: TaskKind, server: FakeOpenAI, folder: Path, fixed_after: int | None):
@@ -37,24 +48,33 @@ def _run(agent: str, kind: TaskKind, server: FakeOpenAI, folder: Path, fixed_aft
     reference, broken = task.references.model, broken_artifact(task)
     models = [broken, reference] if fixed_after is not None else [broken] * 4
     server.push(*replies_for(agent, task, models))
-    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent=agent,
-                       attempt_id=f"{agent}-{kind.value}", max_rounds=3)
+    ctx = AgentContext(
+        task=task,
+        llm=fake_llm(server.base_url),
+        checker=check_artifact,
+        agent=agent,
+        attempt_id=f"{agent}-{kind.value}",
+        max_rounds=3,
+    )
     return task, run_attempt(agent, ctx, model_name="openai/fake-model")
 
 
 def test_every_paradigm_is_registered_with_the_kinds_it_supports() -> None:
     supports = {spec.name: {k.value for k in spec.supports} for spec in all_agents()}
-    assert supports == {"base_modeling": {"tla", "sysml", "uml_class", "architecture"},
-                        "code_translation": {"tla", "sysml", "uml_class", "architecture"},
-                        "metagpt": {"tla", "sysml", "uml_class", "architecture"},
-                        "openhands": {"tla", "sysml", "uml_class", "architecture"},
-                        "trace_learning": {"tla"}}
+    assert supports == {
+        "base_modeling": {"tla", "sysml", "uml_class", "architecture"},
+        "code_translation": {"tla", "sysml", "uml_class", "architecture"},
+        "metagpt": {"tla", "sysml", "uml_class", "architecture"},
+        "openhands": {"tla", "sysml", "uml_class", "architecture"},
+        "trace_learning": {"tla"},
+    }
 
 
 @pytest.mark.parametrize(("agent", "kind"), PAIRS)
-def test_wrong_model_is_repaired_from_the_tools_real_diagnostics(agent: str, kind: TaskKind, fake_openai: FakeOpenAI,
-                                                                 tmp_path: Path) -> None:
-    _, attempt = _run(agent, kind, fake_openai, tmp_path, fixed_after=1)
+def test_wrong_model_is_repaired_from_the_tools_real_diagnostics(
+    agent: str, kind: TaskKind, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    _, attempt = _run(agent, kind, server, tmp_path, fixed_after=1)
 
     assert attempt.status == AttemptStatus.PASSED, attempt.error
     assert [r.index for r in attempt.rounds] == [0, 1]
@@ -64,9 +84,9 @@ def test_wrong_model_is_repaired_from_the_tools_real_diagnostics(agent: str, kin
     diagnostic = first.check.diagnostics[0].message
     assert any(m in diagnostic for m in TOOL_MESSAGES[kind]), diagnostic
     # the request that produced the fix carried the tool's own words, and the round records that request
-    assert diagnostic in json.dumps(fake_openai.requests[-1]["messages"])
+    assert diagnostic in json.dumps(server.requests[-1]["messages"])
     assert diagnostic in json.dumps(second.messages)
-    assert fake_openai.pending == 0
+    assert server.pending == 0
     # the prompt files used are hashed into the attempt: the agent's own and the task template of the kind
     assert all(len(h) == 64 for h in attempt.prompt_hashes.values())
     assert f"common/task_{kind.value}" in attempt.prompt_hashes
@@ -74,13 +94,14 @@ def test_wrong_model_is_repaired_from_the_tools_real_diagnostics(agent: str, kin
 
 
 @pytest.mark.parametrize(("agent", "kind"), PAIRS)
-def test_model_never_fixed_stops_after_exactly_three_repair_rounds(agent: str, kind: TaskKind,
-                                                                   fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    _, attempt = _run(agent, kind, fake_openai, tmp_path, fixed_after=None)
+def test_model_never_fixed_stops_after_exactly_three_repair_rounds(
+    agent: str, kind: TaskKind, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    _, attempt = _run(agent, kind, server, tmp_path, fixed_after=None)
 
     assert attempt.status == AttemptStatus.FAILED, attempt.error
     assert attempt.repair_rounds == 3
     assert [r.kind for r in attempt.rounds] == ["generate", "repair", "repair", "repair"]
     assert all(r.check is not None and r.check.outcome == Outcome.FAILED for r in attempt.rounds)
-    assert fake_openai.pending == 0  # every scripted reply used, and no call beyond the budget
-    assert fake_openai.calls == len(fake_openai.requests)
+    assert server.pending == 0  # every scripted reply used, and no call beyond the budget
+    assert server.calls == len(server.requests)

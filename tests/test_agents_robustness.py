@@ -1,18 +1,16 @@
-"""Agents under bad conditions: malformed model output, rate limits, cached replays, unsupported tasks; and what an
-attempt leaves behind (checkpoint history of every node, prompt hashes, the `sysmo attempt` command)."""
+"""Agents under bad conditions: malformed model output, rate limits, cached replays, unsupported tasks;
+and what an attempt leaves behind (checkpoint history of every node, prompt hashes, `sysmo attempt`)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import typer
 from agent_scripts import ANALYSIS, DESIGN, fake_llm, model_reply, replies_for
 from agent_tasks import lock_counter_task, task_of, text_task
-from fake_openai import FakeOpenAI, FakeReply, fake_openai, http_error, reply, tool_reply  # noqa: F401 (fixture)
-from typer.testing import CliRunner
-
+from fake_openai import FakeOpenAI, http_error, reply, tool_reply
 from sysmo.agents.registry import UnsupportedTaskError, get_agent
 from sysmo.agents.run import run_attempt
 from sysmo.benchmarks.task import TaskKind
@@ -20,73 +18,100 @@ from sysmo.graphs.attempt import AttemptStatus
 from sysmo.graphs.checkpoint import history
 from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact
+from typer.testing import CliRunner
 
 
-def _attempt(agent: str, kind: TaskKind, server: FakeOpenAI, tmp_path: Path, *, cache: object = False,
-             checkpoint_db: Path | None = None, attempt_id: str = "a1"):
+@pytest.fixture
+def server() -> Iterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server on 127.0.0.1, stopped after the test."""
+    with FakeOpenAI() as fake:
+        yield fake
+
+
+def _attempt(
+    agent: str,
+    kind: TaskKind,
+    server: FakeOpenAI,
+    tmp_path: Path,
+    *,
+    cache: object = False,
+    checkpoint_db: Path | None = None,
+    attempt_id: str = "a1",
+):
     task = task_of(kind, tmp_path)
-    ctx = AgentContext(task=task, llm=fake_llm(server.base_url, cache=cache), checker=check_artifact, agent=agent,
-                       attempt_id=attempt_id)
+    ctx = AgentContext(
+        task=task,
+        llm=fake_llm(server.base_url, cache=cache),
+        checker=check_artifact,
+        agent=agent,
+        attempt_id=attempt_id,
+    )
     return run_attempt(agent, ctx, model_name="openai/fake-model", checkpoint_db=checkpoint_db)
 
 
-# --- malformed model output --------------------------------------------------------------------------------------
-def test_reply_without_code_block_and_empty_reply_are_recorded_and_fed_back(fake_openai: FakeOpenAI,
-                                                                          tmp_path: Path) -> None:
+# --- malformed model output ----------------------------------------------------------------------
+def test_reply_without_code_block_and_empty_reply_are_recorded_and_fed_back(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     reference = text_task(TaskKind.UML_CLASS).references.model
-    fake_openai.push(reply("I would model this with a few classes and associations between them."), reply(""),
-                     model_reply("base_modeling", reference))
+    server.push(
+        reply("I would model this with a few classes and associations between them."),
+        reply(""),
+        model_reply("base_modeling", reference),
+    )
 
-    attempt = _attempt("base_modeling", TaskKind.UML_CLASS, fake_openai, tmp_path)
+    attempt = _attempt("base_modeling", TaskKind.UML_CLASS, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     no_block, empty, fixed = attempt.rounds
     assert no_block.check is None and "No PlantUML diagram found" in no_block.extraction_error
     assert empty.check is None and "empty" in empty.extraction_error
     assert fixed.passed
-    assert "could not use your previous answer: No PlantUML diagram found" in fake_openai.last_user_message(1)
-    assert "The reply was empty" in fake_openai.last_user_message(2)
+    assert "could not use your previous answer: No PlantUML diagram found" in server.last_user_message(1)
+    assert "The reply was empty" in server.last_user_message(2)
 
 
-def test_truncated_intermediate_json_is_recorded_and_the_raw_reply_passed_on(fake_openai: FakeOpenAI,
-                                                                           tmp_path: Path) -> None:
+def test_truncated_intermediate_json_is_recorded_and_the_raw_reply_passed_on(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     task = text_task(TaskKind.UML_CLASS)
     truncated = '{"entities": [{"name": "Recipe", "kind": "class", "attributes": [{"name": "tit'
-    fake_openai.push(reply(truncated), model_reply("code_translation", task.references.model))
+    server.push(reply(truncated), model_reply("code_translation", task.references.model))
 
-    attempt = _attempt("code_translation", TaskKind.UML_CLASS, fake_openai, tmp_path)
+    attempt = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     assert attempt.extras["intermediate_model"] is None
     assert "not a valid intermediate model" in attempt.extras["intermediate_error"]
-    assert truncated in fake_openai.last_user_message(1)  # stage 2 still saw what stage 1 understood
-    assert fake_openai.requests[0]["response_format"]["json_schema"]["name"] == "IntermediateModel"
+    assert truncated in server.last_user_message(1)  # stage 2 still saw what stage 1 understood
+    assert server.requests[0]["response_format"]["json_schema"]["name"] == "IntermediateModel"
     assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["extract_model", "generate"]
 
 
-def test_truncated_model_reply_is_checked_and_repaired(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+def test_truncated_model_reply_is_checked_and_repaired(server: FakeOpenAI, tmp_path: Path) -> None:
     reference = text_task(TaskKind.UML_CLASS).references.model
     cut = reference.main_text[: len(reference.main_text) // 2]
-    fake_openai.push(reply(f"```plantuml\n{cut}"), model_reply("base_modeling", reference))
+    server.push(reply(f"```plantuml\n{cut}"), model_reply("base_modeling", reference))
 
-    attempt = _attempt("base_modeling", TaskKind.UML_CLASS, fake_openai, tmp_path)
+    attempt = _attempt("base_modeling", TaskKind.UML_CLASS, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     assert any("not closed" in n for n in attempt.rounds[0].extraction_notes)
     assert attempt.rounds[0].check is not None and not attempt.rounds[0].passed
 
 
-def test_openhands_malformed_tool_arguments_and_chat_replies_become_error_observations(fake_openai: FakeOpenAI,
-                                                                                     tmp_path: Path) -> None:
+def test_openhands_malformed_tool_arguments_and_chat_replies_become_error_observations(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     reference = text_task(TaskKind.SYSML).references.model
-    fake_openai.push(
+    server.push(
         tool_reply({"name": "write_file", "arguments": '{"path": "model.sysml", "content": "package P {'}),
         reply("Here is the model: package P { part def A; }"),
         tool_reply(("read_file", {"path": "missing.sysml"}), ("finish", {})),
         model_reply("openhands", reference),
     )
 
-    attempt = _attempt("openhands", TaskKind.SYSML, fake_openai, tmp_path)
+    attempt = _attempt("openhands", TaskKind.SYSML, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     assert len(attempt.rounds) == 1  # one check of a written workspace
@@ -94,41 +119,51 @@ def test_openhands_malformed_tool_arguments_and_chat_replies_become_error_observ
     assert any("not valid JSON" in e for e in errors)
     assert any("No tool was called" in e for e in errors)
     assert "no such file" in errors and "finish with an empty workspace" in errors
-    tool_messages = [m for m in fake_openai.requests[1]["messages"] if m["role"] == "tool"]
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert "not valid JSON" in tool_messages[-1]["content"]
 
 
-def test_openhands_hand_off_is_refused_while_the_check_fails(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+def test_openhands_hand_off_is_refused_while_the_check_fails(server: FakeOpenAI, tmp_path: Path) -> None:
     task = text_task(TaskKind.ARCHITECTURE)
     broken = task.references.model.main_text.replace("@enduml", "")
-    fake_openai.push(tool_reply(("write_file", {"path": "diagram.puml", "content": broken}), ("finish", {})),
-                     model_reply("openhands", task.references.model))
+    server.push(
+        tool_reply(("write_file", {"path": "diagram.puml", "content": broken}), ("finish", {})),
+        model_reply("openhands", task.references.model),
+    )
 
-    attempt = _attempt("openhands", TaskKind.ARCHITECTURE, fake_openai, tmp_path)
+    attempt = _attempt("openhands", TaskKind.ARCHITECTURE, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     assert [r.passed for r in attempt.rounds] == [False, True]
-    assert "hand-off is refused" in fake_openai.last_user_message(1)
+    assert "hand-off is refused" in server.last_user_message(1)
 
 
-def test_openhands_step_budget_ends_an_attempt_that_never_checks(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    fake_openai.push(*[reply("thinking ...") for _ in range(3)])
+def test_openhands_step_budget_ends_an_attempt_that_never_checks(server: FakeOpenAI, tmp_path: Path) -> None:
+    server.push(*[reply("thinking ...") for _ in range(3)])
     task = text_task(TaskKind.UML_CLASS)
-    ctx = AgentContext(task=task, llm=fake_llm(fake_openai.base_url), checker=check_artifact, agent="openhands",
-                       max_rounds=3, max_steps=3)
+    ctx = AgentContext(
+        task=task,
+        llm=fake_llm(server.base_url),
+        checker=check_artifact,
+        agent="openhands",
+        max_rounds=3,
+        max_steps=3,
+    )
 
     attempt = run_attempt("openhands", ctx, model_name="openai/fake-model")
 
     assert attempt.status == AttemptStatus.FAILED
     assert attempt.error == "the agent finished with an empty workspace"
-    assert fake_openai.calls == 3 and attempt.rounds == []
+    assert server.calls == 3 and attempt.rounds == []
 
 
-def test_metagpt_empty_role_output_is_recorded_and_the_sop_continues(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+def test_metagpt_empty_role_output_is_recorded_and_the_sop_continues(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     task = text_task(TaskKind.SYSML)
-    fake_openai.push(reply(""), reply(DESIGN), model_reply("metagpt", task.references.model))
+    server.push(reply(""), reply(DESIGN), model_reply("metagpt", task.references.model))
 
-    attempt = _attempt("metagpt", TaskKind.SYSML, fake_openai, tmp_path)
+    attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
     assert attempt.extras["errors"] == ["the Requirements Analyst gave an empty answer"]
@@ -136,70 +171,84 @@ def test_metagpt_empty_role_output_is_recorded_and_the_sop_continues(fake_openai
     assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["analyst", "architect", "generate"]
 
 
-def test_metagpt_reviewer_sees_the_tool_result_and_the_modeler_gets_the_review(fake_openai: FakeOpenAI,
-                                                                             tmp_path: Path) -> None:
+def test_metagpt_reviewer_sees_the_tool_result_and_the_modeler_gets_the_review(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     task = text_task(TaskKind.SYSML)
     from sysmo.agents.control_script import broken_artifact
 
-    fake_openai.push(*replies_for("metagpt", task, [broken_artifact(task), task.references.model]))
+    server.push(*replies_for("metagpt", task, [broken_artifact(task), task.references.model]))
 
-    attempt = _attempt("metagpt", TaskKind.SYSML, fake_openai, tmp_path)
+    attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
 
     diagnostic = attempt.rounds[0].check.diagnostics[0].message
-    review_request, repair_request = fake_openai.requests[3], fake_openai.requests[4]
+    review_request, repair_request = server.requests[3], server.requests[4]
     assert diagnostic in review_request["messages"][-1]["content"]
     assert "Reviewer's notes" in repair_request["messages"][-1]["content"]
     assert [c.purpose for c in attempt.rounds[1].llm_calls] == ["review", "repair"]
     assert attempt.extras["roles"]["analyst"] == ANALYSIS
 
 
-def test_provider_failure_ends_the_attempt_with_an_error_not_a_crash(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
-    fake_openai.push(http_error(400, "model does not support this request"))
+def test_provider_failure_ends_the_attempt_with_an_error_not_a_crash(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    server.push(http_error(400, "model does not support this request"))
 
-    attempt = _attempt("base_modeling", TaskKind.SYSML, fake_openai, tmp_path)
+    attempt = _attempt("base_modeling", TaskKind.SYSML, server, tmp_path)
 
     assert attempt.status == AttemptStatus.ERROR
     assert "model does not support this request" in attempt.error
 
 
-# --- rate limits and the response cache --------------------------------------------------------------------------
-def test_rate_limit_is_retried_and_a_second_run_is_answered_from_the_cache(fake_openai: FakeOpenAI,
-                                                                         tmp_path: Path) -> None:
+# --- rate limits and the response cache ----------------------------------------------------------
+def test_rate_limit_is_retried_and_a_second_run_is_answered_from_the_cache(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     task = text_task(TaskKind.UML_CLASS)
     cache = tmp_path / "llm_cache.sqlite"
-    fake_openai.push(http_error(429, "slow down"), *replies_for("code_translation", task, [task.references.model]))
+    server.push(http_error(429, "slow down"), *replies_for("code_translation", task, [task.references.model]))
 
-    first = _attempt("code_translation", TaskKind.UML_CLASS, fake_openai, tmp_path, cache=cache)
-    calls_after_first = fake_openai.calls
-    second = _attempt("code_translation", TaskKind.UML_CLASS, fake_openai, tmp_path, cache=cache)
+    first = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
+    calls_after_first = server.calls
+    second = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
 
     assert first.status == second.status == AttemptStatus.PASSED
     assert calls_after_first == 3  # the 429, then the two stages
-    assert fake_openai.calls == calls_after_first  # zero HTTP calls the second time
+    assert server.calls == calls_after_first  # zero HTTP calls the second time
     assert all(c.cached for r in second.rounds for c in r.llm_calls)
     assert not any(c.cached for r in first.rounds for c in r.llm_calls)
     assert second.final_artifact == first.final_artifact
 
 
-# --- what an attempt records ------------------------------------------------------------------------------------
+# --- what an attempt records ---------------------------------------------------------------------
 LOOP_ROUND = ["generate", "extract", "check", "record"]
 
 
-@pytest.mark.parametrize(("agent", "expected"), [
-    ("base_modeling", ["first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"]),
-    ("metagpt", ["analyst", "architect", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"]),
-    ("code_translation", ["extract_model", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"]),
-    ("openhands", ["setup", "step", "act", "step", "act", "finalize"]),
-])
-def test_checkpoint_history_lists_every_node_visit(agent: str, expected: list[str], fake_openai: FakeOpenAI,
-                                                   tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("agent", "expected"),
+    [
+        ("base_modeling", ["first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"]),
+        (
+            "metagpt",
+            ["analyst", "architect", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"],
+        ),
+        (
+            "code_translation",
+            ["extract_model", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND, "finalize"],
+        ),
+        ("openhands", ["setup", "step", "act", "step", "act", "finalize"]),
+    ],
+)
+def test_checkpoint_history_lists_every_node_visit(
+    agent: str, expected: list[str], server: FakeOpenAI, tmp_path: Path
+) -> None:
     from sysmo.agents.control_script import broken_artifact
 
     task = text_task(TaskKind.ARCHITECTURE)
-    fake_openai.push(*replies_for(agent, task, [broken_artifact(task), task.references.model]))
+    server.push(*replies_for(agent, task, [broken_artifact(task), task.references.model]))
     db = tmp_path / "checkpoints.sqlite"
 
-    attempt = _attempt(agent, TaskKind.ARCHITECTURE, fake_openai, tmp_path, checkpoint_db=db, attempt_id="ck1")
+    attempt = _attempt(agent, TaskKind.ARCHITECTURE, server, tmp_path, checkpoint_db=db, attempt_id="ck1")
 
     assert attempt.status == AttemptStatus.PASSED and attempt.checkpoint_db == str(db)
     steps = history(db, "ck1")
@@ -221,43 +270,60 @@ def test_unsupported_tasks_are_rejected_with_a_clear_message(tmp_path: Path) -> 
     get_agent("code_translation").check_supports(text_task(TaskKind.SYSML))  # text needs no code
 
 
-def test_trace_learning_prompt_has_traces_and_no_source(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
+def test_trace_learning_prompt_has_traces_and_no_source(server: FakeOpenAI, tmp_path: Path) -> None:
     task = lock_counter_task(tmp_path)
-    fake_openai.push(model_reply("trace_learning", task.references.model))
-    ctx = AgentContext(task=task, llm=fake_llm(fake_openai.base_url), checker=check_artifact, agent="trace_learning")
+    server.push(model_reply("trace_learning", task.references.model))
+    ctx = AgentContext(
+        task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="trace_learning"
+    )
 
     attempt = run_attempt("trace_learning", ctx, model_name="openai/fake-model")
 
-    prompt = fake_openai.last_user_message(0)
+    prompt = server.last_user_message(0)
     assert attempt.status == AttemptStatus.PASSED
     assert '"event": "Acquire"' in prompt and "`Release` x2, fields: count, proc" in prompt
     assert "self.lock = threading.Lock()" not in prompt and "lock_counter.py" not in prompt
 
 
-def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(fake_openai: FakeOpenAI,
-                                                                            tmp_path: Path) -> None:
+def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
     task = lock_counter_task(tmp_path)
     draft = "---- MODULE LockCounter ----\n\\* from lock_counter.py:work\nVARIABLE pc\n===="
-    fake_openai.push(reply(f"```tla\n{draft}\n```"), model_reply("code_translation", task.references.model))
-    ctx = AgentContext(task=task, llm=fake_llm(fake_openai.base_url), checker=check_artifact, agent="code_translation")
+    server.push(reply(f"```tla\n{draft}\n```"), model_reply("code_translation", task.references.model))
+    ctx = AgentContext(
+        task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="code_translation"
+    )
 
     attempt = run_attempt("code_translation", ctx, model_name="openai/fake-model")
 
     assert attempt.status == AttemptStatus.PASSED
-    assert "self.lock = threading.Lock()" in fake_openai.last_user_message(0)  # stage 1 reads the code
-    assert draft in fake_openai.last_user_message(1) and "Stage 2 of 2" in fake_openai.last_user_message(1)
+    assert "self.lock = threading.Lock()" in server.last_user_message(0)  # stage 1 reads the code
+    assert draft in server.last_user_message(1) and "Stage 2 of 2" in server.last_user_message(1)
     assert attempt.extras["draft"].strip() == draft
 
 
-# --- the command -------------------------------------------------------------------------------------------------
+# --- the command ---------------------------------------------------------------------------------
 def test_sysmo_attempt_runs_one_attempt_and_prints_its_rounds() -> None:
     from sysmo.agents.commands import register
 
     app = typer.Typer()
     app.callback()(lambda: None)
     register(app)
-    result = CliRunner().invoke(app, ["attempt", "--task", "starter/uml_class/recipe_book", "--agent", "openhands",
-                                      "--model", "mockllm/control", "--no-cache"], env={"COLUMNS": "160"})
+    result = CliRunner().invoke(
+        app,
+        [
+            "attempt",
+            "--task",
+            "starter/uml_class/recipe_book",
+            "--agent",
+            "openhands",
+            "--model",
+            "mockllm/control",
+            "--no-cache",
+        ],
+        env={"COLUMNS": "160"},
+    )
 
     assert result.exit_code == 0, result.output
     assert "round 0" in result.output and "round 1" in result.output
