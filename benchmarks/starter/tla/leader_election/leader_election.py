@@ -48,10 +48,11 @@ def node(n: int, ring: Ring, trace: TraceRecorder) -> Thread:
             return
 
 
-def record(seed: int, nodes: int = 4, max_events: int = 40) -> str:
-    """One election (NDJSON text) on a ring of ``nodes`` nodes whose ids are shuffled by the seed."""
-    ids = list(range(1, nodes + 1))
-    random.Random(seed * 7919 + 2).shuffle(ids)
+def record(seed: int, nodes: int = 4, ids: list[int] | None = None, max_events: int = 40) -> str:
+    """One election (NDJSON text) on a ring with the given ``ids`` (default: 1..nodes shuffled by the seed)."""
+    if ids is None:
+        ids = list(range(1, nodes + 1))
+        random.Random(seed * 7919 + 2).shuffle(ids)
     ring = Ring(ids)
     trace = TraceRecorder(ring.snapshot, config={"Ids": ids})
     scheduler = Scheduler(seed)
