@@ -528,7 +528,10 @@ def _run(files: dict[str, str], checking: CheckingModule, timeout_s: float) -> t
                    limits=limits, jvm_flags=TLC_JVM_FLAGS, heap_mb=heap)
     report = parse_output(run.output)
     errors = [v for v in report.violations if v.kind != "deadlock"]
-    if run.timed_out:
+    broken = [v for v in errors if v.kind in ("config", "parse")]
+    if broken:  # the replay could not start: the spec does not parse or the constants cannot be given
+        outcome, reason = Outcome.ERROR, f"{broken[0].kind}: {broken[0].message[:500]}"
+    elif run.timed_out:
         outcome, reason = Outcome.INCONCLUSIVE, f"TLC did not finish within {timeout_s:.0f} s"
     elif errors:
         outcome, reason = Outcome.FAILED, f"{errors[0].kind}: {errors[0].message[:500]}"

@@ -1,0 +1,183 @@
+"""Trace validation: name-based mapping, the proposer hook, TLA+ literals, and TLC replays that must reach the last line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
+from sysmo.errors import TaskError
+from sysmo.tools.result import Outcome
+from sysmo.tools.tla import trace_validation as tv
+
+SPINLOCK = STARTER_DIR / "tla" / "spinlock"
+TRACE = SPINLOCK / "traces" / "seed-1.ndjson"
+
+
+def _spinlock() -> Artifact:
+    return load_task_folder(SPINLOCK).references.model
+
+
+def _lines(path: Path = TRACE) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def _trace(lines: list[dict], name: str) -> tv.Trace:
+    return tv.read_trace("\n".join(json.dumps(line) for line in lines), name=name)
+
+
+RENAMED_SPEC = """---- MODULE Lock ----
+EXTENDS Naturals
+CONSTANT NumThreads
+VARIABLES lock_held, thread_pc
+vars == <<lock_held, thread_pc>>
+Init == lock_held = FALSE /\\ thread_pc = [t \\in 1..NumThreads |-> "idle"]
+want_lock(t) == thread_pc[t] = "idle" /\\ thread_pc' = [thread_pc EXCEPT ![t] = "spin"] /\\ UNCHANGED lock_held
+take_lock(t) == thread_pc[t] = "spin" /\\ ~lock_held /\\ lock_held' = TRUE /\\ thread_pc' = [thread_pc EXCEPT ![t] = "cs"]
+spin_once(t) == thread_pc[t] = "spin" /\\ lock_held /\\ UNCHANGED vars
+drop_lock(t) == thread_pc[t] = "cs" /\\ lock_held' = FALSE /\\ thread_pc' = [thread_pc EXCEPT ![t] = "idle"]
+Next == \\E t \\in 1..NumThreads : want_lock(t) \\/ take_lock(t) \\/ spin_once(t) \\/ drop_lock(t)
+====
+"""
+
+
+def test_names_map_case_and_underscore_insensitively_with_the_actor_as_the_leftover_parameter() -> None:
+    spec = tv.SpecSignature(module="M", variables=["lock_state", "pc"], constants=["N"],
+                            operators={"try_acquire": ["self"], "RecvVote": ["rm", "vote"], "Init": []})
+    lines = [{"event": "Init", "config": {"n": 2}, "state": {"LockState": False, "pc": [1]}},
+             {"event": "TryAcquire", "actor": 1, "args": {}, "state": {"LockState": True, "pc": [1]}},
+             {"event": "recv_vote", "actor": "tm", "args": {"Vote": "yes", "rm": 2}, "state": {"extra": 1}},
+             {"event": "Timeout", "actor": 1, "args": {}, "state": {}}]
+    request = tv.map_by_names(spec, tv.summarise([_trace(lines, "t")]))
+    mapping = request.draft
+    assert mapping.for_event("TryAcquire") == tv.ActionMapping(event="TryAcquire", action="try_acquire",
+                                                               arguments=["actor"])
+    assert mapping.for_event("recv_vote").arguments == ["args.rm", "args.Vote"]
+    assert mapping.for_event("Timeout").action is None  # checked against Next, and said so
+    assert {(v.field, v.variable) for v in mapping.variables} == {("LockState", "lock_state"), ("pc", "pc")}
+    assert mapping.constants == {"n": "N"}
+    assert request.unmatched_events == ["Timeout"] and request.unmatched_fields == ["extra"]
+    assert any("Timeout" in note for note in mapping.notes) and mapping.source == "names"
+
+
+def test_signature_reads_variables_constants_and_operator_parameters() -> None:
+    sig = tv.signature(Artifact(language=Language.TLA, files={"Lock.tla": RENAMED_SPEC}))
+    assert sig.module == "Lock" and sig.variables == ["lock_held", "thread_pc"] and sig.constants == ["NumThreads"]
+    assert sig.operators["take_lock"] == ["t"] and sig.operators["Next"] == []
+
+
+def test_proposer_is_asked_only_when_names_differ_and_its_mapping_is_checked_against_the_spec() -> None:
+    trace = tv.read_trace(TRACE)
+    assert tv.resolve_mapping(_spinlock(), [trace], proposer=lambda r: pytest.fail("asked")).source == "names"
+    seen: list[tv.MappingRequest] = []
+
+    def propose(request: tv.MappingRequest) -> tv.TraceMapping:
+        seen.append(request)
+        return tv.TraceMapping(
+            actions=[tv.ActionMapping(event="Request", action="want_lock", arguments=["actor"]),
+                     tv.ActionMapping(event="Acquire", action="take_lock", arguments=["actor"]),
+                     tv.ActionMapping(event="Spin", action="spin_once", arguments=["actor", "actor"]),  # wrong arity
+                     tv.ActionMapping(event="Release", action="no_such_action", arguments=["actor"])],
+            variables=[tv.VariableMapping(field="locked", variable="lock_held"),
+                       tv.VariableMapping(field="pc", variable="thread_pc"),
+                       tv.VariableMapping(field="pc", variable="ghost")],
+            constants={"N": "NumThreads"})
+
+    renamed = Artifact(language=Language.TLA, files={"Lock.tla": RENAMED_SPEC})
+    mapping = tv.resolve_mapping(renamed, [trace], proposer=propose)
+    assert len(seen) == 1 and set(seen[0].unmatched_events) == {"Request", "Acquire", "Spin", "Release"}
+    assert mapping.source == "llm"
+    assert mapping.for_event("Spin").action is None and mapping.for_event("Release").action is None
+    assert [v.variable for v in mapping.variables] == ["lock_held", "thread_pc"]
+    assert len([n for n in mapping.notes if "instead" in n or "dropped" in n]) == 3
+
+
+def test_json_values_become_tla_literals() -> None:
+    assert tv.tla_value([True, -2, 'a"b\\']) == '<<TRUE, -2, "a\\"b\\\\">>'
+    assert tv.tla_value({"x": [1, 2], "y": {}}) == "[x |-> <<1, 2>>, y |-> <<>>]"
+    assert tv.tla_value({"0": "p", "1": "c"}) == '(0 :> "p" @@ 1 :> "c")'
+    assert tv.tla_value([[1, 2], [2]], as_set=True) == "{{1, 2}, {2}}"
+    with pytest.raises(TaskError, match="no TLA\\+ literal"):
+        tv.tla_value({"pc": None}, where="t line 3")
+
+
+def test_malformed_trace_line_is_named() -> None:
+    with pytest.raises(TaskError, match="line 2"):
+        tv.read_trace('{"event": "Init", "state": {}}\n{"state": 1}\n', name="bad")
+
+
+@pytest.mark.slow
+def test_only_traces_consumed_to_their_last_line_pass_and_the_first_failing_line_is_reported() -> None:
+    good = _lines()
+    last_bad = [dict(line) for line in good]
+    last_bad[-1] = {**good[-1], "state": {**good[-1]["state"], "locked": not good[-1]["state"]["locked"]}}
+    wrong_event = [dict(line) for line in good]  # right state, wrong action on the last line
+    wrong_event[-1] = {**good[-1], "event": "Spin"}
+    skipped = good[:3] + good[4:]
+    bad_init = [{**good[0], "state": {**good[0]["state"], "locked": True}}] + good[1:]
+    traces = [_trace(good, "good"), _trace(last_bad, "last-bad"), _trace(wrong_event, "wrong-event"),
+              _trace(skipped, "skipped"), _trace(bad_init, "bad-init"), _trace(good[:5], "prefix")]
+    result = tv.validate_traces(_spinlock(), traces)
+    verdicts = {v.trace: v for v in result.traces}
+    assert len(result.runs) == 1  # one configuration, one TLC run
+    assert [v.trace for v in result.traces if v.accepted] == ["good", "prefix"]
+    assert result.score == pytest.approx(2 / 6) and result.outcome == Outcome.FAILED
+    last = len(good) - 1
+    assert (verdicts["last-bad"].first_failing_event, verdicts["last-bad"].events_consumed) == (last, last)
+    assert verdicts["last-bad"].failing_event == "Release" and verdicts["last-bad"].outcome == Outcome.FAILED
+    assert verdicts["wrong-event"].first_failing_event == last
+    assert verdicts["skipped"].first_failing_event == 3
+    assert verdicts["bad-init"].first_failing_event == 0 and "initial state" in verdicts["bad-init"].reason
+    assert verdicts["good"].events_consumed == len(good) and verdicts["good"].first_failing_event is None
+    module = tv.checking_module(traces[:1], result.mapping, "Spinlock", None)
+    assert "Json" not in module.text and 'TV__Log1 == <<\n  [event |-> "Init"' in module.text
+
+
+@pytest.mark.slow
+def test_renamed_spec_conforms_through_a_proposed_mapping_and_the_mapping_is_recorded() -> None:
+    mapping = tv.TraceMapping(
+        actions=[tv.ActionMapping(event=e, action=a, arguments=["actor"]) for e, a in
+                 [("Request", "want_lock"), ("Acquire", "take_lock"), ("Spin", "spin_once"), ("Release", "drop_lock")]],
+        variables=[tv.VariableMapping(field="locked", variable="lock_held"),
+                   tv.VariableMapping(field="pc", variable="thread_pc")],
+        constants={"N": "NumThreads"}, source="llm")
+    renamed = Artifact(language=Language.TLA, files={"Lock.tla": RENAMED_SPEC})
+    traces = sorted((SPINLOCK / "traces").glob("*.ndjson"))
+    result = tv.validate_traces(renamed, traces, proposer=lambda request: mapping)
+    assert result.score == 1.0 and result.mapping.source == "llm"
+    assert json.loads(result.model_dump_json())["mapping"]["constants"] == {"N": "NumThreads"}
+    # without a proposer nothing matches by name, the constant gets no value, and the replay cannot start
+    unmapped = tv.validate_traces(renamed, traces[:1])
+    assert len(unmapped.mapping.notes) == 4 + 2 + 1 and unmapped.outcome == Outcome.ERROR
+    assert "NumThreads" in unmapped.traces[0].reason and unmapped.score == 0.0
+
+
+@pytest.mark.slow
+def test_an_evaluation_error_in_a_shared_run_is_blamed_on_the_trace_that_caused_it() -> None:
+    spec = """---- MODULE Counter ----
+EXTENDS Naturals
+VARIABLE x
+Init == x = 0
+Inc == x' = x + 1
+Crash == x' = CHOOSE y \\in {} : TRUE
+Next == Inc \\/ Crash
+====
+"""
+    artifact = Artifact(language=Language.TLA, files={"Counter.tla": spec})
+    good = [{"event": "Init", "state": {"x": 0}}] + [{"event": "Inc", "state": {"x": i}} for i in (1, 2)]
+    crash = good[:2] + [{"event": "Crash", "state": {"x": 5}}]
+    result = tv.validate_traces(artifact, [_trace(good, "good"), _trace(crash, "crash")])
+    verdicts = {v.trace: v for v in result.traces}
+    assert verdicts["good"].accepted
+    assert verdicts["crash"].outcome == Outcome.FAILED and verdicts["crash"].first_failing_event == 2
+    assert len(result.runs) == 2 and result.runs[0].outcome == Outcome.FAILED  # shared run, then the replay alone
+
+
+@pytest.mark.slow
+def test_a_timeout_is_inconclusive_never_a_pass() -> None:
+    result = tv.validate_traces(_spinlock(), [TRACE], timeout_s=0.05)
+    assert result.traces[0].outcome == Outcome.INCONCLUSIVE and not result.traces[0].accepted
+    assert result.outcome == Outcome.INCONCLUSIVE and result.score == 0.0
