@@ -1,0 +1,125 @@
+"""Read PGo (TraceLink) traces as one trace for trace validation: merge per-process logs by vector clock.
+
+A PGo run folder (``traces_found/<run>/trace-<k>-*.log``) holds one log per process. Each line is a
+critical section: the archetype, ``self``, a vector clock, ``isAbort``, and the reads/writes it made,
+including the program counter ``.pc`` (labels like ``"AProducer.p1"``). A committed critical section is
+one step of the PlusCal/MPCal translation: the action named by the label it started at, taken by process
+``self``. The adapter orders all steps by a linear extension of the vector clocks (lowest process first
+among the ready ones, so the order is deterministic), drops aborted sections and sections that wrote no
+``.pc`` (blocked attempts), and logs the whole ``pc`` function after each step. Only control flow is
+constrained this way; TLC must still find values of the other variables (network, buffers, ...) that
+let every logged step happen in that order.
+
+>>> trace = read_pgo_run(Path(".../pgo/dqueue/traces_found/4161323826586722756"))
+>>> trace.lines[1].event, trace.lines[1].actor
+('p', 0)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sysmo.errors import TaskError
+from sysmo.log import get_logger
+from sysmo.tools.tla import cfg as tlc_cfg
+from sysmo.tools.tla.trace_validation import Trace, TraceLine
+
+log = get_logger(__name__)
+
+Process = tuple[str, str]  # (archetype, self)
+
+
+def _label(value: str) -> str:
+    """``"\\"AProducer.p1\\""`` (a TLA+ string literal) -> ``p1``."""
+    return json.loads(value).rsplit(".", 1)[-1] if value.startswith('"') else value.rsplit(".", 1)[-1]
+
+
+def _self(process: Process) -> int | str:
+    return int(process[1]) if process[1].lstrip("-").isdigit() else process[1]
+
+
+def _pc(record: dict[str, Any], tag: str) -> str | None:
+    for element in record.get("csElements", []):
+        if element.get("tag") == tag and element.get("name", {}).get("name") == ".pc":
+            return _label(element["value"])
+    return None
+
+
+def _load(folder: Path) -> dict[Process, list[dict[str, Any]]]:
+    logs: dict[Process, list[dict[str, Any]]] = {}
+    files = sorted(folder.glob("trace-*.log"))
+    if not files:
+        raise TaskError(f"no PGo trace logs (trace-*.log) in {folder}")
+    for path in files:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+                process = (record["archetypeName"], str(record["self"]))
+            except (json.JSONDecodeError, KeyError) as exc:
+                raise TaskError(f"{path.name} line {number} is not a PGo trace record: {exc}") from exc
+            logs.setdefault(process, []).append(record)
+    return logs
+
+
+def _clock(record: dict[str, Any]) -> dict[Process, int]:
+    return {(entry[0][0], str(entry[0][1])): int(entry[1]) for entry in record.get("clock", [])}
+
+
+def _linearise(logs: dict[Process, list[dict[str, Any]]]) -> list[tuple[Process, dict[str, Any]]]:
+    """All records in an order consistent with their vector clocks (happens-before is respected)."""
+    done = {process: 0 for process in logs}
+    order: list[tuple[Process, dict[str, Any]]] = []
+    ranked = sorted(logs, key=lambda p: (str(_self(p)).zfill(12), p[0]))
+    while len(order) < sum(len(records) for records in logs.values()):
+        for process in ranked:
+            if done[process] == len(logs[process]):
+                continue
+            clock = _clock(logs[process][done[process]])
+            if all(done.get(other, 0) >= count for other, count in clock.items() if other != process):
+                order.append((process, logs[process][done[process]]))
+                done[process] += 1
+                break
+        else:
+            waiting = {f"{p[0]}({p[1]})": done[p] + 1 for p in logs if done[p] < len(logs[p])}
+            raise TaskError(f"the vector clocks admit no order: every process waits on another ({waiting})")
+    return order
+
+
+def read_pgo_run(folder: Path) -> Trace:
+    """One PGo run (all its processes' logs) as a trace of label steps with the ``pc`` after each."""
+    logs = _load(folder)
+    pc: dict[str, str] = {}
+    for process, records in logs.items():
+        first = _pc(records[0], "read")
+        if first is None:
+            raise TaskError(f"{folder}: the first record of {process[0]}({process[1]}) does not read .pc")
+        pc[process[1]] = first
+    ordered = sorted(pc, key=lambda s: str(s).zfill(12))
+    lines = [TraceLine(event="Init", state={"pc": {s: pc[s] for s in ordered}})]
+    skipped = 0
+    for process, record in _linearise(logs):
+        start, end = _pc(record, "read"), _pc(record, "write")
+        if record.get("isAbort") or start is None or end is None:
+            skipped += 1  # an aborted or blocked attempt changes nothing
+            continue
+        pc[process[1]] = end
+        lines.append(TraceLine(event=start, actor=_self(process), state={"pc": {s: pc[s] for s in ordered}}))
+    log.debug("pgo_trace.read", run=folder.name, steps=len(lines) - 1, skipped=skipped, processes=len(logs))
+    return Trace(name=folder.name, lines=lines)
+
+
+def validation_cfg(spec_cfg: str | None, validate_cfg: str | None) -> str:
+    """The constants to replay with: the task's ``<t>Validate.cfg`` values over the spec's own cfg values."""
+    base = tlc_cfg.parse(spec_cfg) if spec_cfg else tlc_cfg.TlcConfig()
+    override = tlc_cfg.parse(validate_cfg) if validate_cfg else tlc_cfg.TlcConfig()
+
+    def name(entry: str) -> str:
+        return entry.replace("<-", "=").split("=", 1)[0].strip()
+
+    given = {name(c) for c in override.constants}
+    constants = [c for c in base.constants if name(c) not in given] + override.constants
+    return tlc_cfg.TlcConfig(constants=constants).render()
