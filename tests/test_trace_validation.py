@@ -1,4 +1,4 @@
-"""Trace validation: name-based mapping, the proposer hook, TLA+ literals, and TLC replays that must reach the last line."""
+"""Trace validation: name-based mapping, the proposer hook, TLA+ literals, TLC replays that must reach the last line."""
 
 from __future__ import annotations
 
@@ -36,7 +36,8 @@ VARIABLES lock_held, thread_pc
 vars == <<lock_held, thread_pc>>
 Init == lock_held = FALSE /\\ thread_pc = [t \\in 1..NumThreads |-> "idle"]
 want_lock(t) == thread_pc[t] = "idle" /\\ thread_pc' = [thread_pc EXCEPT ![t] = "spin"] /\\ UNCHANGED lock_held
-take_lock(t) == thread_pc[t] = "spin" /\\ ~lock_held /\\ lock_held' = TRUE /\\ thread_pc' = [thread_pc EXCEPT ![t] = "cs"]
+take_lock(t) == thread_pc[t] = "spin" /\\ ~lock_held
+                /\\ lock_held' = TRUE /\\ thread_pc' = [thread_pc EXCEPT ![t] = "cs"]
 spin_once(t) == thread_pc[t] = "spin" /\\ lock_held /\\ UNCHANGED vars
 drop_lock(t) == thread_pc[t] = "cs" /\\ lock_held' = FALSE /\\ thread_pc' = [thread_pc EXCEPT ![t] = "idle"]
 Next == \\E t \\in 1..NumThreads : want_lock(t) \\/ take_lock(t) \\/ spin_once(t) \\/ drop_lock(t)

@@ -90,7 +90,8 @@ class TaskFile(BaseModel):
 def _read(folder: Path, relative: str, what: str) -> str:
     path = (folder / relative).resolve()
     if not path.is_file():
-        raise TaskError(f"{folder / TASK_FILE}: {what} {relative!r} does not exist (paths are relative to the task folder)")
+        raise TaskError(f"{folder / TASK_FILE}: {what} {relative!r} does not exist "
+                        "(paths are relative to the task folder)")
     return path.read_text(encoding="utf-8")
 
 

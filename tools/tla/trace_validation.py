@@ -134,8 +134,8 @@ def _split_top(text: str) -> list[str]:
 
 def _declared(text: str, keyword: str) -> list[str]:
     names: list[str] = []
-    for match in re.finditer(rf"\b{keyword}S?\b((?:\s*[A-Za-z_]\w*(?:\([_,\s]*\))?\s*,)*\s*[A-Za-z_]\w*(?:\([_,\s]*\))?)",
-                             text):
+    name = r"[A-Za-z_]\w*(?:\([_,\s]*\))?"  # x, or an operator constant F(_, _)
+    for match in re.finditer(rf"\b{keyword}S?\b((?:\s*{name}\s*,)*\s*{name})", text):
         names += [re.sub(r"\(.*", "", n).strip() for n in _split_top(match.group(1))]
     return names
 
@@ -353,7 +353,8 @@ def tla_value(value: Any, as_set: bool = False, where: str = "value") -> str:
         if all(IDENTIFIER.fullmatch(k) for k in value):
             return "[" + ", ".join(f"{k} |-> {tla_value(v, as_set, f'{where}.{k}')}" for k, v in value.items()) + "]"
         if all(re.fullmatch(r"-?\d+", k) for k in value):  # integer-keyed object: a function on those integers
-            return "(" + " @@ ".join(f"{int(k)} :> {tla_value(v, as_set, f'{where}.{k}')}" for k, v in value.items()) + ")"
+            pairs = [f"{int(k)} :> {tla_value(v, as_set, f'{where}.{k}')}" for k, v in value.items()]
+            return "(" + " @@ ".join(pairs) + ")"
     raise TaskError(f"trace {where} holds {value!r}, which has no TLA+ literal here (use booleans, integers, "
                     "strings, lists, and objects with identifier or integer keys)")
 
