@@ -9,6 +9,7 @@ attempt id is a hash of those, so a resumed run recognises finished work and nev
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import re
@@ -229,9 +230,26 @@ class UnitRunner:
         checkpoint = self.directory / "checkpoints" / f"{unit.attempt_id}.sqlite"
         return run_attempt(unit.agent, ctx, model_name=unit.model, checkpoint_db=checkpoint)
 
-    def score(self, unit: WorkUnit, attempt: Attempt) -> ScoreCard:
+    def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
+        """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""
+        if attempt.final_artifact is None:
+            return None
+        payload = json.dumps({"artifact": attempt.final_artifact.sha256, "task": unit.task.id, "kind": unit.task.kind.value,
+                              "options": self.config.scoring, "helper": self.config.helper, "judge": self.config.judge},
+                             sort_keys=True, default=str)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def score(self, unit: WorkUnit, attempt: Attempt, store: Store | None = None) -> ScoreCard:
+        key = self.score_key(unit, attempt)
+        if store is not None and key is not None:
+            cached = store.cached_scorecard(key)
+            if cached is not None:
+                return cached
         with self._tool_slots:
-            return cascade_for(unit.task.kind).score(attempt.final_artifact, unit.task, self.scoring_context(unit.model))
+            card = cascade_for(unit.task.kind).score(attempt.final_artifact, unit.task, self.scoring_context(unit.model))
+        if store is not None and key is not None and not any(s.outcome in ("error", "inconclusive") for s in card.stages):
+            store.cache_scorecard(key, card)
+        return card
 
     def write_artifacts(self, attempt: Attempt) -> None:
         """Each round's artifact on disk: <dir>/artifacts/<attempt>/round<i>/<file>."""
@@ -297,7 +315,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
             runner.write_artifacts(attempt)
             store.save_attempt(experiment_id, attempt, task_meta(unit.task))
         if config.score:
-            card = runner.score(unit, attempt)
+            card = runner.score(unit, attempt, store)
             store.save_score(experiment_id, attempt.id, card)
         return unit, attempt
 

@@ -49,6 +49,9 @@ CREATE TABLE IF NOT EXISTS tool_calls (
 CREATE TABLE IF NOT EXISTS scores (
     attempt_id TEXT PRIMARY KEY, experiment_id TEXT, cascade TEXT, scorecard_json TEXT, scored_at TEXT
 );
+CREATE TABLE IF NOT EXISTS score_cache (
+    key TEXT PRIMARY KEY, scorecard_json TEXT, created_at TEXT
+);
 CREATE TABLE IF NOT EXISTS score_metrics (
     attempt_id TEXT, experiment_id TEXT, metric TEXT, value REAL, PRIMARY KEY (attempt_id, metric)
 );
@@ -171,6 +174,14 @@ class Store:
             self._conn.execute("DELETE FROM score_metrics WHERE attempt_id=?", (attempt_id,))
             for metric, value in card.flat().items():
                 self._conn.execute("INSERT INTO score_metrics VALUES (?,?,?,?)", (attempt_id, experiment_id, metric, value))
+
+    def cached_scorecard(self, key: str) -> ScoreCard | None:
+        rows = self.query("SELECT scorecard_json FROM score_cache WHERE key=?", (key,))
+        return ScoreCard.model_validate_json(rows[0]["scorecard_json"]) if rows else None
+
+    def cache_scorecard(self, key: str, card: ScoreCard) -> None:
+        with self._lock, self._conn:
+            self._conn.execute("INSERT OR REPLACE INTO score_cache VALUES (?,?,?)", (key, card.model_dump_json(), _now()))
 
     def scorecard(self, attempt_id: str) -> ScoreCard | None:
         rows = self.query("SELECT scorecard_json FROM scores WHERE attempt_id=?", (attempt_id,))

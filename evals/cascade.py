@@ -64,7 +64,7 @@ class Cascade:
         for stage in self.stages:
             if blocked_by is not None:
                 card.stages.append(StageResult(stage=stage.name, value=0.0, passed=False, outcome="skipped",
-                                               skipped_because=blocked_by))
+                                               skipped_because=blocked_by, detail={"gated": True}))
                 continue
             started = time.monotonic()
             try:

@@ -20,6 +20,7 @@ import pandas as pd  # noqa: E402
 from sysmo.evals.tables import (  # noqa: E402
     attempts_frame,
     breakdown_frame,
+    display_frame,
     provenance,
     provenance_json,
     rounds_to_success,
@@ -65,7 +66,7 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path) -> list[Path]:
     paths = []
     if summary.empty:
         return paths
-    metrics = [c for c in summary.columns if (c == "pass@1" or c in _stage_names(summary)) and not c.endswith("CI")]
+    metrics = [c for c in summary.columns if (c == "pass@1" or c in _stage_names(summary)) and "." not in c]
     for kind, group in summary.groupby("kind"):
         for metric in metrics:
             if metric not in group or group[metric].isna().all():
@@ -200,7 +201,10 @@ def write_report(directory: Path) -> dict[str, Path]:
         md.append("## Summary per agent, model and task kind\n")
         md.append("pass@k uses the unbiased estimator over the samples of each task; metric columns are means over "
                   "attempts with 95% bootstrap CIs; best-of-n keeps each task's best sample by the declared metric.\n")
-        md.append(markdown_table(summary))
+        md.append(markdown_table(display_frame(summary)))
+        md.append("## All score metrics (means)\n")
+        md.append(markdown_table(display_frame(summary, headline_only=False).drop(
+            columns=["tasks", "samples", "cost $", "tokens", "wall s", "mean rounds to pass"], errors="ignore")))
         for by, table in breakdowns.items():
             if not table.empty:
                 md.append(f"## Pass rate by {by}\n")
@@ -225,7 +229,8 @@ td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#e
 padding:1em;border:1px solid #e0c060;font-weight:bold}}figure{{display:inline-block;margin:0.5em}}img{{max-width:640px}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}}</style></head><body>
 <h1>{html.escape(title)}</h1>{banner}<p>Attempts: {len(frame)}; samples per task: {config.get('samples')};
-max repair rounds: {config.get('max_rounds')}.</p><h2>Summary per agent, model and task kind</h2>{html_table(summary)}
+max repair rounds: {config.get('max_rounds')}.</p><h2>Summary per agent, model and task kind</h2>{html_table(display_frame(summary))}
+<h2>All score metrics (means)</h2>{html_table(display_frame(summary, headline_only=False))}
 {sections}<h2>Plots</h2>{images}<h2>Provenance</h2><pre>{html.escape(provenance_json(store, experiment_id))}</pre>
 <h2>Attempts</h2>{html_table(frame.drop(columns=[c for c in ('error',) if c in frame.columns]))}</body></html>"""
         (out / "report.html").write_text(page)

@@ -43,7 +43,9 @@ class ScoreCard(BaseModel):
         """Every number on the card as ``stage`` / ``stage.metric`` keys (for tables and CSV)."""
         out: dict[str, float | None] = {}
         for s in self.stages:
-            out[s.stage] = s.value
+            # a stage skipped for want of a judge/helper/traces is not applicable (None), unlike a gated skip (0)
+            applicable = not (s.outcome == "skipped" and not s.detail.get("gated"))
+            out[s.stage] = s.value if applicable else None
             for k, v in s.metrics.items():
-                out[f"{s.stage}.{k}"] = v
+                out[f"{s.stage}.{k}"] = v if applicable else None
         return out

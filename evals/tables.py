@@ -48,6 +48,32 @@ def score_columns(frame: pd.DataFrame) -> list[str]:
     return [c for c in frame.columns if c.startswith("score.")]
 
 
+def bounded_metric(column: pd.Series) -> bool:
+    """Scores live in [0, 1]; counts (matched elements, errors) stay in the per-attempt table only."""
+    values = column.dropna()
+    return not values.empty and bool(((values >= 0) & (values <= 1)).all())
+
+
+def display_frame(summary: pd.DataFrame, headline_only: bool = True) -> pd.DataFrame:
+    """The summary for people: "mean [low, high]" cells; by default only pass@k and each stage's headline value."""
+    if summary.empty:
+        return summary
+    keep = []
+    for col in summary.columns:
+        if col.endswith(" CI") or col == "pass_rate_ci":
+            continue
+        if headline_only and "." in col and not col.startswith(("pass@", "best-of-n")):
+            continue
+        keep.append(col)
+    out = summary[keep].copy()
+    for col in keep:
+        if f"{col} CI" in summary.columns:
+            out[col] = [f"{m:.3f} {ci}" if pd.notna(m) else "" for m, ci in zip(summary[col], summary[f"{col} CI"])]
+    if "pass@1" in out.columns:
+        out["pass@1"] = [f"{m:.3f} {ci}" for m, ci in zip(summary["pass@1"], summary["pass_rate_ci"])]
+    return out
+
+
 def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None = None,
                   ks: tuple[int, ...] = (1, 3, 5)) -> pd.DataFrame:
     """Per (agent, model, kind): tasks, samples, pass@k (unbiased), best-of-n, metric means with 95% CIs, cost."""
@@ -69,7 +95,7 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
         metric = f"score.{selection.get(kind, '')}"
         for col in score_columns(group):
             values = group[col].dropna()
-            if values.empty:
+            if values.empty or not bounded_metric(frame[col]):
                 continue
             ci = bootstrap_ci(list(values))
             row[f"{col[6:]}"] = ci.mean
