@@ -96,7 +96,7 @@ def register(app: typer.Typer) -> None:
             if kind:
                 tasks["kinds"] = kind
             if ids:
-                tasks["ids"] = ids
+                tasks["ids"] = [i.strip() for chunk in ids for i in chunk.split(",") if i.strip()]
             if sample_tasks:
                 tasks["sample"] = sample_tasks
             if seed is not None:

@@ -1,0 +1,79 @@
+"""The offline control experiment end to end: run, SIGKILL mid-run, resume; tables equal an uninterrupted run."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ARGS = ["--ids", "starter/uml_class/library_loans,starter/uml_class/hotel_booking,starter/sysml/electric_kettle,"
+        "starter/sysml/smart_door_lock,starter/architecture/bike_sharing_system",
+        "--agent", "base_modeling", "--agent", "metagpt", "--agent", "openhands", "--samples", "2", "--no-progress"]
+STABLE = ["agent", "model", "kind", "tasks", "samples", "pass@1", "pass@2"]
+
+
+def sysmo(*args: str, env: dict[str, str]) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "sysmo.cli", *args], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def attempts(db: Path) -> dict[str, tuple]:
+    if not db.exists():
+        return {}
+    with sqlite3.connect(db) as conn:
+        try:
+            rows = conn.execute("SELECT id, finished_at, (SELECT COUNT(*) FROM llm_calls WHERE attempt_id = attempts.id) "
+                                "FROM attempts").fetchall()
+        except sqlite3.OperationalError:
+            return {}
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def comparable(report_dir: Path) -> pd.DataFrame:
+    summary = pd.read_csv(report_dir / "summary.csv")
+    metric_cols = [c for c in summary.columns if c not in ("cost $", "tokens", "wall s") and not c.endswith("CI")]
+    return summary[metric_cols].sort_values(["agent", "model", "kind"]).reset_index(drop=True)
+
+
+@pytest.mark.slow
+def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_path):
+    env = {**os.environ, "SYSMO_HOME": str(tmp_path / "home")}
+    out = tmp_path / "runs"
+    straight = sysmo("run", *ARGS, "--id", "straight", "-o", str(out), env=env)
+    text, _ = straight.communicate(timeout=900)
+    assert straight.returncode == 0, text
+    assert "CONTROL" in text
+
+    victim = sysmo("run", *ARGS, "--id", "killed", "-o", str(out), "--concurrency", "1", env=env)
+    db = out / "killed" / "results.sqlite"
+    deadline = time.monotonic() + 600
+    while len(attempts(db)) < 8 and time.monotonic() < deadline and victim.poll() is None:
+        time.sleep(0.2)
+    assert victim.poll() is None, "the run ended before it could be killed; give it more work"
+    os.killpg(victim.pid, signal.SIGKILL)
+    victim.wait()
+    before = attempts(db)
+    assert 8 <= len(before) < len(attempts(out / "straight" / "results.sqlite"))
+
+    resumed = sysmo("run", "--resume", "killed", "-o", str(out), "--no-progress", env=env)
+    text, _ = resumed.communicate(timeout=900)
+    assert resumed.returncode == 0, text
+    after = attempts(db)
+    # finished work was neither recomputed nor asked of the model again
+    for attempt_id, (finished_at, n_calls) in before.items():
+        assert after[attempt_id] == (finished_at, n_calls)
+    assert set(after) == set(attempts(out / "straight" / "results.sqlite"))
+    pd.testing.assert_frame_equal(comparable(out / "straight" / "report"), comparable(out / "killed" / "report"))
+    md = (out / "killed" / "report" / "report.md").read_text()
+    assert "CONTROL EXPERIMENT" in md and "| openhands | mockllm/control | uml_class |" in md
+
+    trace = subprocess.run([sys.executable, "-m", "sysmo.cli", "trace", "killed", "--all", "-o", str(out), "--json"],
+                           env=env, capture_output=True, text=True, timeout=120)
+    assert trace.returncode == 0 and '"status": "passed"' in trace.stdout
