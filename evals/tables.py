@@ -19,7 +19,7 @@ DEFAULT_SELECTION_METRIC = {
     "tla": "invariants",
     "sysml": "validity",
     "uml_class": "clue.clue",
-    "architecture": "node_f1",
+    "architecture": "structure.node_f1",
 }
 GROUP = ["agent", "model", "kind"]
 
