@@ -1,4 +1,4 @@
-"""CLUE and the class-diagram cascade: gold controls, hand-computed values, sensitivity to mutations, the relation LUT."""
+"""CLUE and the class-diagram cascade: gold controls, hand-computed values, sensitivity, the relation LUT."""
 
 from __future__ import annotations
 
@@ -33,8 +33,12 @@ def diagram(text: str) -> Artifact:
 
 
 def task_with(reference: str) -> Task:
-    return Task(id="test/uml", benchmark="test", kind=TaskKind.UML_CLASS,
-                references=TaskReferences(model=diagram(reference)))
+    return Task(
+        id="test/uml",
+        benchmark="test",
+        kind=TaskKind.UML_CLASS,
+        references=TaskReferences(model=diagram(reference)),
+    )
 
 
 def clue_of(reference: str, candidate: str, similarity: str = "exact") -> clue.ClueResult:
@@ -159,7 +163,9 @@ def test_a_renamed_attribute_lowers_exact_clue_more_than_the_token_similarity():
     assert _score(synonym, "token")["clue_class"] == pytest.approx(_score(synonym)["clue_class"], abs=0.02)
 
 
-@pytest.mark.skipif(not embedding_available(), reason="the optional sentence-embedding extra is not installed")
+@pytest.mark.skipif(
+    not embedding_available(), reason="the optional sentence-embedding extra is not installed"
+)
 def test_the_sentence_embedding_ranks_a_synonym_above_an_unrelated_rename_where_exact_match_cannot():
     synonym, unrelated = _mutate(r"\bGuest\b", "Visitor"), _mutate(r"\bGuest\b", "Sensor")
     assert _score(synonym)["clue_class"] == _score(unrelated)["clue_class"] < 1.0
@@ -170,7 +176,9 @@ def test_the_sentence_embedding_ranks_a_synonym_above_an_unrelated_rename_where_
 def test_a_dropped_class_lowers_clue_class():
     dropped = _mutate(r"^class PricingService \{\n.*?\n\}\n|^Reservation \.\.> PricingService.*\n", "")
     scores = _score(dropped)
-    assert scores["clue_class"] == pytest.approx(10 / 11)  # one of 11 reference classes missing, the rest exact
+    assert scores["clue_class"] == pytest.approx(
+        10 / 11
+    )  # one of 11 reference classes missing, the rest exact
     assert scores["clue_method"] == pytest.approx(10 / 11)
 
 
@@ -200,8 +208,14 @@ def test_opt_match_is_normalised_by_the_reference_size():
 
 def test_the_paper_weights_sum_to_one_per_group():
     w = clue.PAPER_WEIGHTS
-    for group in ((w.w_n, w.w_a, w.w_m), (w.w_an, w.w_at), (w.w_mn, w.w_mt, w.w_mp), (w.w_pn, w.w_pt),
-                  (w.w_rt, w.w_rn, w.w_rm), (w.w_e, w.w_r)):
+    for group in (
+        (w.w_n, w.w_a, w.w_m),
+        (w.w_an, w.w_at),
+        (w.w_mn, w.w_mt, w.w_mp),
+        (w.w_pn, w.w_pt),
+        (w.w_rt, w.w_rn, w.w_rm),
+        (w.w_e, w.w_r),
+    ):
         assert sum(group) == pytest.approx(1.0)
     assert len(clue.ClueWeights.model_fields) == 15
 

@@ -1,4 +1,4 @@
-"""Properties of CLUE (hypothesis): OptMatch stays in [0, 1], a diagram scores 1 against itself, scores stay in [0, 1]."""
+"""Properties of CLUE (hypothesis): OptMatch in [0, 1], self-score 1, every score in [0, 1]."""
 
 from __future__ import annotations
 
@@ -29,28 +29,43 @@ def diagrams(draw) -> ClassDiagram:
     classes = [
         UMLClass(
             name=name,
-            attributes=[Attribute(name=a, type=draw(TYPES) or None)
-                        for a in draw(st.lists(IDENT, max_size=3))],
+            attributes=[
+                Attribute(name=a, type=draw(TYPES) or None) for a in draw(st.lists(IDENT, max_size=3))
+            ],
             methods=[
-                Method(name=m, return_type=draw(TYPES) or None,
-                       parameters=[Parameter(name=p, type=draw(TYPES) or None)
-                                   for p in draw(st.lists(IDENT, max_size=2))])
+                Method(
+                    name=m,
+                    return_type=draw(TYPES) or None,
+                    parameters=[
+                        Parameter(name=p, type=draw(TYPES) or None) for p in draw(st.lists(IDENT, max_size=2))
+                    ],
+                )
                 for m in draw(st.lists(IDENT, max_size=3))
             ],
         )
         for name in names
     ]
     relations = [
-        Relationship(type=draw(st.sampled_from(list(RelationType))), source=draw(st.sampled_from(names)),
-                     target=draw(st.sampled_from(names)), source_multiplicity=draw(MULTIPLICITY),
-                     target_multiplicity=draw(MULTIPLICITY), directed=draw(st.booleans()))
+        Relationship(
+            type=draw(st.sampled_from(list(RelationType))),
+            source=draw(st.sampled_from(names)),
+            target=draw(st.sampled_from(names)),
+            source_multiplicity=draw(MULTIPLICITY),
+            target_multiplicity=draw(MULTIPLICITY),
+            directed=draw(st.booleans()),
+        )
         for _ in range(draw(st.integers(0, 4)))
     ]
     return ClassDiagram(classes=classes, relationships=relations)
 
 
-@given(arrays(np.float64, st.tuples(st.integers(0, 6), st.integers(0, 6)),
-              elements=st.floats(0.0, 1.0, allow_nan=False)))
+@given(
+    arrays(
+        np.float64,
+        st.tuples(st.integers(0, 6), st.integers(0, 6)),
+        elements=st.floats(0.0, 1.0, allow_nan=False),
+    )
+)
 def test_opt_match_is_in_the_unit_interval(matrix):
     value, pairs = clue.opt_match(matrix)
     assert 0.0 <= value <= 1.0

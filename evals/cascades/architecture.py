@@ -1,4 +1,4 @@
-"""The architecture-diagram scoring cascade (R2ABench): validity, structure against the reference, judge rubric, anti-patterns.
+"""The architecture-diagram scoring cascade (R2ABench): validity, structure, judge rubric, anti-patterns.
 
 Stages and their metric keys (``card.flat()``); definitions in ``sysmo.evals.metrics.architecture``:
 
@@ -89,7 +89,10 @@ def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stag
             detail["alignment_fallback"] = "structure.alignment is 'judge' but no judge model is configured"
         else:
             alignment, answer, problem = arch.align_by_judge(
-                reference, predicted, ctx.judge, _context(task, "architecture_node_alignment"),
+                reference,
+                predicted,
+                ctx.judge,
+                _context(task, "architecture_node_alignment"),
                 temperature=ctx.option("judge.temperature", 0.0),
             )
             detail["judge_answer"] = answer[:4000]
@@ -98,12 +101,19 @@ def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stag
     if alignment is None:
         alignment = arch.align_by_similarity(reference, predicted, similarity, threshold)
     result = arch.structure(
-        reference, predicted, alignment, similarity, threshold,
+        reference,
+        predicted,
+        alignment,
+        similarity,
+        threshold,
         ged_timeout_s=float(ctx.option("structure.ged_timeout_s", DEFAULT_GED_TIMEOUT_S)),
     )
     detail.update(result.model_dump(exclude=set(result.metrics())))
-    detail.update(alignment=alignment.pairs, alignment_ignored=alignment.ignored,
-                  alignment_rationale=alignment.rationale)
+    detail.update(
+        alignment=alignment.pairs,
+        alignment_ignored=alignment.ignored,
+        alignment_rationale=alignment.rationale,
+    )
     log.debug("architecture.structure", task=task.id, node_f1=result.node_f1, alignment=alignment.method)
     return StageResult(
         stage="structure",
@@ -124,8 +134,12 @@ def judge_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageRes
     if ctx.judge is None:
         return StageResult(stage="judge", outcome="skipped", skipped_because=NO_JUDGE)
     rubric = arch.judge_rubric(
-        task.inputs.requirement or "", _reference_text(task), artifact.main_text, ctx.judge,
-        _context(task, "architecture_rubric"), temperature=ctx.option("judge.temperature", 0.0),
+        task.inputs.requirement or "",
+        _reference_text(task),
+        artifact.main_text,
+        ctx.judge,
+        _context(task, "architecture_rubric"),
+        temperature=ctx.option("judge.temperature", 0.0),
     )
     mean = rubric.mean
     outcome = "error" if rubric.error else "ok" if rubric.complete else "inconclusive"
@@ -136,7 +150,10 @@ def judge_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageRes
         outcome=outcome,
         metrics={**{d: rubric.scores.get(d) for d in arch.RUBRIC_DIMENSIONS}, "mean": mean},
         detail={"rationale": rubric.rationale, "response": rubric.text[:4000], "error": rubric.error},
-        provenance={"judge_model": rubric.model or "", "prompt": "sysmo.evals.prompts/architecture_rubric.md"},
+        provenance={
+            "judge_model": rubric.model or "",
+            "prompt": "sysmo.evals.prompts/architecture_rubric.md",
+        },
     )
 
 

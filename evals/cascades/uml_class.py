@@ -70,9 +70,14 @@ def clue_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
         value=result.clue,
         passed=True,
         metrics=metrics,
-        detail=result.model_dump(exclude={"clue", "clue_class", "clue_attribute", "clue_method", "clue_relation"}),
-        provenance={"embedding": similarity.name, "weights": "OODEval paper (15 weights)",
-                    "relation_lut": "sysmo.evals.metrics.relation_lut"},
+        detail=result.model_dump(
+            exclude={"clue", "clue_class", "clue_attribute", "clue_method", "clue_relation"}
+        ),
+        provenance={
+            "embedding": similarity.name,
+            "weights": "OODEval paper (15 weights)",
+            "relation_lut": "sysmo.evals.metrics.relation_lut",
+        },
     )
 
 
@@ -80,5 +85,8 @@ def clue_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
 def uml_class_cascade() -> Cascade:
     return Cascade(
         name="uml_class",
-        stages=[FunctionStage("syntax", syntax_stage, gate=True), FunctionStage("clue", clue_stage, gate=False)],
+        stages=[
+            FunctionStage("syntax", syntax_stage, gate=True),
+            FunctionStage("clue", clue_stage, gate=False),
+        ],
     )

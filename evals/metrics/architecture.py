@@ -1,4 +1,4 @@
-"""R2ABench architecture metrics: leaf-node alignment, node/edge P/R/F1, layer accuracy, GED_acc, anti-patterns, rubric.
+"""R2ABench architecture metrics: node alignment, node/edge P/R/F1, layers, GED_acc, anti-patterns, rubric.
 
 Definitions (docs/BENCHMARKS.md section 4), with R the reference graph and P the predicted one, both parsed
 by ``sysmo.tools.plantuml.parse_architecture``:
@@ -69,7 +69,9 @@ REPLICATION_WEIGHTS = GedWeights()
 RUBRIC_DIMENSIONS = ("completeness", "accuracy", "rationality", "readability")
 
 
-def prf(correct_predicted: int, n_predicted: int, correct_reference: int, n_reference: int) -> tuple[float, ...]:
+def prf(
+    correct_predicted: int, n_predicted: int, correct_reference: int, n_reference: int
+) -> tuple[float, ...]:
     """Precision, recall, F1; two empty sets agree perfectly, and nothing right out of something is 0."""
     if n_predicted == 0 and n_reference == 0:
         return 1.0, 1.0, 1.0
@@ -96,8 +98,16 @@ def _names(nodes: list[ArchNode]) -> list[str]:
     return [n.name for n in nodes]
 
 
+def _prefer_equal(scores: np.ndarray, left: list[ArchNode], right: list[ArchNode]) -> np.ndarray:
+    """Break ties between equally similar names in favour of the identical one (``aB`` ~ ``a b``)."""
+    equal = np.array([[a.name == b.name for b in right] for a in left], dtype=float).reshape(scores.shape)
+    return scores + 1e-6 * equal
+
+
 def align_by_similarity(
-    reference: ArchitectureGraph, predicted: ArchitectureGraph, similarity: StringSimilarity,
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    similarity: StringSimilarity,
     threshold: float | None = None,
 ) -> NodeAlignment:
     """Deterministic alignment on leaf names: 1:1 Hungarian, then 1:N / N:1 for nodes left over."""
@@ -109,7 +119,7 @@ def align_by_similarity(
         return alignment
     sims = similarity.matrix(_names(ref), _names(pred))
     pairs: set[tuple[int, int]] = set()
-    for i, j in zip(*linear_sum_assignment(sims, maximize=True), strict=True):
+    for i, j in zip(*linear_sum_assignment(_prefer_equal(sims, ref, pred), maximize=True), strict=True):
         if sims[i, j] >= threshold:
             pairs.add((int(i), int(j)))
     ref_done, pred_done = {i for i, _ in pairs}, {j for _, j in pairs}
@@ -184,7 +194,10 @@ def _as_list(value: Any) -> list[str]:
 
 
 def parse_alignment(
-    text: str, ref_ids: dict[str, str], pred_ids: dict[str, str], reference: ArchitectureGraph,
+    text: str,
+    ref_ids: dict[str, str],
+    pred_ids: dict[str, str],
+    reference: ArchitectureGraph,
     predicted: ArchitectureGraph,
 ) -> tuple[list[tuple[str, str]], list[str], str | None] | None:
     """Pairs from a judge answer, the keys it named that match no node, its rationale; None if no JSON."""
@@ -221,7 +234,10 @@ def parse_alignment(
 
 
 def align_by_judge(
-    reference: ArchitectureGraph, predicted: ArchitectureGraph, judge: Any, context: Any = None,
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    judge: Any,
+    context: Any = None,
     temperature: float | None = 0.0,
 ) -> tuple[NodeAlignment | None, str, str | None]:
     """(alignment or None, the judge's raw answer, why it failed) for the judge role."""
@@ -235,7 +251,9 @@ def align_by_judge(
         return None, "", f"judge call failed: {exc}"
     parsed = parse_alignment(response.text or "", ref_ids, pred_ids, reference, predicted)
     if parsed is None:
-        log.warning("architecture.alignment_unparseable", model=response.model, chars=len(response.text or ""))
+        log.warning(
+            "architecture.alignment_unparseable", model=response.model, chars=len(response.text or "")
+        )
         return None, response.text or "", "the judge's answer holds no JSON list of matches"
     pairs, ignored, rationale = parsed
     alignment = NodeAlignment(
@@ -289,8 +307,11 @@ def _hungarian(scores: np.ndarray) -> list[tuple[int, int]]:
 
 
 def container_map(
-    reference: ArchitectureGraph, predicted: ArchitectureGraph, pairs: Iterable[tuple[str, str]],
-    similarity: StringSimilarity, threshold: float,
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    pairs: Iterable[tuple[str, str]],
+    similarity: StringSimilarity,
+    threshold: float,
 ) -> dict[str, str]:
     """Predicted container id -> reference container id, 1:1, by votes of aligned leaves, then names."""
     ref_c = [n for n in reference.nodes if not n.leaf]
@@ -324,8 +345,12 @@ def _edge_text(edge: ArchEdge) -> str:
     return f"{edge.source} {edge.arrow or '->'} {edge.target}"
 
 
-def _one_to_one(pairs: list[tuple[str, str]], reference: ArchitectureGraph, predicted: ArchitectureGraph,
-                similarity: StringSimilarity) -> dict[str, str]:
+def _one_to_one(
+    pairs: list[tuple[str, str]],
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    similarity: StringSimilarity,
+) -> dict[str, str]:
     """Predicted leaf -> reference leaf, 1:1, taken from the alignment (the most similar pairs first)."""
     refs = sorted({r for r, _ in pairs})
     preds = sorted({p for _, p in pairs})
@@ -336,12 +361,17 @@ def _one_to_one(pairs: list[tuple[str, str]], reference: ArchitectureGraph, pred
     r_index, p_index = {r: i for i, r in enumerate(refs)}, {p: j for j, p in enumerate(preds)}
     for r, p in pairs:
         scores[r_index[r], p_index[p]] = 1.0 + names[r_index[r], p_index[p]]
+    scores = _prefer_equal(scores, [reference.node(r) for r in refs], [predicted.node(p) for p in preds])
+    scores[scores < 1.0] = 0.0  # only aligned pairs
     return {preds[j]: refs[i] for i, j in _hungarian(scores)}
 
 
 def graph_edit_distance(
-    reference: ArchitectureGraph, predicted: ArchitectureGraph, node_map: dict[str, str],
-    weights: GedWeights = REPLICATION_WEIGHTS, timeout_s: float = 5.0,
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    node_map: dict[str, str],
+    weights: GedWeights = REPLICATION_WEIGHTS,
+    timeout_s: float = 5.0,
 ) -> tuple[float, float, bool, float]:
     """(GED, GED_acc, approximate, seconds). ``node_map``: predicted node id -> reference node id (1:1)."""
     truth = nx.DiGraph()
@@ -367,12 +397,15 @@ def graph_edit_distance(
     )
     bound += weights.missing_node * sum(1 for n in truth.nodes if n not in mapped)
     image = {(node_map.get(u), node_map.get(v)) for u, v in pred.edges}
-    bound += weights.extra_edge * sum(1 for u, v in pred.edges if (node_map.get(u), node_map.get(v)) not in truth.edges)
+    bound += weights.extra_edge * sum(
+        1 for u, v in pred.edges if (node_map.get(u), node_map.get(v)) not in truth.edges
+    )
     bound += weights.missing_edge * sum(1 for e in truth.edges if e not in image)
     best, approximate, started = bound, False, time.monotonic()
     if bound > 0:
         paths = nx.optimize_edit_paths(
-            pred, truth,
+            pred,
+            truth,
             node_subst_cost=node_subst,
             node_del_cost=lambda _: weights.hallucinated_node,
             node_ins_cost=lambda _: weights.missing_node,
@@ -386,14 +419,20 @@ def graph_edit_distance(
         for _nodes, _edges, cost in paths:
             best = min(best, float(cost))
         approximate = time.monotonic() - started >= timeout_s
-    size = max(pred.number_of_nodes() + pred.number_of_edges(), truth.number_of_nodes() + truth.number_of_edges())
+    size = max(
+        pred.number_of_nodes() + pred.number_of_edges(), truth.number_of_nodes() + truth.number_of_edges()
+    )
     accuracy = 100.0 * max(0.0, 1.0 - best / size) if size else 100.0
     return round(best, 9), round(accuracy, 9), approximate, time.monotonic() - started
 
 
 def structure(
-    reference: ArchitectureGraph, predicted: ArchitectureGraph, alignment: NodeAlignment,
-    similarity: StringSimilarity, threshold: float | None = None, ged_timeout_s: float = 5.0,
+    reference: ArchitectureGraph,
+    predicted: ArchitectureGraph,
+    alignment: NodeAlignment,
+    similarity: StringSimilarity,
+    threshold: float | None = None,
+    ged_timeout_s: float = 5.0,
     weights: GedWeights = REPLICATION_WEIGHTS,
 ) -> StructureResult:
     """Node/edge P/R/F1, layer accuracy and GED_acc of ``predicted`` under ``alignment``."""
@@ -435,13 +474,25 @@ def structure(
         layer_acc = 1.0 if not ref_leaves and not pred_leaves else 0.0
 
     node_map = {**_one_to_one(pairs, reference, predicted, similarity), **containers}
-    ged, ged_acc, approximate, seconds = graph_edit_distance(reference, predicted, node_map, weights, ged_timeout_s)
+    ged, ged_acc, approximate, seconds = graph_edit_distance(
+        reference, predicted, node_map, weights, ged_timeout_s
+    )
     return StructureResult(
-        node_p=node_p, node_r=node_r, node_f1=node_f1,
-        edge_p=edge_p, edge_r=edge_r, edge_f1=edge_f1,
-        layer_acc=layer_acc, ged=ged, ged_acc=ged_acc, ged_approximate=approximate, ged_seconds=round(seconds, 3),
-        n_reference_leaves=len(ref_leaves), n_predicted_leaves=len(pred_leaves),
-        n_reference_edges=len(reference.edges), n_predicted_edges=len(predicted.edges),
+        node_p=node_p,
+        node_r=node_r,
+        node_f1=node_f1,
+        edge_p=edge_p,
+        edge_r=edge_r,
+        edge_f1=edge_f1,
+        layer_acc=layer_acc,
+        ged=ged,
+        ged_acc=ged_acc,
+        ged_approximate=approximate,
+        ged_seconds=round(seconds, 3),
+        n_reference_leaves=len(ref_leaves),
+        n_predicted_leaves=len(pred_leaves),
+        n_reference_edges=len(reference.edges),
+        n_predicted_edges=len(predicted.edges),
         container_map=containers,
         wrong_edges=[_edge_text(e) for e in predicted.edges if e not in good_pred][:50],
         missed_edges=[_edge_text(e) for e in reference.edges if e not in found_ref][:50],
@@ -472,7 +523,9 @@ def antipatterns(graph: ArchitectureGraph) -> AntipatternResult:
     orphans = [n.id for n in graph.nodes if n.leaf and degree[n.id] == 0]
     gods = [n for n, d in degree.items() if d > limit and d > 2]
     total = len(graph.nodes)
-    return AntipatternResult(orphan_ratio=len(orphans) / total, god_ratio=len(gods) / total, orphans=orphans, gods=gods)
+    return AntipatternResult(
+        orphan_ratio=len(orphans) / total, god_ratio=len(gods) / total, orphans=orphans, gods=gods
+    )
 
 
 # -- rubric
@@ -544,7 +597,11 @@ def rubric_prompt(requirements: str, reference_text: str | None, candidate_text:
 
 
 def judge_rubric(
-    requirements: str, reference_text: str | None, candidate_text: str, judge: Any, context: Any = None,
+    requirements: str,
+    reference_text: str | None,
+    candidate_text: str,
+    judge: Any,
+    context: Any = None,
     temperature: float | None = 0.0,
 ) -> RubricResult:
     """Ask the judge role for the four 1-5 ratings and parse its answer."""

@@ -116,7 +116,7 @@ def _unit(value: float) -> float:
 
 
 def opt_match(similarities: np.ndarray) -> tuple[float, list[tuple[int, int]]]:
-    """OptMatch of a |reference| x |candidate| similarity matrix: (score in [0, 1], assigned (row, col) pairs)."""
+    """OptMatch of a |reference| x |candidate| similarity matrix: (score in [0, 1], assigned pairs)."""
     n_ref = similarities.shape[0]
     if n_ref == 0:
         return 1.0, []

@@ -1,4 +1,4 @@
-"""Pluggable string similarity in [0, 1] for diagram metrics: exact match, a token/character fallback, or a sentence embedding.
+"""Pluggable string similarity in [0, 1] for diagram metrics: exact, token/character, or sentence embedding.
 
 Every similarity has a ``name`` that scores record as their provenance, because the same diagram pair gets
 different numbers under different similarities:
@@ -128,7 +128,7 @@ class TokenSimilarity:
 
 
 class EmbeddingSimilarity:
-    """sigma(a, b) = 0.5 * (cos(e(a), e(b)) + 1) for an embedding function ``embed(texts) -> (n, d) array``."""
+    """sigma(a, b) = 0.5 * (cos(e(a), e(b)) + 1) for an embedding ``embed(texts) -> (n, d) array``."""
 
     def __init__(self, embed: Callable[[list[str]], Any], name: str) -> None:
         self.name = name
@@ -254,4 +254,6 @@ def resolve_similarity(spec: Any) -> StringSimilarity:
     if callable(spec):
         name = getattr(spec, "name", None) or getattr(spec, "__qualname__", type(spec).__name__)
         return EmbeddingSimilarity(spec, str(name))
-    raise ConfigError(f"ScoringContext.embedding must be a name, a StringSimilarity or a callable, not {spec!r}")
+    raise ConfigError(
+        f"ScoringContext.embedding must be a name, a StringSimilarity or a callable, not {spec!r}"
+    )
