@@ -1,4 +1,4 @@
-"""The architecture cascade and metrics: gold controls (starter, ArDoCo), sensitivity, ancestor rule, judge."""
+"""Architecture cascade and metrics: gold controls (starter, ArDoCo), sensitivity, ancestor rule, judge."""
 
 from __future__ import annotations
 
