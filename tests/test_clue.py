@@ -262,3 +262,11 @@ def test_a_plain_embedding_callable_is_used_as_sigma_and_named():
     assert sim("aaaa", "bbbb") == pytest.approx(0.5 * (10 / 26 + 1))  # 0.5 * (cos + 1), e = (5, 1) and (1, 5)
     result = clue_of(REF_TWO, REF_TWO.replace("Customer", "Bbb"), sim)
     assert result.similarity == "letter-counts" and 0.0 < result.clue_class < 1.0
+
+
+def test_the_similarity_can_be_named_in_the_scoring_options():
+    renamed = _mutate(r"nightlyRate", "nightlyPrice")
+    card = cascade_for("uml_class").score(diagram(renamed), HOTEL, ScoringContext(options={"embedding": "token"}))
+    clue_stage = card.stage("clue")
+    assert clue_stage.provenance["embedding"] == "token"
+    assert clue_stage.metrics["clue_exact"] < clue_stage.metrics["clue"] < 1.0

