@@ -266,7 +266,9 @@ def test_a_plain_embedding_callable_is_used_as_sigma_and_named():
 
 def test_the_similarity_can_be_named_in_the_scoring_options():
     renamed = _mutate(r"nightlyRate", "nightlyPrice")
-    card = cascade_for("uml_class").score(diagram(renamed), HOTEL, ScoringContext(options={"embedding": "token"}))
+    card = cascade_for("uml_class").score(
+        diagram(renamed), HOTEL, ScoringContext(options={"embedding": "token"})
+    )
     clue_stage = card.stage("clue")
     assert clue_stage.provenance["embedding"] == "token"
     assert clue_stage.metrics["clue_exact"] < clue_stage.metrics["clue"] < 1.0
