@@ -367,8 +367,8 @@ def _one_to_one(
 
 
 def _pair_leftovers(pred: nx.DiGraph, truth: nx.DiGraph, node_map: dict[str, str]) -> dict[str, str]:
-    """``node_map`` plus pairs of unaligned nodes whose edges agree with it: relabelling such a node costs what
-    deleting and inserting it costs (0.8 + 1.0), but keeps its edges, so the bound gets tighter."""
+    """``node_map`` plus pairs of unaligned nodes whose edges agree with it: relabelling a node costs as much
+    as deleting and inserting it (0.8 + 1.0) but keeps its edges, so the bound gets tighter."""
     path = dict(node_map)
     for _ in range(3):  # a pair made in one round can support another in the next
         left = [n for n in pred.nodes if n not in path]
