@@ -21,6 +21,7 @@ from sysmo.evals.tables import (  # noqa: E402
     attempts_frame,
     breakdown_frame,
     display_frame,
+    paired_comparisons,
     provenance,
     provenance_json,
     rounds_to_success,
@@ -175,6 +176,9 @@ def write_report(directory: Path) -> dict[str, Path]:
         breakdowns = {by: breakdown_frame(frame, by) for by in ("benchmark", "domain", "difficulty")}
         curves = rounds_to_success(frame, int(config.get("max_rounds") or 3)) if not frame.empty else pd.DataFrame()
         prov = provenance(store, experiment_id)
+        comparisons = paired_comparisons(frame)
+        if not comparisons.empty:
+            comparisons.to_csv(out / "paired_comparisons.csv", index=False)
 
         paths: dict[str, Path] = {}
         frame.to_csv(out / "attempts.csv", index=False)
@@ -209,6 +213,11 @@ def write_report(directory: Path) -> dict[str, Path]:
             if not table.empty:
                 md.append(f"## Pass rate by {by}\n")
                 md.append(markdown_table(table))
+        if not comparisons.empty:
+            md.append("## Paired comparisons (pass rate per task)\n")
+            md.append("A vs B on the tasks both ran: exact McNemar test for 0/1 outcomes, Wilcoxon signed-rank "
+                      "otherwise; CI of the mean difference by bootstrap.\n")
+            md.append(markdown_table(comparisons))
         md.append("## Plots\n")
         md.extend(f"![{p.stem}](plots/{p.name})\n" for p in plots)
         md.append("## Provenance\n")
@@ -223,6 +232,8 @@ def write_report(directory: Path) -> dict[str, Path]:
             f"<figcaption>{p.stem}</figcaption></figure>" for p in plots)
         banner = f'<p class="control">{html.escape(CONTROL_BANNER)}</p>' if prov["control"] else ""
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
+        if not comparisons.empty:
+            sections += f"<h2>Paired comparisons (pass rate per task)</h2>{html_table(comparisons)}"
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#eee}}.control{{background:#fff3cd;

@@ -94,3 +94,16 @@ def test_trace_shows_both_prompts_diff_and_diagnostics(experiment):
     assert "class body of A is not closed before class B" in text and "^ error[unclosed-body]" in text
     data = json.loads(attempt_json(attempt, store.scorecard("a0")))
     assert data["rounds"][1]["diff"].count("+}") == 1 and data["scorecard"]["stages"][0]["stage"] == "syntax"
+
+
+def test_paired_comparison_of_two_agents_on_the_same_tasks():
+    from sysmo.evals.tables import paired_comparisons
+
+    rows = []
+    for t in range(12):
+        rows.append({"kind": "sysml", "agent": "a", "model": "m", "task_id": f"t{t}", "passed": 1})
+        rows.append({"kind": "sysml", "agent": "b", "model": "m", "task_id": f"t{t}", "passed": int(t < 2)})
+    table = paired_comparisons(pd.DataFrame(rows))
+    row = table.iloc[0]
+    assert (row["A"], row["B"], row["tasks"], row["test"]) == ("a", "b", 12, "mcnemar-exact")
+    assert row["A - B"] == pytest.approx(10 / 12) and row["p"] == pytest.approx(2 * 0.5 ** 10)
