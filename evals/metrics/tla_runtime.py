@@ -1,0 +1,261 @@
+"""TLA+ runtime score: TLC random simulation with per-action coverage, and the model configuration every stage uses.
+
+Score = actions covered without error / all actions, over ``runs`` simulations (SysMoBench: 20 runs of
+``-simulate num=50 -depth 50``, 30 s each). Deliberate choices:
+
+- Actions are what TLC's coverage report lists for the next-state relation (message 2772): TLC splits
+  ``Next`` into its disjuncts and names each after the operator it calls (``\\E p : A(p) \\/ B(p)`` gives
+  ``A`` and ``B``). Only if no run printed coverage (TLC failed before exploring) are the actions read from
+  the spec: the definitions ``Next`` names that contain a prime or ``UNCHANGED``.
+- An action is covered when it produced a successor state at least once (``generated > 0``). The reference
+  harness counts only actions that produced a NEW state, which never counts a stuttering action such as a
+  failed test-and-set; those are real behaviour of the system.
+- A run with an error (an evaluation error, a failed ``ASSUME``, any TLC error message, or an error trace)
+  blames one action: the action whose definition holds the error's location, otherwise the last action of
+  the error trace (the reference harness's rule). Blamed actions do not count as covered.
+- Deadlocks are not checked (the reference harness passes ``-deadlock``), and the cfg's INVARIANT/PROPERTY
+  lines are dropped: this stage asks whether the model runs; the invariants stage judges properties.
+- Seeds come from the base seed (``random.Random(seed)``), so a score is reproducible. A run that times
+  out makes the stage ``inconclusive`` (never passed); the reference harness counts it as a success.
+
+Passed (lets conformance run): every run finished without error. The value may still be below 1 when
+some action never fired.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+from concurrent.futures import ThreadPoolExecutor
+
+from pydantic import BaseModel, Field
+
+from sysmo.artifact import Artifact
+from sysmo.benchmarks.task import Task
+from sysmo.errors import ConfigError
+from sysmo.evals.metrics.tla_syntax import blank_comments, split_module
+from sysmo.log import get_logger
+from sysmo.tools.result import CheckResult, Outcome
+from sysmo.tools.tla import cfg as tlc_cfg
+from sysmo.tools.tla import tlc
+from sysmo.tools.tla.source import prepare
+from sysmo.tools.tla.tlc_output import TlcReport, parse_output
+from sysmo.tools.tla.trace_validation import signature
+
+log = get_logger(__name__)
+
+# SysMoBench's runtime_coverage defaults (reference harness RuntimeCoverageEvaluator)
+DEFAULT_RUNS = 20
+DEFAULT_NUM = 50
+DEFAULT_DEPTH = 50
+DEFAULT_TIMEOUT_S = 30.0
+DEFAULT_SEED = 1
+ERROR_MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):1 @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
+
+
+def default_parallel() -> int:
+    """TLC processes a stage runs at once (each TLC run uses one worker thread)."""
+    return max(1, min(2, os.cpu_count() or 1))
+
+
+# ------------------------------------------------------------------------------------- configuration
+
+
+class ModelConfig(BaseModel):
+    """The TLC configuration a stage runs the model with, where it came from, and what was filled in."""
+
+    config: tlc_cfg.TlcConfig
+    source: str  # "artifact" (its own .cfg) or "generated"
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.config.render()
+
+
+def _constant_name(entry: str) -> str:
+    return re.split(r"\s*(?:=|<-)\s*", entry, maxsplit=1)[0].strip()
+
+
+def _own_cfg(artifact: Artifact) -> str | None:
+    spec = prepare(artifact)
+    own = spec.files.get(f"{spec.main_module}.cfg")
+    if own is not None:
+        return own
+    cfgs = [text for name, text in spec.files.items() if name.endswith(".cfg")]
+    return cfgs[0] if len(cfgs) == 1 else None
+
+
+def model_config(artifact: Artifact, task: Task | None = None) -> ModelConfig:
+    """The artifact's cfg; without one, a generated cfg (SPECIFICATION Spec, or INIT/NEXT) whose constants
+    take the reference cfg's values where the names match, and otherwise a model value of the same name."""
+    own = _own_cfg(artifact)
+    if own is not None:
+        return ModelConfig(config=tlc_cfg.parse(own), source="artifact")
+    sig = signature(artifact, prepare(artifact).main_module)
+    notes: list[str] = []
+    if "Spec" in sig.operators:
+        base = tlc_cfg.TlcConfig(specification="Spec")
+    elif "Init" in sig.operators and "Next" in sig.operators:
+        base = tlc_cfg.TlcConfig(init="Init", next="Next")
+        notes.append("no Spec definition: INIT Init / NEXT Next (no fairness)")
+    else:
+        raise ConfigError("the model has no .cfg and defines neither Spec nor Init and Next: add a cfg that "
+                          "names the specification")
+    reference: dict[str, str] = {}
+    ref_model = task.references.model if task is not None else None
+    if ref_model is not None:
+        ref_cfg = _own_cfg(ref_model)
+        if ref_cfg:
+            reference = {_constant_name(c): c for c in tlc_cfg.parse(ref_cfg).constants}
+    constants = []
+    for name in sig.constants:
+        entry = reference.get(name)
+        if entry is not None and "<-" in entry and entry.split("<-", 1)[1].strip() not in sig.operators:
+            entry = None  # the reference substitutes a definition this model does not have
+        if entry is None:
+            entry = f"{name} = {name}"
+            notes.append(f"constant {name}: no value from the task; a model value")
+        constants.append(entry)
+    base.constants = constants
+    log.info("tla.cfg_generated", constants=len(constants), notes=len(notes))
+    return ModelConfig(config=base, source="generated", notes=notes)
+
+
+def without_checks(config: tlc_cfg.TlcConfig) -> tlc_cfg.TlcConfig:
+    return config.model_copy(update={"invariants": [], "properties": []})
+
+
+# -------------------------------------------------------------------------------------------- runtime
+
+
+class SimulationRun(BaseModel):
+    seed: int
+    outcome: Outcome
+    covered: list[str] = Field(default_factory=list)
+    actions: list[str] = Field(default_factory=list)
+    error: str | None = None
+    error_action: str | None = None
+    blamed_by: str | None = None  # "location" or "trace" (the reference harness's rule)
+    duration_s: float = 0.0
+
+
+class RuntimeScore(BaseModel):
+    actions: list[str] = Field(default_factory=list)
+    actions_source: str = "tlc-coverage"  # or "spec" when no run printed coverage
+    covered: list[str] = Field(default_factory=list)  # covered in some run, never blamed for an error
+    error_actions: list[str] = Field(default_factory=list)
+    runs: list[SimulationRun] = Field(default_factory=list)
+    tlc_version: str = ""
+    cfg: str = ""
+    cfg_source: str = ""
+    cfg_notes: list[str] = Field(default_factory=list)
+    settings: dict[str, float | int] = Field(default_factory=dict)
+
+    @property
+    def value(self) -> float:
+        return len(self.covered) / len(self.actions) if self.actions else 0.0
+
+    @property
+    def outcome(self) -> Outcome:
+        outcomes = {r.outcome for r in self.runs}
+        for worst in (Outcome.ERROR, Outcome.FAILED, Outcome.INCONCLUSIVE):
+            if worst in outcomes:
+                return worst
+        return Outcome.OK if self.runs else Outcome.ERROR
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == Outcome.OK and bool(self.covered)
+
+
+def seeds(base: int, runs: int) -> list[int]:
+    """The runs' TLC seeds, derived from ``base`` so that a score can be reproduced."""
+    rng = random.Random(base)
+    return [rng.randrange(1, 2**31) for _ in range(runs)]
+
+
+def _definition_at(text: str, line: int) -> str | None:
+    units = split_module(text)
+    lines = text.count("\n") + 1
+    starts = [(u.line, u.name if u.kind == "definition" else None) for u in units.units] + [(lines + 1, None)]
+    for (start, name), (end, _) in zip(starts, starts[1:], strict=False):
+        if start <= line < end:
+            return name
+    return None
+
+
+def _blame(result: CheckResult, report: TlcReport, actions: list[str], main_text: str,
+           main_module: str) -> tuple[str | None, str | None]:
+    located = [v.location for v in report.violations if v.location is not None and v.location.module == main_module]
+    for location in located:
+        name = _definition_at(main_text, location.line)
+        if name in actions:
+            return name, "location"
+    steps = [s.action for s in report.trace if s.action not in ("Initial predicate", "Stuttering")]
+    if steps:
+        return steps[-1], "trace"
+    return None, None
+
+
+def _one_run(artifact: Artifact, config: tlc_cfg.TlcConfig, seed: int, num: int, depth: int, timeout_s: float,
+             main_text: str, main_module: str) -> tuple[SimulationRun, str]:
+    result = tlc.simulate(artifact, config, num=num, depth=depth, seed=seed, coverage=True, check_deadlock=False,
+                          timeout_s=timeout_s)
+    report = tlc.report_of(result)
+    if not report.coverage and result.raw_output:  # keep what a cut-short run printed
+        report.coverage = parse_output(result.raw_output).coverage
+    run = SimulationRun(seed=seed, outcome=result.outcome, duration_s=result.duration_s,
+                        actions=[c.name for c in report.coverage],
+                        covered=[c.name for c in report.coverage if c.generated > 0])
+    # TLC 2.15 reports some evaluation errors (e.g. a failed Java override, code 2154) with no verdict:
+    # any error-level message, or an error trace, is an error here
+    errors = [m.group(2).strip() for m in ERROR_MESSAGE.finditer(result.raw_output)
+              if m.group(1) not in ("2121", "2264")]
+    if result.outcome == Outcome.OK and (errors or report.trace):
+        run.outcome = Outcome.FAILED
+    if run.outcome in (Outcome.FAILED, Outcome.ERROR):
+        run.error = (result.summary(3) if result.outcome != Outcome.OK else " ".join(" ".join(errors).split()))[:1000]
+        run.error_action, run.blamed_by = _blame(result, report, run.actions, main_text, main_module)
+    elif run.outcome == Outcome.INCONCLUSIVE:
+        run.error = str(result.details.get("reason", "timeout"))
+    return run, result.tool_version
+
+
+def _spec_actions(main_text: str) -> list[str]:
+    """Fallback when TLC printed no coverage: the definitions ``Next`` names that change state."""
+    units = split_module(main_text)
+    nxt = units.definition("Next")
+    if nxt is None:
+        return []
+    changes = {u.name for u in units.definitions
+               if u.name and re.search(r"'|\bUNCHANGED\b", blank_comments(u.text, strings=True).split("==", 1)[-1])}
+    return [n for n in nxt.uses if n in changes and n != "Next"]
+
+
+def score(artifact: Artifact, config: ModelConfig, *, runs: int = DEFAULT_RUNS, num: int = DEFAULT_NUM,
+          depth: int = DEFAULT_DEPTH, seed: int = DEFAULT_SEED, timeout_s: float = DEFAULT_TIMEOUT_S,
+          parallel: int | None = None) -> RuntimeScore:
+    """``runs`` simulations of ``num`` behaviours of at most ``depth`` steps; see the module doc for the rules."""
+    spec = prepare(artifact)
+    main_text = spec.files[spec.main_file]
+    checked = without_checks(config.config)
+    plan = seeds(seed, runs)
+    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+        done = list(pool.map(lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
+                                                spec.main_module), plan))
+    result = RuntimeScore(runs=[r for r, _ in done], tlc_version=next((v for _, v in done if v), ""),
+                          cfg=checked.render(), cfg_source=config.source, cfg_notes=config.notes,
+                          settings={"runs": runs, "num": num, "depth": depth, "seed": seed, "timeout_s": timeout_s})
+    actions = list(dict.fromkeys(a for r in result.runs for a in r.actions))
+    if not actions:
+        actions, result.actions_source = _spec_actions(main_text), "spec"
+    errors = {r.error_action for r in result.runs if r.error_action}
+    covered = {a for r in result.runs for a in r.covered}
+    result.actions = actions
+    result.error_actions = [a for a in actions if a in errors]
+    result.covered = [a for a in actions if a in covered and a not in errors]
+    log.info("tla_runtime.scored", module=spec.main_module, value=round(result.value, 3),
+             outcome=result.outcome.value, actions=len(actions), errors=len(errors), runs=runs)
+    return result
