@@ -1,0 +1,344 @@
+"""TLA+ invariant score: concretise each invariant template for the model's names, then TLC checks each alone.
+
+Concretisation, per template, first that works:
+1. the template's ``tla_example`` as written, if SANY accepts it in a module that EXTENDS the model
+   (the example's own helper definitions are kept unless the model already defines those names);
+2. the helper model (prompt ``evals/prompts/tla_invariant.md``), answering with one definition, checked by
+   SANY the same way; a rejected answer is sent back once with SANY's message. An answer that is just the
+   initial predicate, the next-state relation, the specification or TRUE is refused (it cannot fail, or
+   fails at the first step: the reference harness even offers ``Init`` as a candidate).
+Without either, the template is not concretised: an ``error``, not holding.
+
+Checking: the formula is defined as ``SysmoInvariant`` in a module ``SysmoInv<k>`` extending the model, and
+TLC model-checks that one name: a safety template whose formula is a state predicate under INVARIANT;
+liveness templates and temporal safety formulas (``[][A]_v``) under PROPERTY, with the model's own
+specification formula (its fairness) even when its cfg names INIT/NEXT. Deadlocks are not reported.
+Outcomes: ``ok`` (holds), ``failed`` (violated, with the counterexample's length), ``inconclusive`` (time
+or state bound: reported, counted as not holding, never a pass), ``error`` (no formula, or TLC could not
+evaluate it). Score = holding / templates.
+
+>>> s = score(artifact, task.references.invariants, model_config(artifact, task))
+>>> s.value, [v.name for v in s.verdicts if v.outcome == "failed"]
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import re
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.task import InvariantTemplate
+from sysmo.errors import LLMError
+from sysmo.evals.metrics.tla_runtime import ModelConfig, default_parallel, without_checks
+from sysmo.evals.metrics.tla_syntax import blank_comments, check_modules, split_module
+from sysmo.log import get_logger
+from sysmo.tools.result import CheckResult, Outcome
+from sysmo.tools.tla import cfg as tlc_cfg
+from sysmo.tools.tla import tlc
+from sysmo.tools.tla.source import prepare
+from sysmo.tools.tla.trace_validation import signature
+
+log = get_logger(__name__)
+
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_HELPER_ATTEMPTS = 2
+CHECKED_NAME = "SysmoInvariant"
+WRAPPER_PREFIX = "SysmoInv"
+STANDARD_MODULES = "Naturals, Sequences, FiniteSets, TLC"
+PROMPT_FILE = "tla_invariant.md"
+TEMPORAL = re.compile(r"\[\]|<>|~>|\bWF_|\bSF_|\\EE|\\AA")
+VACUOUS = {"Init", "Next", "Spec", "TRUE", "vars"}
+CODE_BLOCK = re.compile(r"```(?:tla\+?|TLA\+?)?[ \t]*\n(.*?)```", re.S)
+
+
+class Candidate(BaseModel):
+    """A concretised formula: helper definitions and the body of the checked definition."""
+
+    helpers: list[str] = Field(default_factory=list)  # definitions the formula needs, as written
+    body: str
+
+    def definitions(self) -> str:
+        return "\n".join(self.helpers + [f"{CHECKED_NAME} ==\n    {self.body.strip()}"])
+
+    @property
+    def temporal(self) -> bool:
+        return bool(TEMPORAL.search(blank_comments(self.definitions(), strings=True)))
+
+
+class InvariantVerdict(BaseModel):
+    name: str
+    type: Literal["safety", "liveness"]
+    outcome: Outcome
+    source: Literal["template", "helper", "none"] = "none"
+    formula: str | None = None  # the definitions TLC checked (``SysmoInvariant == ...``)
+    checked_as: Literal["INVARIANT", "PROPERTY"] | None = None
+    reason: str = ""
+    counterexample_states: int | None = None
+    duration_s: float = 0.0
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def holds(self) -> bool:
+        return self.outcome == Outcome.OK
+
+
+class InvariantsScore(BaseModel):
+    verdicts: list[InvariantVerdict] = Field(default_factory=list)
+    tlc_version: str = ""
+    sany_version: str = ""
+    helper_model: str | None = None
+    cfg_notes: list[str] = Field(default_factory=list)
+
+    @property
+    def value(self) -> float:
+        return sum(v.holds for v in self.verdicts) / len(self.verdicts) if self.verdicts else 0.0
+
+    def count(self, outcome: Outcome) -> int:
+        return sum(v.outcome == outcome for v in self.verdicts)
+
+    @property
+    def outcome(self) -> Outcome:
+        """failed if any invariant is violated; else inconclusive if any hit a bound; else error; else ok."""
+        for worst in (Outcome.FAILED, Outcome.INCONCLUSIVE, Outcome.ERROR):
+            if self.count(worst):
+                return worst
+        return Outcome.OK if self.verdicts else Outcome.ERROR
+
+
+# ------------------------------------------------------------------------------------ concretisation
+
+
+def parse_candidate(text: str, name: str, spec_names: set[str]) -> Candidate | None:
+    """The definition ``name`` (or the only definition, or a bare formula) from an example or an answer."""
+    units = split_module(f"---- MODULE SysmoCandidate ----\n{text.strip()}\n====\n")
+    definitions = [u for u in units.units if u.kind == "definition"]
+    if not definitions:
+        body = blank_comments(text).strip()
+        return Candidate(body=body) if body and "==" not in body else None
+    main = next((u for u in definitions if u.name == name), definitions[-1] if len(definitions) == 1 else None)
+    if main is None:
+        return None
+    head, _, body = main.text.partition("==")
+    if "(" in head or "[" in head:  # an operator with parameters is no invariant
+        return None
+    helpers = [u.text for u in definitions if u is not main and u.name not in spec_names]
+    return Candidate(helpers=helpers, body=body.strip())
+
+
+def _vacuous(candidate: Candidate) -> bool:
+    return re.sub(r"\s+", "", candidate.body) in VACUOUS
+
+
+def wrapper_module(module: str, spec_module: str, candidate: Candidate, standard: bool = True) -> str:
+    extends = f"{spec_module}, {STANDARD_MODULES}" if standard else spec_module
+    return f"---- MODULE {module} ----\nEXTENDS {extends}\n\n{candidate.definitions()}\n====\n"
+
+
+class _Resolver:
+    """Finds a candidate per template that SANY accepts against the model, batching the SANY runs."""
+
+    def __init__(self, artifact: Artifact, timeout_s: float) -> None:
+        self.spec = prepare(artifact)
+        self.tla_files = {n: t for n, t in self.spec.files.items() if n.endswith(".tla")}
+        sig = signature(Artifact(language=Language.TLA, files=self.tla_files), self.spec.main_module)
+        self.spec_names = set(sig.operators) | set(sig.variables) | set(sig.constants)
+        self.timeout_s = timeout_s
+        self.sany_version = ""
+        taken = {n.removesuffix(".tla") for n in self.tla_files}
+        self.prefix = WRAPPER_PREFIX
+        while any(t.startswith(self.prefix) for t in taken):
+            self.prefix += "X"
+
+    def check(self, candidates: dict[int, Candidate]) -> dict[int, tuple[str | None, str]]:
+        """index -> (the wrapper module text SANY accepts, or None; SANY's first error)."""
+        modules: dict[str, str] = {}
+        for index, candidate in candidates.items():
+            for standard in (True, False):  # the standard modules may clash with the model's own names
+                name = f"{self.prefix}{index}{'' if standard else 'b'}"
+                modules[name] = wrapper_module(name, self.spec.main_module, candidate, standard)
+        if not modules:
+            return {}
+        verdicts, version = check_modules(modules, self.tla_files, self.timeout_s)
+        self.sany_version = self.sany_version or version
+        out: dict[int, tuple[str | None, str]] = {}
+        for index in candidates:
+            first, second = f"{self.prefix}{index}", f"{self.prefix}{index}b"
+            if verdicts[first].outcome == Outcome.OK:
+                out[index] = (modules[first], "")
+            elif verdicts[second].outcome == Outcome.OK:
+                out[index] = (modules[second], "")
+            else:
+                out[index] = (None, verdicts[first].message)
+        return out
+
+
+def _prompt(template: InvariantTemplate, spec_text: str) -> str:
+    text = importlib.resources.files("sysmo.evals.prompts").joinpath(PROMPT_FILE).read_text(encoding="utf-8")
+    kind_rule = ("It is a safety property: a state predicate that must hold in every reachable state (or, for a "
+                 "property of steps, a formula [][A]_v)." if template.type == "safety" else
+                 "It is a liveness property: a temporal formula (for example P ~> Q, or []<>P) that the "
+                 "specification's fairness conditions should guarantee.")
+    values = {"spec": spec_text, "name": template.name, "kind": template.type,
+              "natural_language": template.natural_language, "formal_description": template.formal_description,
+              "tla_example": template.tla_example.strip() or "(none)", "kind_rule": kind_rule}
+    return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), text)
+
+
+def _answer_text(text: str) -> str:
+    blocks = CODE_BLOCK.findall(text or "")
+    return blocks[-1] if blocks else (text or "")
+
+
+def concretise(artifact: Artifact, templates: list[InvariantTemplate], *, helper: Any = None,
+               task_id: str | None = None, attempts: int = DEFAULT_HELPER_ATTEMPTS,
+               timeout_s: float = 60.0) -> tuple[list[tuple[Candidate | None, str | None, str, list[str]]], str, str | None]:
+    """Per template: (candidate, wrapper text or None, source, notes); and the SANY version, helper model."""
+    resolver = _Resolver(artifact, timeout_s)
+    results: list[tuple[Candidate | None, str | None, str, list[str]]] = [(None, None, "none", []) for _ in templates]
+    first: dict[int, Candidate] = {}
+    for i, template in enumerate(templates):
+        candidate = parse_candidate(template.tla_example, template.name, resolver.spec_names) \
+            if template.tla_example.strip() else None
+        if candidate is not None and not _vacuous(candidate):
+            first[i] = candidate
+        else:
+            results[i][3].append("the template has no usable tla_example")
+    for i, (wrapper, error) in resolver.check(first).items():
+        if wrapper is not None:
+            results[i] = (first[i], wrapper, "template", results[i][3])
+        else:
+            results[i][3].append(f"the template's example does not fit the model: {error[:300]}")
+    helper_model = None
+    if helper is not None:
+        from sysmo.llm import CallContext
+
+        spec_text = resolver.spec.files[resolver.spec.main_file]
+        conversations = {i: [{"role": "user", "content": _prompt(templates[i], spec_text)}]
+                         for i, r in enumerate(results) if r[1] is None}
+        for _ in range(max(1, attempts)):
+            if not conversations:
+                break
+            proposed: dict[int, Candidate] = {}
+            for i, messages in list(conversations.items()):
+                try:
+                    response = helper.complete(messages, role="helper", temperature=0.0,
+                                               context=CallContext(task_id=task_id, purpose="invariant"))
+                except LLMError as exc:
+                    results[i][3].append(f"helper failed: {str(exc)[:300]}")
+                    conversations.pop(i)
+                    continue
+                helper_model = helper_model or response.model
+                messages.append({"role": "assistant", "content": response.text or ""})
+                candidate = parse_candidate(_answer_text(response.text), templates[i].name, resolver.spec_names)
+                if candidate is None or _vacuous(candidate):
+                    why = ("answered with no definition of the property" if candidate is None else
+                           f"answered with {candidate.body.strip()!r}, which is not the property")
+                    results[i][3].append(f"helper {why}")
+                    messages.append({"role": "user", "content": f"That is not usable: you {why}. Answer with the "
+                                     f"definition {templates[i].name} == ... of the property itself."})
+                    continue
+                proposed[i] = candidate
+            for i, (wrapper, error) in resolver.check(proposed).items():
+                if wrapper is not None:
+                    results[i] = (proposed[i], wrapper, "helper", results[i][3])
+                    conversations.pop(i)
+                else:
+                    results[i][3].append(f"SANY rejected the helper's formula: {error[:300]}")
+                    conversations[i].append({"role": "user", "content": "SANY rejects it when the definition is "
+                                             f"added to a module that EXTENDS the specification:\n{error}\n"
+                                             "Correct the definition; answer with the whole definition again."})
+    return results, resolver.sany_version, helper_model
+
+
+# -------------------------------------------------------------------------------------------- checking
+
+
+def templates_from_cfg(artifact: Artifact) -> list[InvariantTemplate]:
+    """The checks a spec's own cfg lists, as templates whose example is the spec's own definition."""
+    spec = prepare(artifact)
+    own = spec.files.get(f"{spec.main_module}.cfg")
+    if own is None:
+        return []
+    config = tlc_cfg.parse(own)
+    units = split_module(spec.files[spec.main_file])
+    templates = []
+    for kind, name in config.checks:
+        definition = units.definition(name)
+        templates.append(InvariantTemplate(
+            name=name, type="safety" if kind == "invariant" else "liveness",
+            natural_language=f"{name}, as the specification's own configuration checks it",
+            tla_example=definition.text if definition else name))
+    return templates
+
+
+def _check_config(config: tlc_cfg.TlcConfig, spec_operators: set[str], as_property: bool,
+                  liveness: bool) -> tuple[tlc_cfg.TlcConfig, list[str]]:
+    notes = []
+    base = without_checks(config)
+    if liveness and base.specification is None and "Spec" in spec_operators:
+        base = base.model_copy(update={"specification": "Spec", "init": None, "next": None})
+        notes.append("checked under SPECIFICATION Spec (the model's fairness), not the cfg's INIT/NEXT")
+    checked = base.model_copy(update={"properties": [CHECKED_NAME]} if as_property else
+                              {"invariants": [CHECKED_NAME]})
+    return checked, notes
+
+
+def _verdict(template: InvariantTemplate, result: CheckResult, as_property: bool, candidate: Candidate, source: str,
+             notes: list[str]) -> InvariantVerdict:
+    report = tlc.report_of(result)
+    verdict = InvariantVerdict(name=template.name, type=template.type, source=source,  # type: ignore[arg-type]
+                               formula=candidate.definitions(), checked_as="PROPERTY" if as_property else "INVARIANT",
+                               outcome=result.outcome, duration_s=result.duration_s, notes=notes,
+                               reason=str(result.details.get("reason", "")))
+    if result.outcome == Outcome.FAILED:
+        kinds = {v.kind for v in report.violations}
+        if kinds & {"invariant", "property", "action-property"}:
+            verdict.counterexample_states = len(report.trace) or None
+            verdict.reason = f"violated; counterexample of {len(report.trace)} states"
+        else:  # the model or the formula could not be evaluated: no verdict on the property
+            verdict.outcome = Outcome.ERROR
+            verdict.reason = f"TLC could not evaluate it: {result.summary(2)[:500]}"
+    elif result.outcome == Outcome.ERROR:
+        verdict.reason = f"TLC did not run the check: {result.summary(2)[:500]}"
+    return verdict
+
+
+def score(artifact: Artifact, templates: list[InvariantTemplate], config: ModelConfig, *, helper: Any = None,
+          task_id: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_states: int | None = None,
+          max_depth: int | None = None, helper_attempts: int = DEFAULT_HELPER_ATTEMPTS,
+          parallel: int | None = None) -> InvariantsScore:
+    """Concretise every template, then one TLC run per concretised template (see the module doc)."""
+    concretised, sany_version, helper_model = concretise(artifact, templates, helper=helper, task_id=task_id,
+                                                          attempts=helper_attempts)
+    spec = prepare(artifact)
+    tla_files = {n: t for n, t in spec.files.items() if n.endswith(".tla")}
+    operators = set(signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module).operators)
+
+    def check(index: int) -> tuple[InvariantVerdict, str]:
+        template = templates[index]
+        candidate, wrapper, source, notes = concretised[index]
+        if candidate is None or wrapper is None:
+            return InvariantVerdict(name=template.name, type=template.type, outcome=Outcome.ERROR, notes=notes,
+                                    reason="no formula for the model's names was found"), ""
+        as_property = template.type == "liveness" or candidate.temporal
+        config_, cfg_notes = _check_config(config.config, operators, as_property, template.type == "liveness")
+        module = re.search(r"MODULE (\w+)", wrapper).group(1)  # type: ignore[union-attr]
+        files = {**tla_files, f"{module}.tla": wrapper}
+        result = tlc.model_check(Artifact(language=Language.TLA, files=files), config_, module=module,
+                                 check_deadlock=False, timeout_s=timeout_s, max_states=max_states,
+                                 max_depth=max_depth)
+        return _verdict(template, result, as_property, candidate, source, notes + cfg_notes), \
+            result.tool_version
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+        checked = list(pool.map(check, range(len(templates))))
+    score_ = InvariantsScore(verdicts=[v for v, _ in checked], sany_version=sany_version,
+                             tlc_version=next((t for _, t in checked if t), ""), helper_model=helper_model,
+                             cfg_notes=config.notes)
+    log.info("tla_invariants.scored", module=spec.main_module, value=round(score_.value, 3),
+             outcome=score_.outcome.value, templates=len(templates), helper=helper_model)
+    return score_
