@@ -7,17 +7,18 @@ Stages and their metric keys (``card.flat()``):
   credit still shows in the value. A SANY timeout is ``inconclusive``.
 - ``runtime`` = actions covered without error / actions, over seeded TLC simulations
   (``sysmo.evals.metrics.tla_runtime``). Passed iff no simulation hit an error or a timeout.
-- ``conformance`` = accepted traces / traces (``sysmo.evals.metrics.tla_conformance``), with the mapping and the
-  first failing event in ``detail``. A task without traces skips it: ``outcome="skipped"``, value 0, and
-  ``passed=True`` so that the invariants stage still runs (nothing was checked, so nothing blocks).
+- ``conformance`` = accepted traces / traces (``sysmo.evals.metrics.tla_conformance``), with the mapping
+  and the first failing event in ``detail``. A task without traces skips it: ``outcome="skipped"``, value 0,
+  and ``passed=True`` so that the invariants stage still runs (nothing was checked, so nothing blocks).
 - ``invariants`` = templates holding / templates (``sysmo.evals.metrics.tla_invariants``); violated,
   inconclusive (bound or timeout: never a pass) and unconcretised templates are listed apart.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
-``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds derive
-from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
-``invariants.timeout_s`` (120 per check), ``invariants.max_states`` / ``invariants.max_depth`` (None: unbounded),
+``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
+derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
+``invariants.timeout_s`` (120 per check), ``invariants.max_states`` / ``invariants.max_depth`` (None:
+unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``tlc.parallel`` (TLC processes at once, default
 min(2, cores)). The model runs under its own cfg; without one a cfg is generated
@@ -46,21 +47,30 @@ def _option(ctx: ScoringContext, key: str, default: Any, kind: type) -> Any:
 
 
 def syntax_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
-    score = tla_syntax.score(artifact, timeout_s=_option(ctx, "syntax.timeout_s", tla_syntax.DEFAULT_TIMEOUT_S, float),
-                             check_definitions=ctx.option("syntax.check_definitions", "auto"))
+    score = tla_syntax.score(
+        artifact,
+        timeout_s=_option(ctx, "syntax.timeout_s", tla_syntax.DEFAULT_TIMEOUT_S, float),
+        check_definitions=ctx.option("syntax.check_definitions", "auto"),
+    )
     full = score.full
     return StageResult(
         stage="syntax",
         value=score.value,
         passed=full.outcome == Outcome.OK,
         outcome=score.outcome.value,
-        metrics={"s_full": score.s_full, "definitions_share": score.share,
-                 "definitions_passed": float(score.definitions_passed),
-                 "definitions_total": float(score.definitions_total)},
+        metrics={
+            "s_full": score.s_full,
+            "definitions_share": score.share,
+            "definitions_passed": float(score.definitions_passed),
+            "definitions_total": float(score.definitions_total),
+        },
         detail={
             "diagnostics": [d.render() for d in full.diagnostics[:MAX_DIAGNOSTICS]],
-            "failing_definitions": [{"name": d.name, "line": d.line, "outcome": d.outcome.value,
-                                     "message": d.message} for d in score.definitions if not d.passed],
+            "failing_definitions": [
+                {"name": d.name, "line": d.line, "outcome": d.outcome.value, "message": d.message}
+                for d in score.definitions
+                if not d.passed
+            ],
             "definitions_checked": score.definitions_checked,
             "definitions": [d.name for d in score.definitions],
         },
@@ -71,7 +81,8 @@ def syntax_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageRe
 def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
     config = tla_runtime.model_config(artifact, task)
     score = tla_runtime.score(
-        artifact, config,
+        artifact,
+        config,
         runs=_option(ctx, "runtime.runs", tla_runtime.DEFAULT_RUNS, int),
         num=_option(ctx, "runtime.num", tla_runtime.DEFAULT_NUM, int),
         depth=_option(ctx, "runtime.depth", tla_runtime.DEFAULT_DEPTH, int),
@@ -84,35 +95,70 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
         value=score.value,
         passed=score.passed,
         outcome=score.outcome.value,
-        metrics={"actions": float(len(score.actions)), "covered": float(len(score.covered)),
-                 "error_actions": float(len(score.error_actions)), "runs": float(len(score.runs)),
-                 "failed_runs": float(sum(r.outcome != Outcome.OK for r in score.runs))},
+        metrics={
+            "actions": float(len(score.actions)),
+            "covered": float(len(score.covered)),
+            "error_actions": float(len(score.error_actions)),
+            "runs": float(len(score.runs)),
+            "failed_runs": float(sum(r.outcome != Outcome.OK for r in score.runs)),
+        },
         detail={
-            "actions": score.actions, "actions_source": score.actions_source, "covered": score.covered,
-            "uncovered": [a for a in score.actions if a not in score.covered and a not in score.error_actions],
+            "actions": score.actions,
+            "actions_source": score.actions_source,
+            "covered": score.covered,
+            "uncovered": [
+                a for a in score.actions if a not in score.covered and a not in score.error_actions
+            ],
             "error_actions": score.error_actions,
-            "runs": [{"seed": r.seed, "outcome": r.outcome.value, "covered": len(r.covered), "error": r.error,
-                      "error_action": r.error_action, "blamed_by": r.blamed_by} for r in score.runs],
-            "cfg": score.cfg, "cfg_source": score.cfg_source, "cfg_notes": score.cfg_notes,
+            "runs": [
+                {
+                    "seed": r.seed,
+                    "outcome": r.outcome.value,
+                    "covered": len(r.covered),
+                    "error": r.error,
+                    "error_action": r.error_action,
+                    "blamed_by": r.blamed_by,
+                }
+                for r in score.runs
+            ],
+            "cfg": score.cfg,
+            "cfg_source": score.cfg_source,
+            "cfg_notes": score.cfg_notes,
             "settings": score.settings,
         },
-        provenance={"tool": "tlc", "tool_version": score.tlc_version,
-                    "actions": "TLC coverage of the next-state relation (message 2772), union over the runs"},
+        provenance={
+            "tool": "tlc",
+            "tool_version": score.tlc_version,
+            "actions": "TLC coverage of the next-state relation (message 2772), union over the runs",
+        },
     )
 
 
 def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
     if tla_conformance.task_traces(task) is None:
-        return StageResult(stage="conformance", value=0.0, passed=True, outcome="skipped",
-                           skipped_because=NO_TRACES, metrics={"traces": 0.0})
+        return StageResult(
+            stage="conformance",
+            value=0.0,
+            passed=True,
+            outcome="skipped",
+            skipped_because=NO_TRACES,
+            metrics={"traces": 0.0},
+        )
     config = tla_runtime.model_config(artifact, task)
-    score = tla_conformance.score(artifact, task, config, helper=ctx.helper,
-                                  timeout_s=_option(ctx, "conformance.timeout_s",
-                                                    tla_conformance.DEFAULT_TIMEOUT_S, float))
+    score = tla_conformance.score(
+        artifact,
+        task,
+        config,
+        helper=ctx.helper,
+        timeout_s=_option(ctx, "conformance.timeout_s", tla_conformance.DEFAULT_TIMEOUT_S, float),
+    )
     result = score.result
     outcome = result.outcome
-    provenance = {"tool": "tlc", "tool_version": result.runs[0].tool_version if result.runs else "",
-                  "mapping": result.mapping.source}
+    provenance = {
+        "tool": "tlc",
+        "tool_version": result.runs[0].tool_version if result.runs else "",
+        "mapping": result.mapping.source,
+    }
     if score.helper_model:
         provenance["helper_model"] = score.helper_model
     return StageResult(
@@ -120,18 +166,33 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         value=score.value,
         passed=outcome == Outcome.OK,
         outcome=outcome.value,
-        metrics={"accepted": float(result.accepted), "traces": float(len(result.traces)),
-                 "rejected": float(sum(v.outcome == Outcome.FAILED for v in result.traces)),
-                 "inconclusive": float(sum(v.outcome == Outcome.INCONCLUSIVE for v in result.traces))},
+        metrics={
+            "accepted": float(result.accepted),
+            "traces": float(len(result.traces)),
+            "rejected": float(sum(v.outcome == Outcome.FAILED for v in result.traces)),
+            "inconclusive": float(sum(v.outcome == Outcome.INCONCLUSIVE for v in result.traces)),
+        },
         detail={
             "first_failure": score.first_failure(),
-            "traces": [{"trace": v.trace, "accepted": v.accepted, "outcome": v.outcome.value, "lines": v.lines,
-                        "events_consumed": v.events_consumed, "first_failing_event": v.first_failing_event,
-                        "failing_event": v.failing_event, "reason": v.reason} for v in result.traces],
+            "traces": [
+                {
+                    "trace": v.trace,
+                    "accepted": v.accepted,
+                    "outcome": v.outcome.value,
+                    "lines": v.lines,
+                    "events_consumed": v.events_consumed,
+                    "first_failing_event": v.first_failing_event,
+                    "failing_event": v.failing_event,
+                    "reason": v.reason,
+                }
+                for v in result.traces
+            ],
             "mapping": result.mapping.model_dump(),
             "trace_format": score.trace_format,
             "helper_error": score.helper_error,
-            "cfg": score.cfg, "cfg_source": config.source, "cfg_notes": config.notes,
+            "cfg": score.cfg,
+            "cfg_source": config.source,
+            "cfg_notes": config.notes,
         },
         provenance=provenance,
     )
@@ -142,14 +203,22 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
     templates = tla_invariants.templates_from_cfg(artifact) if source == "cfg" else task.references.invariants
     if not templates:
         because = NO_TEMPLATES if source != "cfg" else "the model's cfg lists no INVARIANT or PROPERTY"
-        return StageResult(stage="invariants", value=0.0, passed=False, outcome="skipped", skipped_because=because)
+        return StageResult(
+            stage="invariants", value=0.0, passed=False, outcome="skipped", skipped_because=because
+        )
     config = tla_runtime.model_config(artifact, task)
     score = tla_invariants.score(
-        artifact, templates, config, helper=ctx.helper, task_id=task.id,
+        artifact,
+        templates,
+        config,
+        helper=ctx.helper,
+        task_id=task.id,
         timeout_s=_option(ctx, "invariants.timeout_s", tla_invariants.DEFAULT_TIMEOUT_S, float),
         max_states=_option(ctx, "invariants.max_states", None, int),
         max_depth=_option(ctx, "invariants.max_depth", None, int),
-        helper_attempts=_option(ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int),
+        helper_attempts=_option(
+            ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int
+        ),
         parallel=_option(ctx, "tlc.parallel", None, int),
     )
     verdicts = score.verdicts
@@ -157,8 +226,12 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
     def names(outcome: Outcome) -> list[str]:
         return [v.name for v in verdicts if v.outcome == outcome]
 
-    provenance = {"tool": "tlc", "tool_version": score.tlc_version, "sany_version": score.sany_version,
-                  "templates": str(source)}
+    provenance = {
+        "tool": "tlc",
+        "tool_version": score.tlc_version,
+        "sany_version": score.sany_version,
+        "templates": str(source),
+    }
     if score.helper_model:
         provenance["helper_model"] = score.helper_model
     return StageResult(
@@ -166,16 +239,23 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         value=score.value,
         passed=score.outcome == Outcome.OK,
         outcome=score.outcome.value,
-        metrics={"holding": float(score.count(Outcome.OK)), "violated": float(score.count(Outcome.FAILED)),
-                 "inconclusive": float(score.count(Outcome.INCONCLUSIVE)), "errors": float(score.count(Outcome.ERROR)),
-                 "templates": float(len(verdicts)),
-                 "safety_holding": float(sum(v.holds for v in verdicts if v.type == "safety")),
-                 "liveness_holding": float(sum(v.holds for v in verdicts if v.type == "liveness"))},
+        metrics={
+            "holding": float(score.count(Outcome.OK)),
+            "violated": float(score.count(Outcome.FAILED)),
+            "inconclusive": float(score.count(Outcome.INCONCLUSIVE)),
+            "errors": float(score.count(Outcome.ERROR)),
+            "templates": float(len(verdicts)),
+            "safety_holding": float(sum(v.holds for v in verdicts if v.type == "safety")),
+            "liveness_holding": float(sum(v.holds for v in verdicts if v.type == "liveness")),
+        },
         detail={
-            "holding": names(Outcome.OK), "violated": names(Outcome.FAILED),
-            "inconclusive": names(Outcome.INCONCLUSIVE), "errors": names(Outcome.ERROR),
+            "holding": names(Outcome.OK),
+            "violated": names(Outcome.FAILED),
+            "inconclusive": names(Outcome.INCONCLUSIVE),
+            "errors": names(Outcome.ERROR),
             "invariants": [v.model_dump(mode="json") for v in verdicts],
-            "cfg_source": config.source, "cfg_notes": config.notes,
+            "cfg_source": config.source,
+            "cfg_notes": config.notes,
         },
         provenance=provenance,
     )

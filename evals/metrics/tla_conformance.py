@@ -1,10 +1,11 @@
-"""TLA+ conformance score: replay the task's recorded traces through TLC against the model (accepted / traces).
+"""TLA+ conformance score: the task's recorded traces replayed through TLC against the model.
 
 NDJSON traces go straight to ``sysmo.tools.tla.trace_validation``; PGo (TraceLink) runs are merged into one
 trace per run folder by ``sysmo.tools.tla.pgo_trace`` and replayed with the task's ``<t>Validate.cfg``
 constants. Trace names map to the model's names deterministically when they match; otherwise, when a
-helper model is configured, it proposes the rest of the mapping (prompt ``evals/prompts/tla_trace_mapping.md``),
-which is checked against the model's names before use. The mapping used is returned with the verdicts.
+helper model is configured, it proposes the rest of the mapping (prompt
+``evals/prompts/tla_trace_mapping.md``), which is checked against the model's names before use. The mapping
+used is returned with the verdicts. Score = accepted traces / traces.
 """
 
 from __future__ import annotations
@@ -65,27 +66,42 @@ class HelperMapping:
         self.error: str | None = None
 
     def prompt(self, request: tv.MappingRequest) -> str:
-        template = importlib.resources.files("sysmo.evals.prompts").joinpath(PROMPT_FILE).read_text(encoding="utf-8")
+        template = (
+            importlib.resources.files("sysmo.evals.prompts").joinpath(PROMPT_FILE).read_text(encoding="utf-8")
+        )
         spec, summary = request.spec, request.traces
-        events = "\n".join(f"- {name}: {shape.count}x, actor {'yes' if shape.has_actor else 'no'}, args "
-                           f"{shape.args or '[]'}, e.g. {json.dumps(shape.example, default=str)[:400]}"
-                           for name, shape in summary.events.items())
-        operators = "\n".join(f"- {name}: {', '.join(params) or '(none)'}" for name, params in spec.operators.items())
+        events = "\n".join(
+            f"- {name}: {shape.count}x, actor {'yes' if shape.has_actor else 'no'}, args "
+            f"{shape.args or '[]'}, e.g. {json.dumps(shape.example, default=str)[:400]}"
+            for name, shape in summary.events.items()
+        )
+        operators = "\n".join(
+            f"- {name}: {', '.join(params) or '(none)'}" for name, params in spec.operators.items()
+        )
         return template.format(
-            module=spec.module, variables=", ".join(spec.variables) or "(none)",
-            constants=", ".join(spec.constants) or "(none)", operators=operators or "(none)",
-            events=events or "(none)", state_fields=", ".join(summary.state_fields) or "(none)",
+            module=spec.module,
+            variables=", ".join(spec.variables) or "(none)",
+            constants=", ".join(spec.constants) or "(none)",
+            operators=operators or "(none)",
+            events=events or "(none)",
+            state_fields=", ".join(summary.state_fields) or "(none)",
             config_keys=", ".join(summary.config_keys) or "(none)",
-            draft=request.draft.model_dump_json(indent=2), unmatched_events=request.unmatched_events,
-            unmatched_fields=request.unmatched_fields, unmatched_constants=request.unmatched_constants)
+            draft=request.draft.model_dump_json(indent=2),
+            unmatched_events=request.unmatched_events,
+            unmatched_fields=request.unmatched_fields,
+            unmatched_constants=request.unmatched_constants,
+        )
 
     def __call__(self, request: tv.MappingRequest) -> tv.TraceMapping:
         from sysmo.llm import CallContext
 
         try:
-            response = self.helper.complete([{"role": "user", "content": self.prompt(request)}], role="helper",
-                                            temperature=0.0,
-                                            context=CallContext(task_id=self.task_id, purpose="trace_mapping"))
+            response = self.helper.complete(
+                [{"role": "user", "content": self.prompt(request)}],
+                role="helper",
+                temperature=0.0,
+                context=CallContext(task_id=self.task_id, purpose="trace_mapping"),
+            )
             self.model = response.model
             proposal = response.parse(tv.TraceMapping)
         except LLMError as exc:  # a helper that fails leaves the name-based mapping in place
@@ -111,14 +127,24 @@ class ConformanceScore(BaseModel):
     def first_failure(self) -> dict[str, Any] | None:
         for verdict in self.result.traces:
             if not verdict.accepted:
-                return {"trace": verdict.trace, "line": None if verdict.first_failing_event is None
-                        else verdict.first_failing_event + 1, "event": verdict.failing_event,
-                        "reason": verdict.reason}
+                return {
+                    "trace": verdict.trace,
+                    "line": None if verdict.first_failing_event is None else verdict.first_failing_event + 1,
+                    "event": verdict.failing_event,
+                    "reason": verdict.reason,
+                }
         return None
 
 
-def score(artifact: Artifact, task: Task, config: ModelConfig, *, helper: Any = None,
-          timeout_s: float = DEFAULT_TIMEOUT_S, mapping: tv.TraceMapping | None = None) -> ConformanceScore:
+def score(
+    artifact: Artifact,
+    task: Task,
+    config: ModelConfig,
+    *,
+    helper: Any = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    mapping: tv.TraceMapping | None = None,
+) -> ConformanceScore:
     """Replay every trace of the task; raises ``TaskError`` when the task has none (callers skip first)."""
     traces = task_traces(task)
     if traces is None:
@@ -126,7 +152,13 @@ def score(artifact: Artifact, task: Task, config: ModelConfig, *, helper: Any = 
     loaded = load_traces(traces)
     cfg = replay_cfg(task, traces, config)
     proposer = HelperMapping(helper, task.id) if helper is not None and mapping is None else None
-    result = tv.validate_traces(artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s)
-    return ConformanceScore(result=result, trace_format=traces.format, cfg=cfg,
-                            helper_model=proposer.model if proposer else None,
-                            helper_error=proposer.error if proposer else None)
+    result = tv.validate_traces(
+        artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s
+    )
+    return ConformanceScore(
+        result=result,
+        trace_format=traces.format,
+        cfg=cfg,
+        helper_model=proposer.model if proposer else None,
+        helper_error=proposer.error if proposer else None,
+    )

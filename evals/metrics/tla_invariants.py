@@ -52,7 +52,7 @@ STANDARD_MODULES = "Naturals, Sequences, FiniteSets, TLC"
 PROMPT_FILE = "tla_invariant.md"
 TEMPORAL = re.compile(r"\[\]|<>|~>|\bWF_|\bSF_|\\EE|\\AA")
 VACUOUS = {"Init", "Next", "Spec", "TRUE", "vars"}
-CODE_BLOCK = re.compile(r"```(?:tla\+?|TLA\+?)?[ \t]*\n(.*?)```", re.S)
+CODE_BLOCK = re.compile(r"```(?:tla\+?|TLA\+?)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
 class Candidate(BaseModel):
@@ -78,6 +78,7 @@ class InvariantVerdict(BaseModel):
     checked_as: Literal["INVARIANT", "PROPERTY"] | None = None
     reason: str = ""
     counterexample_states: int | None = None
+    distinct_states: int | None = None
     duration_s: float = 0.0
     notes: list[str] = Field(default_factory=list)
 
@@ -119,7 +120,9 @@ def parse_candidate(text: str, name: str, spec_names: set[str]) -> Candidate | N
     if not definitions:
         body = blank_comments(text).strip()
         return Candidate(body=body) if body and "==" not in body else None
-    main = next((u for u in definitions if u.name == name), definitions[-1] if len(definitions) == 1 else None)
+    main = next(
+        (u for u in definitions if u.name == name), definitions[-1] if len(definitions) == 1 else None
+    )
     if main is None:
         return None
     head, _, body = main.text.partition("==")
@@ -178,13 +181,22 @@ class _Resolver:
 
 def _prompt(template: InvariantTemplate, spec_text: str) -> str:
     text = importlib.resources.files("sysmo.evals.prompts").joinpath(PROMPT_FILE).read_text(encoding="utf-8")
-    kind_rule = ("It is a safety property: a state predicate that must hold in every reachable state (or, for a "
-                 "property of steps, a formula [][A]_v)." if template.type == "safety" else
-                 "It is a liveness property: a temporal formula (for example P ~> Q, or []<>P) that the "
-                 "specification's fairness conditions should guarantee.")
-    values = {"spec": spec_text, "name": template.name, "kind": template.type,
-              "natural_language": template.natural_language, "formal_description": template.formal_description,
-              "tla_example": template.tla_example.strip() or "(none)", "kind_rule": kind_rule}
+    kind_rule = (
+        "It is a safety property: a state predicate that must hold in every reachable state (or, for a "
+        "property of steps, a formula [][A]_v)."
+        if template.type == "safety"
+        else "It is a liveness property: a temporal formula (for example P ~> Q, or []<>P) that the "
+        "specification's fairness conditions should guarantee."
+    )
+    values = {
+        "spec": spec_text,
+        "name": template.name,
+        "kind": template.type,
+        "natural_language": template.natural_language,
+        "formal_description": template.formal_description,
+        "tla_example": template.tla_example.strip() or "(none)",
+        "kind_rule": kind_rule,
+    }
     return re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), text)
 
 
@@ -193,16 +205,27 @@ def _answer_text(text: str) -> str:
     return blocks[-1] if blocks else (text or "")
 
 
-def concretise(artifact: Artifact, templates: list[InvariantTemplate], *, helper: Any = None,
-               task_id: str | None = None, attempts: int = DEFAULT_HELPER_ATTEMPTS,
-               timeout_s: float = 60.0) -> tuple[list[tuple[Candidate | None, str | None, str, list[str]]], str, str | None]:
+def concretise(
+    artifact: Artifact,
+    templates: list[InvariantTemplate],
+    *,
+    helper: Any = None,
+    task_id: str | None = None,
+    attempts: int = DEFAULT_HELPER_ATTEMPTS,
+    timeout_s: float = 60.0,
+) -> tuple[list[tuple[Candidate | None, str | None, str, list[str]]], str, str | None]:
     """Per template: (candidate, wrapper text or None, source, notes); and the SANY version, helper model."""
     resolver = _Resolver(artifact, timeout_s)
-    results: list[tuple[Candidate | None, str | None, str, list[str]]] = [(None, None, "none", []) for _ in templates]
+    results: list[tuple[Candidate | None, str | None, str, list[str]]] = [
+        (None, None, "none", []) for _ in templates
+    ]
     first: dict[int, Candidate] = {}
     for i, template in enumerate(templates):
-        candidate = parse_candidate(template.tla_example, template.name, resolver.spec_names) \
-            if template.tla_example.strip() else None
+        candidate = (
+            parse_candidate(template.tla_example, template.name, resolver.spec_names)
+            if template.tla_example.strip()
+            else None
+        )
         if candidate is not None and not _vacuous(candidate):
             first[i] = candidate
         else:
@@ -217,29 +240,46 @@ def concretise(artifact: Artifact, templates: list[InvariantTemplate], *, helper
         from sysmo.llm import CallContext
 
         spec_text = resolver.spec.files[resolver.spec.main_file]
-        conversations = {i: [{"role": "user", "content": _prompt(templates[i], spec_text)}]
-                         for i, r in enumerate(results) if r[1] is None}
+        conversations = {
+            i: [{"role": "user", "content": _prompt(templates[i], spec_text)}]
+            for i, r in enumerate(results)
+            if r[1] is None
+        }
         for _ in range(max(1, attempts)):
             if not conversations:
                 break
             proposed: dict[int, Candidate] = {}
             for i, messages in list(conversations.items()):
                 try:
-                    response = helper.complete(messages, role="helper", temperature=0.0,
-                                               context=CallContext(task_id=task_id, purpose="invariant"))
+                    response = helper.complete(
+                        messages,
+                        role="helper",
+                        temperature=0.0,
+                        context=CallContext(task_id=task_id, purpose="invariant"),
+                    )
                 except LLMError as exc:
                     results[i][3].append(f"helper failed: {str(exc)[:300]}")
                     conversations.pop(i)
                     continue
                 helper_model = helper_model or response.model
                 messages.append({"role": "assistant", "content": response.text or ""})
-                candidate = parse_candidate(_answer_text(response.text), templates[i].name, resolver.spec_names)
+                candidate = parse_candidate(
+                    _answer_text(response.text), templates[i].name, resolver.spec_names
+                )
                 if candidate is None or _vacuous(candidate):
-                    why = ("answered with no definition of the property" if candidate is None else
-                           f"answered with {candidate.body.strip()!r}, which is not the property")
+                    why = (
+                        "answered with no definition of the property"
+                        if candidate is None
+                        else f"answered with {candidate.body.strip()!r}, which is not the property"
+                    )
                     results[i][3].append(f"helper {why}")
-                    messages.append({"role": "user", "content": f"That is not usable: you {why}. Answer with the "
-                                     f"definition {templates[i].name} == ... of the property itself."})
+                    messages.append(
+                        {
+                            "role": "user",
+                            "content": f"That is not usable: you {why}. Answer with the "
+                            f"definition {templates[i].name} == ... of the property itself.",
+                        }
+                    )
                     continue
                 proposed[i] = candidate
             for i, (wrapper, error) in resolver.check(proposed).items():
@@ -248,9 +288,14 @@ def concretise(artifact: Artifact, templates: list[InvariantTemplate], *, helper
                     conversations.pop(i)
                 else:
                     results[i][3].append(f"SANY rejected the helper's formula: {error[:300]}")
-                    conversations[i].append({"role": "user", "content": "SANY rejects it when the definition is "
-                                             f"added to a module that EXTENDS the specification:\n{error}\n"
-                                             "Correct the definition; answer with the whole definition again."})
+                    conversations[i].append(
+                        {
+                            "role": "user",
+                            "content": "SANY rejects it when the definition is "
+                            f"added to a module that EXTENDS the specification:\n{error}\n"
+                            "Correct the definition; answer with the whole definition again.",
+                        }
+                    )
     return results, resolver.sany_version, helper_model
 
 
@@ -268,35 +313,64 @@ def templates_from_cfg(artifact: Artifact) -> list[InvariantTemplate]:
     templates = []
     for kind, name in config.checks:
         definition = units.definition(name)
-        templates.append(InvariantTemplate(
-            name=name, type="safety" if kind == "invariant" else "liveness",
-            natural_language=f"{name}, as the specification's own configuration checks it",
-            tla_example=definition.text if definition else name))
+        templates.append(
+            InvariantTemplate(
+                name=name,
+                type="safety" if kind == "invariant" else "liveness",
+                natural_language=f"{name}, as the specification's own configuration checks it",
+                tla_example=definition.text if definition else name,
+            )
+        )
     return templates
 
 
-def _check_config(config: tlc_cfg.TlcConfig, spec_operators: set[str], as_property: bool,
-                  liveness: bool) -> tuple[tlc_cfg.TlcConfig, list[str]]:
+def _check_config(
+    config: tlc_cfg.TlcConfig, spec_operators: set[str], as_property: bool, liveness: bool
+) -> tuple[tlc_cfg.TlcConfig, list[str]]:
     notes = []
     base = without_checks(config)
     if liveness and base.specification is None and "Spec" in spec_operators:
         base = base.model_copy(update={"specification": "Spec", "init": None, "next": None})
         notes.append("checked under SPECIFICATION Spec (the model's fairness), not the cfg's INIT/NEXT")
-    checked = base.model_copy(update={"properties": [CHECKED_NAME]} if as_property else
-                              {"invariants": [CHECKED_NAME]})
+    checked = base.model_copy(
+        update={"properties": [CHECKED_NAME]} if as_property else {"invariants": [CHECKED_NAME]}
+    )
     return checked, notes
 
 
-def _verdict(template: InvariantTemplate, result: CheckResult, as_property: bool, candidate: Candidate, source: str,
-             notes: list[str]) -> InvariantVerdict:
+def _verdict(
+    template: InvariantTemplate,
+    result: CheckResult,
+    as_property: bool,
+    candidate: Candidate,
+    source: str,
+    notes: list[str],
+) -> InvariantVerdict:
     report = tlc.report_of(result)
-    verdict = InvariantVerdict(name=template.name, type=template.type, source=source,  # type: ignore[arg-type]
-                               formula=candidate.definitions(), checked_as="PROPERTY" if as_property else "INVARIANT",
-                               outcome=result.outcome, duration_s=result.duration_s, notes=notes,
-                               reason=str(result.details.get("reason", "")))
+    verdict = InvariantVerdict(
+        name=template.name,
+        type=template.type,
+        source=source,  # type: ignore[arg-type]
+        formula=candidate.definitions(),
+        checked_as="PROPERTY" if as_property else "INVARIANT",
+        outcome=result.outcome,
+        duration_s=result.duration_s,
+        notes=notes,
+        reason=str(result.details.get("reason", "")),
+        distinct_states=report.distinct_states,
+    )
     if result.outcome == Outcome.FAILED:
         kinds = {v.kind for v in report.violations}
-        if kinds & {"invariant", "property", "action-property"}:
+        bound = result.details.get("bound_hit")
+        if kinds & {"invariant", "property", "action-property"} and as_property and bound:
+            # states cut off by the bound have no successors, so they look like stuttering forever:
+            # a temporal counterexample found under a bound may be an artefact of the bound
+            verdict.outcome = Outcome.INCONCLUSIVE
+            verdict.counterexample_states = len(report.trace) or None
+            verdict.reason = (
+                f"a temporal counterexample was found, but under a bound ({bound}): not conclusive"
+            )
+        elif kinds & {"invariant", "property", "action-property"}:
             verdict.counterexample_states = len(report.trace) or None
             verdict.reason = f"violated; counterexample of {len(report.trace)} states"
         else:  # the model or the formula could not be evaluated: no verdict on the property
@@ -307,13 +381,23 @@ def _verdict(template: InvariantTemplate, result: CheckResult, as_property: bool
     return verdict
 
 
-def score(artifact: Artifact, templates: list[InvariantTemplate], config: ModelConfig, *, helper: Any = None,
-          task_id: str | None = None, timeout_s: float = DEFAULT_TIMEOUT_S, max_states: int | None = None,
-          max_depth: int | None = None, helper_attempts: int = DEFAULT_HELPER_ATTEMPTS,
-          parallel: int | None = None) -> InvariantsScore:
+def score(
+    artifact: Artifact,
+    templates: list[InvariantTemplate],
+    config: ModelConfig,
+    *,
+    helper: Any = None,
+    task_id: str | None = None,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    max_states: int | None = None,
+    max_depth: int | None = None,
+    helper_attempts: int = DEFAULT_HELPER_ATTEMPTS,
+    parallel: int | None = None,
+) -> InvariantsScore:
     """Concretise every template, then one TLC run per concretised template (see the module doc)."""
-    concretised, sany_version, helper_model = concretise(artifact, templates, helper=helper, task_id=task_id,
-                                                          attempts=helper_attempts)
+    concretised, sany_version, helper_model = concretise(
+        artifact, templates, helper=helper, task_id=task_id, attempts=helper_attempts
+    )
     spec = prepare(artifact)
     tla_files = {n: t for n, t in spec.files.items() if n.endswith(".tla")}
     operators = set(signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module).operators)
@@ -322,23 +406,45 @@ def score(artifact: Artifact, templates: list[InvariantTemplate], config: ModelC
         template = templates[index]
         candidate, wrapper, source, notes = concretised[index]
         if candidate is None or wrapper is None:
-            return InvariantVerdict(name=template.name, type=template.type, outcome=Outcome.ERROR, notes=notes,
-                                    reason="no formula for the model's names was found"), ""
+            return InvariantVerdict(
+                name=template.name,
+                type=template.type,
+                outcome=Outcome.ERROR,
+                notes=notes,
+                reason="no formula for the model's names was found",
+            ), ""
         as_property = template.type == "liveness" or candidate.temporal
         config_, cfg_notes = _check_config(config.config, operators, as_property, template.type == "liveness")
         module = re.search(r"MODULE (\w+)", wrapper).group(1)  # type: ignore[union-attr]
         files = {**tla_files, f"{module}.tla": wrapper}
-        result = tlc.model_check(Artifact(language=Language.TLA, files=files), config_, module=module,
-                                 check_deadlock=False, timeout_s=timeout_s, max_states=max_states,
-                                 max_depth=max_depth)
-        return _verdict(template, result, as_property, candidate, source, notes + cfg_notes), \
-            result.tool_version
+        result = tlc.model_check(
+            Artifact(language=Language.TLA, files=files),
+            config_,
+            module=module,
+            check_deadlock=False,
+            timeout_s=timeout_s,
+            max_states=max_states,
+            max_depth=max_depth,
+        )
+        return _verdict(
+            template, result, as_property, candidate, source, notes + cfg_notes
+        ), result.tool_version
 
     with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
         checked = list(pool.map(check, range(len(templates))))
-    score_ = InvariantsScore(verdicts=[v for v, _ in checked], sany_version=sany_version,
-                             tlc_version=next((t for _, t in checked if t), ""), helper_model=helper_model,
-                             cfg_notes=config.notes)
-    log.info("tla_invariants.scored", module=spec.main_module, value=round(score_.value, 3),
-             outcome=score_.outcome.value, templates=len(templates), helper=helper_model)
+    score_ = InvariantsScore(
+        verdicts=[v for v, _ in checked],
+        sany_version=sany_version,
+        tlc_version=next((t for _, t in checked if t), ""),
+        helper_model=helper_model,
+        cfg_notes=config.notes,
+    )
+    log.info(
+        "tla_invariants.scored",
+        module=spec.main_module,
+        value=round(score_.value, 3),
+        outcome=score_.outcome.value,
+        templates=len(templates),
+        helper=helper_model,
+    )
     return score_

@@ -1,4 +1,4 @@
-"""TLA+ runtime score: TLC random simulation with per-action coverage, and the model configuration every stage uses.
+"""TLA+ runtime score: TLC simulation with per-action coverage; and the model configuration all stages use.
 
 Score = actions covered without error / all actions, over ``runs`` simulations (SysMoBench: 20 runs of
 ``-simulate num=50 -depth 50``, 30 s each). Deliberate choices:
@@ -24,6 +24,7 @@ some action never fired.
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import re
@@ -51,7 +52,7 @@ DEFAULT_NUM = 50
 DEFAULT_DEPTH = 50
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_SEED = 1
-ERROR_MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):1 @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.S)
+ERROR_MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):1 @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.DOTALL)
 
 
 def default_parallel() -> int:
@@ -101,8 +102,10 @@ def model_config(artifact: Artifact, task: Task | None = None) -> ModelConfig:
         base = tlc_cfg.TlcConfig(init="Init", next="Next")
         notes.append("no Spec definition: INIT Init / NEXT Next (no fairness)")
     else:
-        raise ConfigError("the model has no .cfg and defines neither Spec nor Init and Next: add a cfg that "
-                          "names the specification")
+        raise ConfigError(
+            "the model has no .cfg and defines neither Spec nor Init and Next: add a cfg that "
+            "names the specification"
+        )
     reference: dict[str, str] = {}
     ref_model = task.references.model if task is not None else None
     if ref_model is not None:
@@ -180,15 +183,18 @@ def _definition_at(text: str, line: int) -> str | None:
     units = split_module(text)
     lines = text.count("\n") + 1
     starts = [(u.line, u.name if u.kind == "definition" else None) for u in units.units] + [(lines + 1, None)]
-    for (start, name), (end, _) in zip(starts, starts[1:], strict=False):
+    for (start, name), (end, _) in itertools.pairwise(starts):
         if start <= line < end:
             return name
     return None
 
 
-def _blame(result: CheckResult, report: TlcReport, actions: list[str], main_text: str,
-           main_module: str) -> tuple[str | None, str | None]:
-    located = [v.location for v in report.violations if v.location is not None and v.location.module == main_module]
+def _blame(
+    result: CheckResult, report: TlcReport, actions: list[str], main_text: str, main_module: str
+) -> tuple[str | None, str | None]:
+    located = [
+        v.location for v in report.violations if v.location is not None and v.location.module == main_module
+    ]
     for location in located:
         name = _definition_at(main_text, location.line)
         if name in actions:
@@ -199,24 +205,49 @@ def _blame(result: CheckResult, report: TlcReport, actions: list[str], main_text
     return None, None
 
 
-def _one_run(artifact: Artifact, config: tlc_cfg.TlcConfig, seed: int, num: int, depth: int, timeout_s: float,
-             main_text: str, main_module: str) -> tuple[SimulationRun, str]:
-    result = tlc.simulate(artifact, config, num=num, depth=depth, seed=seed, coverage=True, check_deadlock=False,
-                          timeout_s=timeout_s)
+def _one_run(
+    artifact: Artifact,
+    config: tlc_cfg.TlcConfig,
+    seed: int,
+    num: int,
+    depth: int,
+    timeout_s: float,
+    main_text: str,
+    main_module: str,
+) -> tuple[SimulationRun, str]:
+    result = tlc.simulate(
+        artifact,
+        config,
+        num=num,
+        depth=depth,
+        seed=seed,
+        coverage=True,
+        check_deadlock=False,
+        timeout_s=timeout_s,
+    )
     report = tlc.report_of(result)
     if not report.coverage and result.raw_output:  # keep what a cut-short run printed
         report.coverage = parse_output(result.raw_output).coverage
-    run = SimulationRun(seed=seed, outcome=result.outcome, duration_s=result.duration_s,
-                        actions=[c.name for c in report.coverage],
-                        covered=[c.name for c in report.coverage if c.generated > 0])
+    run = SimulationRun(
+        seed=seed,
+        outcome=result.outcome,
+        duration_s=result.duration_s,
+        actions=[c.name for c in report.coverage],
+        covered=[c.name for c in report.coverage if c.generated > 0],
+    )
     # TLC 2.15 reports some evaluation errors (e.g. a failed Java override, code 2154) with no verdict:
     # any error-level message, or an error trace, is an error here
-    errors = [m.group(2).strip() for m in ERROR_MESSAGE.finditer(result.raw_output)
-              if m.group(1) not in ("2121", "2264")]
+    errors = [
+        m.group(2).strip()
+        for m in ERROR_MESSAGE.finditer(result.raw_output)
+        if m.group(1) not in ("2121", "2264")
+    ]
     if result.outcome == Outcome.OK and (errors or report.trace):
         run.outcome = Outcome.FAILED
     if run.outcome in (Outcome.FAILED, Outcome.ERROR):
-        run.error = (result.summary(3) if result.outcome != Outcome.OK else " ".join(" ".join(errors).split()))[:1000]
+        run.error = (
+            result.summary(3) if result.outcome != Outcome.OK else " ".join(" ".join(errors).split())
+        )[:1000]
         run.error_action, run.blamed_by = _blame(result, report, run.actions, main_text, main_module)
     elif run.outcome == Outcome.INCONCLUSIVE:
         run.error = str(result.details.get("reason", "timeout"))
@@ -229,25 +260,45 @@ def _spec_actions(main_text: str) -> list[str]:
     nxt = units.definition("Next")
     if nxt is None:
         return []
-    changes = {u.name for u in units.definitions
-               if u.name and re.search(r"'|\bUNCHANGED\b", blank_comments(u.text, strings=True).split("==", 1)[-1])}
+    changes = {
+        u.name
+        for u in units.definitions
+        if u.name and re.search(r"'|\bUNCHANGED\b", blank_comments(u.text, strings=True).split("==", 1)[-1])
+    }
     return [n for n in nxt.uses if n in changes and n != "Next"]
 
 
-def score(artifact: Artifact, config: ModelConfig, *, runs: int = DEFAULT_RUNS, num: int = DEFAULT_NUM,
-          depth: int = DEFAULT_DEPTH, seed: int = DEFAULT_SEED, timeout_s: float = DEFAULT_TIMEOUT_S,
-          parallel: int | None = None) -> RuntimeScore:
-    """``runs`` simulations of ``num`` behaviours of at most ``depth`` steps; see the module doc for the rules."""
+def score(
+    artifact: Artifact,
+    config: ModelConfig,
+    *,
+    runs: int = DEFAULT_RUNS,
+    num: int = DEFAULT_NUM,
+    depth: int = DEFAULT_DEPTH,
+    seed: int = DEFAULT_SEED,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    parallel: int | None = None,
+) -> RuntimeScore:
+    """``runs`` simulations of ``num`` behaviours of at most ``depth`` steps (rules: the module doc)."""
     spec = prepare(artifact)
     main_text = spec.files[spec.main_file]
     checked = without_checks(config.config)
     plan = seeds(seed, runs)
     with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
-        done = list(pool.map(lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
-                                                spec.main_module), plan))
-    result = RuntimeScore(runs=[r for r, _ in done], tlc_version=next((v for _, v in done if v), ""),
-                          cfg=checked.render(), cfg_source=config.source, cfg_notes=config.notes,
-                          settings={"runs": runs, "num": num, "depth": depth, "seed": seed, "timeout_s": timeout_s})
+        done = list(
+            pool.map(
+                lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text, spec.main_module),
+                plan,
+            )
+        )
+    result = RuntimeScore(
+        runs=[r for r, _ in done],
+        tlc_version=next((v for _, v in done if v), ""),
+        cfg=checked.render(),
+        cfg_source=config.source,
+        cfg_notes=config.notes,
+        settings={"runs": runs, "num": num, "depth": depth, "seed": seed, "timeout_s": timeout_s},
+    )
     actions = list(dict.fromkeys(a for r in result.runs for a in r.actions))
     if not actions:
         actions, result.actions_source = _spec_actions(main_text), "spec"
@@ -256,6 +307,13 @@ def score(artifact: Artifact, config: ModelConfig, *, runs: int = DEFAULT_RUNS, 
     result.actions = actions
     result.error_actions = [a for a in actions if a in errors]
     result.covered = [a for a in actions if a in covered and a not in errors]
-    log.info("tla_runtime.scored", module=spec.main_module, value=round(result.value, 3),
-             outcome=result.outcome.value, actions=len(actions), errors=len(errors), runs=runs)
+    log.info(
+        "tla_runtime.scored",
+        module=spec.main_module,
+        value=round(result.value, 3),
+        outcome=result.outcome.value,
+        actions=len(actions),
+        errors=len(errors),
+        runs=runs,
+    )
     return result

@@ -1,4 +1,4 @@
-"""TLA+ syntax score: 0.5 x whole-module SANY (S_full) + 0.5 x the share of top-level definitions that pass alone.
+"""TLA+ syntax score: 0.5 x whole-module SANY (S_full) + 0.5 x the share of definitions that pass alone.
 
 A definition "alone" is a small module holding the spec's EXTENDS, its CONSTANT/VARIABLE declarations,
 its top-level INSTANCEs, the definitions the definition references (transitively, with the RECURSIVE
@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -142,7 +142,7 @@ def blank_comments(text: str, *, strings: bool = False) -> str:
     out: list[str] = []
     i, n, depth = 0, len(text), 0
     while i < n:
-        two = text[i:i + 2]
+        two = text[i : i + 2]
         if depth:
             if two == "(*":
                 depth, i = depth + 1, i + 2
@@ -166,7 +166,11 @@ def blank_comments(text: str, *, strings: bool = False) -> str:
             while j < n and text[j] != '"' and text[j] != "\n":
                 j += 2 if text[j] == "\\" else 1
             j = min(j, n - 1)
-            out.append('"' + (" " * (j - i - 1) if strings else text[i + 1:j]) + ('"' if text[j] == '"' else text[j]))
+            out.append(
+                '"'
+                + (" " * (j - i - 1) if strings else text[i + 1 : j])
+                + ('"' if text[j] == '"' else text[j])
+            )
             i = j + 1
         else:
             out.append(text[i])
@@ -181,13 +185,29 @@ def _head(line: str) -> tuple[str, str | None] | None:
     keyword = KEYWORD_UNIT.match(line)
     if keyword:
         kw = keyword.group("kw")
-        kind = {"VARIABLE": "variables", "VARIABLES": "variables", "CONSTANT": "constants", "CONSTANTS": "constants",
-                "EXTENDS": "extends", "INSTANCE": "instance", "RECURSIVE": "recursive"}.get(kw, "other")
+        kind = {
+            "VARIABLE": "variables",
+            "VARIABLES": "variables",
+            "CONSTANT": "constants",
+            "CONSTANTS": "constants",
+            "EXTENDS": "extends",
+            "INSTANCE": "instance",
+            "RECURSIVE": "recursive",
+        }.get(kw, "other")
         return kind, None
     definition = DEFINITION_HEAD.match(line)
     if definition:
-        name = next(g for g in (definition.group("op"), definition.group("fn"), definition.group("infix"),
-                                definition.group("prefix"), definition.group("postfix")) if g)
+        name = next(
+            g
+            for g in (
+                definition.group("op"),
+                definition.group("fn"),
+                definition.group("infix"),
+                definition.group("prefix"),
+                definition.group("postfix"),
+            )
+            if g
+        )
         if name in NOT_DEFINITION_HEADS:
             return None
         return "definition", name
@@ -202,7 +222,7 @@ def split_module(text: str) -> ModuleUnits:
     module = header.group(1) if header else "Spec"
     start = clean.count("\n", 0, header.end()) + 1 if header else 0
     units: list[Unit] = []
-    current: tuple[str, str | None, int, list[str]] | None = None
+    current: tuple[Any, str | None, int, list[str]] | None = None
 
     def close() -> None:
         if current is None:
@@ -212,14 +232,19 @@ def split_module(text: str) -> ModuleUnits:
         searchable = blank_comments(text_, strings=True)
         tokens = TOKEN.findall(searchable.split("==", 1)[1] if kind == "definition" else searchable)
         # WF_vars(A), SF_vars(A) and [A]_vars read as one word here but name ``vars``
-        tokens += [t[3:] for t in tokens if t[:3] in ("WF_", "SF_")] + [t.lstrip("_") for t in tokens if t[:1] == "_"]
+        tokens += [t[3:] for t in tokens if t[:3] in ("WF_", "SF_")] + [
+            t.lstrip("_") for t in tokens if t[:1] == "_"
+        ]
         uses = list(dict.fromkeys(tokens))
         declares = []
         if kind == "recursive":
-            declares = [re.sub(r"\(.*", "", p).strip() for p in
-                        re.sub(r"^\s*RECURSIVE\b", "", searchable).split(",") if p.strip()]
+            declares = [
+                re.sub(r"\(.*", "", p).strip()
+                for p in re.sub(r"^\s*RECURSIVE\b", "", searchable).split(",")
+                if p.strip()
+            ]
             declares = [d for d in declares if re.fullmatch(IDENT, d)]
-        units.append(Unit(kind=kind, name=name, text=text_, line=line, uses=uses, declares=declares))  # type: ignore[arg-type]
+        units.append(Unit(kind=kind, name=name, text=text_, line=line, uses=uses, declares=declares))
 
     for number in range(start, len(lines)):
         line = lines[number]
@@ -253,14 +278,19 @@ def needed_units(units: ModuleUnits, target: Unit) -> list[Unit]:
                 continue
             wanted.add(unit.name)
         names = [n for n in unit.uses if n in by_name and n not in wanted]
-        for rec in recursive:  # a RECURSIVE operator needs its declaration, and the declaration all its operators
+        for (
+            rec
+        ) in recursive:  # a RECURSIVE operator needs its declaration, and the declaration all its operators
             if unit.name in rec.declares and rec not in chosen_recursive:
                 chosen_recursive.append(rec)
                 names += [n for n in rec.declares if n in by_name and n not in wanted]
         pending += [by_name[n] for n in names]
     keep = {"extends", "variables", "constants", "instance"}
-    return [u for u in units.units if u.kind in keep or u in chosen_recursive
-            or (u.kind == "definition" and u.name in wanted)]
+    return [
+        u
+        for u in units.units
+        if u.kind in keep or u in chosen_recursive or (u.kind == "definition" and u.name in wanted)
+    ]
 
 
 def definition_module(units: ModuleUnits, target: Unit, module: str) -> str:
@@ -296,8 +326,10 @@ def _judge(section: str, module: str) -> _Verdict | None:
     return None  # SANY stopped before finishing this file
 
 
-def check_modules(modules: dict[str, str], extra_files: dict[str, str], timeout_s: float) -> tuple[dict[str, _Verdict], str]:
-    """SANY on many small modules, in as few JVM runs as a fatal error allows. Returns verdicts and the version."""
+def check_modules(
+    modules: dict[str, str], extra_files: dict[str, str], timeout_s: float
+) -> tuple[dict[str, _Verdict], str]:
+    """SANY on many small modules, in as few JVM runs as fatal errors allow; verdicts and SANY's version."""
     verdicts: dict[str, _Verdict] = {}
     order = list(modules)
     version = ""
@@ -309,9 +341,14 @@ def check_modules(modules: dict[str, str], extra_files: dict[str, str], timeout_
             batch.append(name)
             size += len(modules[name])
         files = {**extra_files, **{f"{name}.tla": modules[name] for name in batch}}
-        run = run_java("tla2sany.SANY", [f"{name}.tla" for name in batch], files=files,
-                       limits=Limits(timeout_s=timeout_s, memory_mb=sany.SANY_HEAP_MB + 1024),
-                       jvm_flags=SANY_JVM_FLAGS, heap_mb=sany.SANY_HEAP_MB)
+        run = run_java(
+            "tla2sany.SANY",
+            [f"{name}.tla" for name in batch],
+            files=files,
+            limits=Limits(timeout_s=timeout_s, memory_mb=sany.SANY_HEAP_MB + 1024),
+            jvm_flags=SANY_JVM_FLAGS,
+            heap_mb=sany.SANY_HEAP_MB,
+        )
         version = version or sany.detect_version(run.output)
         sections = _sections(run.output)
         decided = 0
@@ -326,8 +363,9 @@ def check_modules(modules: dict[str, str], extra_files: dict[str, str], timeout_
             decided += 1
         if run.timed_out:
             for name in batch[decided:]:
-                verdicts[name] = _Verdict(outcome=Outcome.INCONCLUSIVE,
-                                          message=f"SANY did not finish within {timeout_s:.0f} s")
+                verdicts[name] = _Verdict(
+                    outcome=Outcome.INCONCLUSIVE, message=f"SANY did not finish within {timeout_s:.0f} s"
+                )
             decided = len(batch)
         if decided == 0:  # nothing learned: never loop on the same batch
             verdicts[batch[0]] = _Verdict(outcome=Outcome.ERROR, message=" ".join(run.output.split()[-40:]))
@@ -336,22 +374,33 @@ def check_modules(modules: dict[str, str], extra_files: dict[str, str], timeout_
     return verdicts, version
 
 
-def score(artifact: Artifact, *, timeout_s: float = DEFAULT_TIMEOUT_S,
-          check_definitions: Literal["auto", "always"] = "auto") -> SyntaxScore:
-    """S_full with ``sany.check`` and the per-definition share (see the module doc for when it is inferred)."""
+def score(
+    artifact: Artifact,
+    *,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    check_definitions: Literal["auto", "always"] = "auto",
+) -> SyntaxScore:
+    """S_full with ``sany.check`` and the per-definition share (the module doc says when it is inferred)."""
     full = sany.check(artifact, limits=Limits(timeout_s=timeout_s, memory_mb=sany.SANY_HEAP_MB + 1024))
     spec = prepare(artifact)
     units = split_module(spec.files[spec.main_file])
     definitions = units.definitions
     result = SyntaxScore(full=full, sany_version=full.tool_version)
     if full.outcome == Outcome.OK and check_definitions == "auto":
-        result.definitions = [DefinitionVerdict(name=d.name or "?", line=d.line, outcome=Outcome.OK)
-                              for d in definitions]
+        result.definitions = [
+            DefinitionVerdict(name=d.name or "?", line=d.line, outcome=Outcome.OK) for d in definitions
+        ]
         return result
     if full.outcome == Outcome.INCONCLUSIVE:  # SANY timed out on the whole: the parts would too
-        result.definitions = [DefinitionVerdict(name=d.name or "?", line=d.line, outcome=Outcome.INCONCLUSIVE,
-                                                message="not checked: SANY timed out on the whole module")
-                              for d in definitions]
+        result.definitions = [
+            DefinitionVerdict(
+                name=d.name or "?",
+                line=d.line,
+                outcome=Outcome.INCONCLUSIVE,
+                message="not checked: SANY timed out on the whole module",
+            )
+            for d in definitions
+        ]
         return result
     taken = {name.removesuffix(".tla") for name in spec.files}
     names = _wrapper_names(len(definitions), taken)
@@ -360,11 +409,19 @@ def score(artifact: Artifact, *, timeout_s: float = DEFAULT_TIMEOUT_S,
     verdicts, version = check_modules(modules, others, timeout_s)
     result.definitions_checked = True
     result.sany_version = full.tool_version if "unknown" not in full.tool_version else version
-    result.definitions = [DefinitionVerdict(name=d.name or "?", line=d.line, outcome=verdicts[n].outcome,
-                                            message=verdicts[n].message)
-                          for n, d in zip(names, definitions, strict=True)]
-    log.info("tla_syntax.scored", module=units.module, s_full=result.s_full, passed=result.definitions_passed,
-             total=result.definitions_total)
+    result.definitions = [
+        DefinitionVerdict(
+            name=d.name or "?", line=d.line, outcome=verdicts[n].outcome, message=verdicts[n].message
+        )
+        for n, d in zip(names, definitions, strict=True)
+    ]
+    log.info(
+        "tla_syntax.scored",
+        module=units.module,
+        s_full=result.s_full,
+        passed=result.definitions_passed,
+        total=result.definitions_total,
+    )
     return result
 
 
