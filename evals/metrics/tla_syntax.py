@@ -298,6 +298,25 @@ def definition_module(units: ModuleUnits, target: Unit, module: str) -> str:
     return f"---- MODULE {module} ----\n{body}\n====\n"
 
 
+def _source_lines(units: ModuleUnits, target: Unit) -> list[int]:
+    """For each line of ``definition_module``'s text: the spec line it came from (0 for the header)."""
+    lines = [0]
+    for unit in needed_units(units, target):
+        lines += range(unit.line, unit.line + unit.text.count("\n") + 1)
+    return lines
+
+
+def _in_spec_terms(message: str, wrapper: str, spec_file: str, lines: list[int]) -> str:
+    """``SysmoDef3.tla:6:11: ...`` -> ``Spec.tla:15:11: ...``: point at the line the author wrote."""
+
+    def moved(match: re.Match[str]) -> str:
+        line = int(match.group(1))
+        original = lines[line - 1] if 0 < line <= len(lines) and lines[line - 1] else None
+        return f"{spec_file}:{original}" if original else match.group(0)
+
+    return re.sub(rf"\b{re.escape(wrapper)}\.tla:(\d+)", moved, message)
+
+
 # ------------------------------------------------------------------------------------------- checking
 
 
@@ -411,7 +430,10 @@ def score(
     result.sany_version = full.tool_version if "unknown" not in full.tool_version else version
     result.definitions = [
         DefinitionVerdict(
-            name=d.name or "?", line=d.line, outcome=verdicts[n].outcome, message=verdicts[n].message
+            name=d.name or "?",
+            line=d.line,
+            outcome=verdicts[n].outcome,
+            message=_in_spec_terms(verdicts[n].message, n, spec.main_file, _source_lines(units, d)),
         )
         for n, d in zip(names, definitions, strict=True)
     ]
