@@ -102,7 +102,9 @@ class ExperimentConfig(BaseModel):
 
     @property
     def is_control(self) -> bool:
-        return all(n == "reference" or n.startswith("mockllm/") for n in self.model_names)
+        from sysmo.llm.roles import is_control_model
+
+        return all(is_control_model(n) for n in self.model_names)
 
     def experiment_id(self) -> str:
         if self.id:
@@ -297,7 +299,9 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
     log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control)
     runner = UnitRunner(config, directory)
     stop = stop_event or threading.Event()
-    spent = {"cost": sum(a.cost_usd for a in store.attempts(experiment_id)), "tokens": 0}
+    totals = store.query("SELECT COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(prompt_tokens + completion_tokens), 0)"
+                         " AS tokens FROM attempts WHERE experiment_id=?", (experiment_id,))[0]
+    spent = {"cost": float(totals["cost"]), "tokens": int(totals["tokens"])}  # caps count earlier runs too
 
     def over_budget() -> str | None:
         b = config.budget

@@ -6,13 +6,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sysmo.agents.registry import build_for, get_agent
+from sysmo.agents.registry import get_agent
 from sysmo.errors import SysmoError
 from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import sqlite_checkpointer
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state
-from sysmo.artifact import Artifact
+from sysmo.llm.roles import is_control_model
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
@@ -26,7 +26,7 @@ def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds,
-                      is_control=model_name == "reference" or model_name.startswith("mockllm/"),
+                      is_control=is_control_model(model_name),
                       checkpoint_db=str(checkpoint_db) if checkpoint_db else None)
     started = time.monotonic()
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
@@ -34,10 +34,10 @@ def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db
     try:
         if checkpoint_db is not None:
             with sqlite_checkpointer(checkpoint_db) as saver:
-                graph = build_for(agent, ctx, checkpointer=saver)
+                graph = spec.build(ctx, checkpointer=saver)
                 final = graph.invoke(initial_state(ctx), config)
         else:
-            graph = build_for(agent, ctx)
+            graph = spec.build(ctx, checkpointer=None)
             final = graph.invoke(initial_state(ctx), config)
     except SysmoError as exc:
         attempt.status = AttemptStatus.ERROR
@@ -58,7 +58,3 @@ def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db
             if rnd.check is not None:
                 attempt.tool_versions[rnd.check.tool] = rnd.check.tool_version
     return attempt
-
-
-def final_artifact(attempt: Attempt) -> Artifact | None:
-    return attempt.final_artifact

@@ -16,6 +16,7 @@ from sysmo.benchmarks.task import Task, TaskKind
 from sysmo.errors import SysmoError, UnknownNameError
 from sysmo.evals.scorecard import ScoreCard, StageResult
 from sysmo.log import get_logger
+from sysmo.tools.result import CheckResult, Outcome
 
 log = get_logger(__name__)
 
@@ -77,6 +78,21 @@ class Cascade:
             if stage.gate and not result.passed:
                 blocked_by = f"stage {stage.name!r} did not pass ({result.outcome})"
         return card
+
+
+def stage_from_check(stage: str, result: CheckResult, max_diagnostics: int = 20, **detail: Any) -> StageResult:
+    """A tool's verdict as a stage: 1 when the tool accepts the artifact, with its diagnostics and identity."""
+    ok = result.outcome == Outcome.OK
+    return StageResult(
+        stage=stage,
+        value=1.0 if ok else 0.0,
+        passed=ok,
+        outcome=result.outcome.value,
+        metrics={"valid": 1.0 if ok else 0.0, "errors": float(len(result.errors))},
+        detail={"diagnostics": [d.render() for d in result.diagnostics[:max_diagnostics]],
+                "n_diagnostics": len(result.diagnostics), **detail},
+        provenance={"tool": result.tool, "tool_version": result.tool_version},
+    )
 
 
 _CASCADES: dict[str, Callable[[], Cascade]] = {}

@@ -123,10 +123,9 @@ def extract_artifact(text: str | None, language: Language | str, module_name: st
     if language == Language.TLA:
         files = _tla_files(chosen, module_name) if chosen else {}
         if not any(n.endswith(".tla") for n in files):
-            modules = TLA_MODULE.findall(text)
             for m in TLA_MODULE.finditer(text):
                 files[f"{m.group(1)}.tla"] = m.group(0).strip() + "\n"
-            if modules:
+            if files:
                 notes.append("module found in prose without a code block")
         if not any(n.endswith(".tla") for n in files):
             head = TLA_MODULE_HEAD.search(text)

@@ -318,6 +318,20 @@ class LLM:
         self._record(config, provider, request, key, None, error, time.perf_counter() - start)
         return error
 
+    def _cached(self, config: RoleConfig, request: LLMRequest, key: str, start: float) -> LLMResponse | None:
+        """A cache hit, already recorded; None when the model must be asked."""
+        hit = self._lookup(config, request, key, start)
+        if hit is not None:
+            self._record(config, None, request, key, hit, None, hit.latency_s)
+        return hit
+
+    def _announce(self, config: RoleConfig, request: LLMRequest, key: str) -> Provider:
+        """The provider for the request's role, after logging the request."""
+        provider = self.provider(request.role)
+        log.info("llm.request", model=config.model, role=request.role, request_hash=key[:16],
+                 sample=request.sample_index, messages=len(request.messages), tools=len(request.tools or []))
+        return provider
+
     def complete(
         self,
         messages: list[dict[str, Any]],
@@ -344,21 +358,11 @@ class LLM:
         provider: Provider | None = None
         attempts = 0
         try:
-            hit = self._lookup(config, request, key, start)
+            hit = self._cached(config, request, key, start)
             if hit is not None:
-                self._record(config, None, request, key, hit, None, hit.latency_s)
                 return hit
-            provider = self.provider(role)
+            provider = self._announce(config, request, key)
             start = time.perf_counter()  # latency is the model's, not litellm's first import
-            log.info(
-                "llm.request",
-                model=config.model,
-                role=role,
-                request_hash=key[:16],
-                sample=sample_index,
-                messages=len(messages),
-                tools=len(tools or []),
-            )
             if provider.is_control:
                 attempts = 1
                 response = provider.complete(request)
@@ -394,21 +398,11 @@ class LLM:
         provider: Provider | None = None
         attempts = 0
         try:
-            hit = self._lookup(config, request, key, start)
+            hit = self._cached(config, request, key, start)
             if hit is not None:
-                self._record(config, None, request, key, hit, None, hit.latency_s)
                 return hit
-            provider = self.provider(role)
+            provider = self._announce(config, request, key)
             start = time.perf_counter()  # latency is the model's, not litellm's first import
-            log.info(
-                "llm.request",
-                model=config.model,
-                role=role,
-                request_hash=key[:16],
-                sample=sample_index,
-                messages=len(messages),
-                tools=len(tools or []),
-            )
             if provider.is_control:
                 attempts = 1
                 response = await provider.acomplete(request)

@@ -18,7 +18,11 @@ from sysmo.errors import ConfigError
 
 Role = Literal["generator", "helper", "judge"]
 ROLES: tuple[Role, ...] = ("generator", "helper", "judge")
-CONTROL_PREFIXES = ("mockllm/", "reference")
+
+
+def is_control_model(model: str) -> bool:
+    """``reference`` and ``mockllm/...`` are offline controls, labelled as such everywhere."""
+    return model == "reference" or model.startswith("mockllm/")
 
 
 class RoleConfig(BaseModel):
@@ -51,7 +55,7 @@ class RoleConfig(BaseModel):
 
     @property
     def is_control(self) -> bool:
-        return self.model == "reference" or self.model.startswith("mockllm/")
+        return is_control_model(self.model)
 
     @property
     def limit_key(self) -> str:

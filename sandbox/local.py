@@ -40,6 +40,38 @@ PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 # friends read-only (root without capabilities could still write them); every other mount read-only;
 # then exec with no capabilities and no new privileges, so nothing can be remounted. The command runs
 # as a child of a small pid 1 (the namespace's init ignores default-action signals such as SIGXCPU).
+def bwrap_base(*, network: bool, etc: list[Path] | None = None) -> list[str]:
+    """The part of every bwrap line we use: own namespaces (the network one unless ``network``), a read-only
+    system (all of /etc, or only the ``etc`` entries), private /tmp, and /proc/sys & co. read-only.
+
+    Shared by the sandbox and the long-lived tool servers, so a hardening lands everywhere at once.
+    """
+    cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
+           "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
+    if not network:
+        cmd.append("--unshare-net")
+    cmd += ["--ro-bind", "/usr", "/usr"]
+    if etc is None:
+        cmd += ["--ro-bind", "/etc", "/etc"]
+    else:
+        cmd += ["--dir", "/etc"]
+        for entry in etc:
+            cmd += ["--ro-bind", str(entry), str(entry)]
+    for link in ("lib", "lib64", "lib32", "bin", "sbin"):
+        target = Path("/") / link
+        if target.is_symlink():
+            cmd += ["--symlink", os.readlink(target), f"/{link}"]
+        elif target.exists():
+            cmd += ["--ro-bind", str(target), f"/{link}"]
+    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    # bwrap leaves /proc/sys writable for uid 0, and host-wide sysctls (vm.*, kernel.*) check
+    # only the uid, not capabilities: cover them read-only (net.* still resolves per netns).
+    for entry in PROC_COVERED:
+        if Path(entry).exists():
+            cmd += ["--ro-bind", entry, entry]
+    return cmd
+
+
 UNSHARE_SCRIPT = r"""
 set -e
 W="$1"; shift
@@ -191,23 +223,7 @@ class LocalSandbox:
     @staticmethod
     def _wrap_bwrap(argv: list[str], work: Path, readonly: list[Path], limits: Limits,
                     env: dict[str, str]) -> list[str]:
-        cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-               "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-        if not limits.network:
-            cmd.append("--unshare-net")
-        cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-        for link in ("lib", "lib64", "lib32", "bin", "sbin"):
-            target = Path("/") / link
-            if target.is_symlink():
-                cmd += ["--symlink", os.readlink(target), f"/{link}"]
-            elif target.exists():
-                cmd += ["--ro-bind", str(target), f"/{link}"]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
-        # bwrap leaves /proc/sys writable for uid 0, and host-wide sysctls (vm.*, kernel.*) check
-        # only the uid, not capabilities: cover them read-only (net.* still resolves per netns).
-        for entry in PROC_COVERED:
-            if Path(entry).exists():
-                cmd += ["--ro-bind", entry, entry]
+        cmd = bwrap_base(network=limits.network)
         for path in readonly:
             path = path.resolve()
             if not path.exists():

@@ -35,6 +35,7 @@ from sysmo.errors import SysmoError, ToolCrashError
 from sysmo.log import get_logger
 from sysmo.sandbox.base import Limits
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
+from sysmo.sandbox.local import bwrap_base
 from sysmo.sandbox.server import ToolServer
 from sysmo.tools.install import opensysml_kernel
 
@@ -102,18 +103,9 @@ class OpenSysMLKernel(ToolServer):
         if not self.confine:
             return kernel
         assert self.scratch is not None
-        cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-               "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-               # no --unshare-net: the kernel's ZMQ sockets must be reachable on the host's 127.0.0.1
-               "--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-        for link in ("lib", "lib64", "bin", "sbin"):
-            target = Path("/") / link
-            if target.is_symlink():
-                cmd += ["--symlink", os.readlink(target), f"/{link}"]
-            elif target.exists():
-                cmd += ["--ro-bind", str(target), f"/{link}"]
-        cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp",
-                "--ro-bind", str(self.binary), str(self.binary),
+        # no network namespace: the kernel's ZMQ sockets must be reachable on the host's 127.0.0.1
+        cmd = bwrap_base(network=True)
+        cmd += ["--ro-bind", str(self.binary), str(self.binary),
                 "--ro-bind", str(self.scratch), str(self.scratch),
                 "--bind", str(self.scratch / "exports"), str(self.scratch / "exports"),
                 "--chdir", str(self.scratch / "exports"), "--clearenv",
@@ -184,18 +176,7 @@ class OpenSysMLKernel(ToolServer):
 
     def kernel_pids(self) -> list[int]:
         """The launched process and its descendants (the kernel itself sits below bwrap)."""
-        if self.proc is None:
-            return []
-        found, todo = [], [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            try:
-                children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
-            except OSError:
-                children = []
-            todo.extend(int(c) for c in children)
-        return found
+        return self.process_tree()
 
     # ------------------------------------------------------------------ requests
     def _execute(self, code: str, timeout_s: float) -> KernelReply:

@@ -34,6 +34,7 @@ from sysmo.errors import ConfigError, ToolCrashError
 from sysmo.log import get_logger
 from sysmo.sandbox.base import Limits
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
+from sysmo.sandbox.local import bwrap_base
 from sysmo.sandbox.server import ToolServer, free_port
 
 log = get_logger(__name__)
@@ -105,20 +106,7 @@ def _bwrap_prefix(
 ) -> list[str]:
     """A bwrap command line: all namespaces but the network, read-only system, private /tmp, one writable dir."""
     # every namespace but the network one: the server must be reachable on the host's 127.0.0.1
-    cmd = (
-        "bwrap --die-with-parent --new-session --cap-drop ALL --unshare-user-try --unshare-pid --unshare-ipc "
-        "--unshare-uts --unshare-cgroup-try --ro-bind /usr /usr"
-    ).split()
-    for link in ("lib", "lib64", "bin", "sbin"):
-        target = Path("/") / link
-        if target.is_symlink():
-            cmd += ["--symlink", os.readlink(target), f"/{link}"]
-        elif target.exists():
-            cmd += ["--ro-bind", str(target), f"/{link}"]
-    cmd += ["--dir", "/etc"]
-    for entry in etc or []:
-        cmd += ["--ro-bind", str(entry), str(entry)]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    cmd = bwrap_base(network=True, etc=etc or [])
     for source, inside in binds or []:
         cmd += ["--ro-bind", str(source), inside]
     cmd += ["--bind", str(workdir), BOX, "--chdir", BOX, "--clearenv"]
@@ -237,19 +225,8 @@ class PlantUMLServer(ToolServer):
         return (self._dir / "server.log").read_bytes()[-limit:].decode(errors="replace")
 
     def pids(self) -> list[int]:
-        """Every process of the server (bwrap and the JVM), found through /proc children links."""
-        if self.proc is None:
-            return []
-        found, todo = [], [self.proc.pid]
-        while todo:
-            pid = todo.pop()
-            found.append(pid)
-            for task in Path(f"/proc/{pid}/task").glob("*"):
-                try:
-                    todo += [int(c) for c in (task / "children").read_text().split()]
-                except OSError:
-                    pass
-        return found
+        """Every process of the server (bwrap and the JVM)."""
+        return self.process_tree()
 
     # ------------------------------------------------------------------ requests
     def _post(self, port: int, source: str, timeout: float) -> RenderResponse:

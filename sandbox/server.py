@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 import weakref
+from pathlib import Path
 from abc import ABC, abstractmethod
 
 from sysmo.log import get_logger
@@ -50,6 +51,21 @@ class ToolServer(ABC):
 
     def _stop(self) -> None:
         """Release resources beyond the process (override when needed)."""
+
+    def process_tree(self) -> list[int]:
+        """The supervised process and all its descendants (every thread's children, via /proc)."""
+        if self.proc is None:
+            return []
+        found, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            found.append(pid)
+            for task in Path(f"/proc/{pid}/task").glob("*"):
+                try:
+                    todo += [int(c) for c in (task / "children").read_text().split()]
+                except OSError:
+                    pass
+        return found
 
     def alive(self) -> bool:
         return self.proc is None or self.proc.poll() is None

@@ -30,13 +30,12 @@ from __future__ import annotations
 
 from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import Task, TaskKind
-from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
+from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import architecture as arch
 from sysmo.evals.metrics.embedding import resolve_similarity
 from sysmo.evals.scorecard import StageResult
 from sysmo.log import get_logger
 from sysmo.tools.plantuml import check, parse_architecture
-from sysmo.tools.result import Outcome
 
 log = get_logger(__name__)
 
@@ -58,20 +57,7 @@ def _context(task: Task, purpose: str):
 
 
 def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
-    result = check(artifact.main_text)
-    ok = result.outcome == Outcome.OK
-    return StageResult(
-        stage="validity",
-        value=1.0 if ok else 0.0,
-        passed=ok,
-        outcome=result.outcome.value,
-        metrics={"valid": 1.0 if ok else 0.0, "errors": float(len(result.errors))},
-        detail={
-            "diagnostics": [d.render() for d in result.diagnostics[:MAX_DIAGNOSTICS]],
-            "n_diagnostics": len(result.diagnostics),
-        },
-        provenance={"tool": result.tool, "tool_version": result.tool_version},
-    )
+    return stage_from_check("validity", check(artifact.main_text), MAX_DIAGNOSTICS)
 
 
 def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:

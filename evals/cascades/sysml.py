@@ -29,7 +29,7 @@ from collections import OrderedDict
 
 from sysmo.artifact import Artifact, Language
 from sysmo.benchmarks.task import Task, TaskKind
-from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
+from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import elements as element_metrics
 from sysmo.evals.metrics import sysmeval as sysmeval_metrics
 from sysmo.evals.metrics import text as text_metrics
@@ -84,25 +84,8 @@ def _skipped(stage: str, because: str) -> StageResult:
 
 
 def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
-    tree = _tree(_as_sysml(artifact))
-    check = tree.check
-    ok = check.outcome == Outcome.OK
-    return StageResult(
-        stage="validity",
-        value=1.0 if ok else 0.0,
-        passed=ok,
-        outcome=check.outcome.value,
-        metrics={
-            "valid": 1.0 if ok else 0.0,
-            "errors": float(sum(d.severity.value in ("error", "typing") for d in check.diagnostics)),
-        },
-        detail={
-            "diagnostics": [d.render() for d in check.diagnostics[:MAX_DIAGNOSTICS]],
-            "n_diagnostics": len(check.diagnostics),
-            "typing_only": check.details.get("typing_only", False),
-        },
-        provenance={"tool": check.tool, "tool_version": check.tool_version},
-    )
+    result = _tree(_as_sysml(artifact)).check
+    return stage_from_check("validity", result, MAX_DIAGNOSTICS, typing_only=result.details.get("typing_only", False))
 
 
 def text_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
