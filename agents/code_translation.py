@@ -186,7 +186,8 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         f"{NAME}/synthesize",
         "common/task_<kind>",
     ),
+    variant=lambda ctx: "translate" if has_source(ctx) else "extract_model",
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     stage = ("translate", translate) if has_source(ctx) else ("extract_model", extract_model)
-    return build_repair_graph(ctx, first_request, pre_stages=[stage], checkpointer=checkpointer)
+    return build_repair_graph(first_request, pre_stages=[stage], checkpointer=checkpointer)

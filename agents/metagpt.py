@@ -155,9 +155,7 @@ def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     ),
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
-    return build_repair_graph(
-        ctx,
-        modeler_request,
+    return build_repair_graph(modeler_request,
         pre_stages=[("analyst", analyst), ("architect", architect)],
         checkpointer=checkpointer,
         repair=review_and_repair,

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -26,6 +25,7 @@ from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.graphs.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
+from sysmo.graphs.loop import with_context
 from sysmo.graphs.repair import diagnostics_report
 from sysmo.graphs.state import AgentState
 from sysmo.log import get_logger
@@ -371,9 +371,9 @@ def route_after_act(state: AgentState) -> str:
     prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
-    graph = StateGraph(AgentState)
+    graph = StateGraph(AgentState, context_schema=AgentContext)
     for name, fn in [("setup", setup), ("step", step), ("act", act), ("finalize", nodes.finalize)]:
-        graph.add_node(name, partial(fn, ctx=ctx))
+        graph.add_node(name, with_context(fn))
     graph.add_edge(START, "setup")
     graph.add_edge("setup", "step")
     graph.add_conditional_edges("step", route_after_step, {"finalize": "finalize", "act": "act"})

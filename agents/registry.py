@@ -30,6 +30,11 @@ class AgentSpec:
     description: str
     prompts: tuple[str, ...] = ()  # prompt keys "<agent>/<name>" the agent uses (hashed into the attempt)
     needs: tuple[str, ...] = ()  # task inputs the agent requires: "traces"; "source" (code, for TLA+ tasks)
+    # the graph's shape for a context, when it depends on the task (one compiled graph per variant is reused)
+    variant: Callable[[AgentContext], str] | None = None
+
+    def variant_of(self, ctx: AgentContext) -> str:
+        return self.variant(ctx) if self.variant is not None else ""
 
     def check_supports(self, task: Task) -> None:
         if task.kind not in self.supports:
@@ -50,11 +55,13 @@ _REGISTRY: dict[str, AgentSpec] = {}
 
 
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
-                   prompts: tuple[str, ...] = (), needs: tuple[str, ...] = ()):
-    """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``."""
+                   prompts: tuple[str, ...] = (), needs: tuple[str, ...] = (),
+                   variant: Callable[[AgentContext], str] | None = None):
+    """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``. The graph's nodes read the
+    context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
     def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
-        _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs)
+        _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant)
         return build
 
     return wrap
@@ -79,9 +86,3 @@ def get_agent(name: str) -> AgentSpec:
 def all_agents() -> list[AgentSpec]:
     _load_all()
     return [_REGISTRY[n] for n in sorted(_REGISTRY)]
-
-
-def build_for(name: str, ctx: AgentContext, checkpointer: Any = None):
-    spec = get_agent(name)
-    spec.check_supports(ctx.task)
-    return spec.build(ctx, checkpointer=checkpointer)

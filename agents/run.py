@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from sysmo.agents.registry import get_agent
+from sysmo.agents.registry import AgentSpec, get_agent
 from sysmo.errors import SysmoError
 from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import sqlite_checkpointer
@@ -18,6 +19,20 @@ from sysmo.log import get_logger
 log = get_logger(__name__)
 
 RECURSION_LIMIT = 400  # graph steps; the loop itself is bounded by max_rounds, this only stops runaways
+
+_COMPILED: dict[tuple[AgentSpec, str], Any] = {}
+_COMPILED_LOCK = threading.Lock()
+
+
+def compiled_graph(spec: AgentSpec, ctx: AgentContext) -> Any:
+    """The agent's compiled graph for this context's variant, compiled once per process and shared by every
+    attempt (the nodes read ``ctx`` from the run's context, the checkpointer is attached per attempt)."""
+    key = (spec, spec.variant_of(ctx))
+    with _COMPILED_LOCK:
+        graph = _COMPILED.get(key)
+        if graph is None:
+            graph = _COMPILED[key] = spec.build(ctx, checkpointer=None)
+        return graph
 
 
 def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None) -> Attempt:
@@ -32,13 +47,12 @@ def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}
     try:
+        graph = compiled_graph(spec, ctx)
         if checkpoint_db is not None:
             with sqlite_checkpointer(checkpoint_db) as saver:
-                graph = spec.build(ctx, checkpointer=saver)
-                final = graph.invoke(initial_state(ctx), config)
+                final = graph.copy({"checkpointer": saver}).invoke(initial_state(ctx), config, context=ctx)
         else:
-            graph = spec.build(ctx, checkpointer=None)
-            final = graph.invoke(initial_state(ctx), config)
+            final = graph.invoke(initial_state(ctx), config, context=ctx)
     except SysmoError as exc:
         attempt.status = AttemptStatus.ERROR
         attempt.error = str(exc)

@@ -92,6 +92,5 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"),
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
-    return build_repair_graph(
-        ctx, first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer
+    return build_repair_graph(first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer
     )

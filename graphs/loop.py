@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
 
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
@@ -25,21 +25,34 @@ def initial_state(ctx: AgentContext) -> AgentState:
                       round_started=time.monotonic(), tool_time_s=0.0, llm_time_s=0.0)
 
 
+def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], dict[str, Any]]:
+    """The node ``fn(state, ctx)`` reading the attempt's ``AgentContext`` from LangGraph's run-time context
+    (``graph.invoke(..., context=ctx)``), so one compiled graph serves every attempt of an agent."""
+
+    def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+        return fn(state, runtime.context)
+
+    node.__name__ = getattr(fn, "__name__", "node")
+    node.__doc__ = fn.__doc__
+    return node
+
+
 def _stop_on_error(state: AgentState) -> str:
     return "finalize" if state.get("status") == "error" else "next"
 
 
-def build_repair_graph(ctx: AgentContext, first_request: Node, pre_stages: list[tuple[str, Node]] | None = None,
+def build_repair_graph(first_request: Node, pre_stages: list[tuple[str, Node]] | None = None,
                        checkpointer: Any = None, repair: Node | None = None):
     """Compile the loop. ``pre_stages`` run once, in order, before ``first_request`` builds ``pending``;
-    ``repair`` replaces the shared repair node (it must return what ``nodes.repair`` returns)."""
-    graph = StateGraph(AgentState)
+    ``repair`` replaces the shared repair node (it must return what ``nodes.repair`` returns).
+    The nodes take their ``AgentContext`` from the run: ``invoke(..., context=ctx)``."""
+    graph = StateGraph(AgentState, context_schema=AgentContext)
     chain = [*(pre_stages or []), ("first_request", first_request)]
     for name, fn in chain:
-        graph.add_node(name, partial(fn, ctx=ctx))
+        graph.add_node(name, with_context(fn))
     for name, fn in [("generate", nodes.generate), ("extract", nodes.extract), ("check", nodes.check),
                      ("record", nodes.record), ("repair", repair or nodes.repair), ("finalize", nodes.finalize)]:
-        graph.add_node(name, partial(fn, ctx=ctx))
+        graph.add_node(name, with_context(fn))
     graph.add_edge(START, chain[0][0])
     for (name, _), (following, _) in zip(chain, chain[1:]):
         graph.add_conditional_edges(name, _stop_on_error, {"finalize": "finalize", "next": following})

@@ -19,6 +19,7 @@ in code (``BUILT_IN_SCRIPTS``: ``mockllm/control`` is the offline control experi
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 import re
@@ -135,11 +136,20 @@ class MockLLMProvider:
         self.script = script
         self._used: set[int] = set()
         self._lock = threading.Lock()
+        # answers by the task they are for (None: any task), so a call only tests its task's answers
+        self._by_task: dict[str | None, list[int]] = {}
+        for i, answer in enumerate(script.responses):
+            self._by_task.setdefault(answer.when.task if answer.when else None, []).append(i)
+
+    def _candidates(self, request: LLMRequest) -> list[int]:
+        task_id = request.context.task_id if request.context else None
+        specific = self._by_task.get(task_id, []) if task_id is not None else []
+        return list(heapq.merge(specific, self._by_task.get(None, [])))
 
     def _pick(self, request: LLMRequest) -> MockAnswer:
         items = self.script.responses
         with self._lock:
-            matching = [i for i, a in enumerate(items) if a.when is None or a.when.matches(request)]
+            matching = [i for i in self._candidates(request) if items[i].when is None or items[i].when.matches(request)]
             if not matching:
                 ctx = request.context
                 raise LLMError(

@@ -52,7 +52,6 @@ DEFAULT_NUM = 50
 DEFAULT_DEPTH = 50
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_SEED = 1
-ERROR_MESSAGE = re.compile(r"@!@!@STARTMSG (\d+):1 @!@!@\n(.*?)@!@!@ENDMSG \1 @!@!@", re.DOTALL)
 
 
 def default_parallel() -> int:
@@ -235,18 +234,13 @@ def _one_run(
         actions=[c.name for c in report.coverage],
         covered=[c.name for c in report.coverage if c.generated > 0],
     )
-    # TLC 2.15 reports some evaluation errors (e.g. a failed Java override, code 2154) with no verdict:
-    # any error-level message, or an error trace, is an error here
-    errors = [
-        m.group(2).strip()
-        for m in ERROR_MESSAGE.finditer(result.raw_output)
-        if m.group(1) not in ("2121", "2264")
-    ]
-    if result.outcome == Outcome.OK and (errors or report.trace):
+    # every error-level message is a violation in the report (tools.tla.tlc_output), so an OK outcome with
+    # violations or an error trace can only come from a run cut short before TLC's verdict
+    if result.outcome == Outcome.OK and (report.violations or report.trace):
         run.outcome = Outcome.FAILED
     if run.outcome in (Outcome.FAILED, Outcome.ERROR):
         run.error = (
-            result.summary(3) if result.outcome != Outcome.OK else " ".join(" ".join(errors).split())
+            result.summary(3) if result.outcome != Outcome.OK else "; ".join(v.message for v in report.violations)
         )[:1000]
         run.error_action, run.blamed_by = _blame(result, report, run.actions, main_text, main_module)
     elif run.outcome == Outcome.INCONCLUSIVE:

@@ -261,6 +261,8 @@ def _violation(message: TlcMessage) -> Violation | None:
                          location=_span(LOCATION.search(text)))
     if code in (Code.OUT_OF_MEMORY, Code.OUT_OF_MEMORY_INIT):
         return Violation(kind="resources", message=" ".join(text.split()))
+    if message.level == LEVEL_ERROR:  # an error-level message of a code not listed above is still an error
+        return Violation(kind="evaluation", message=" ".join(text.split()), location=_span(LOCATION.search(text)))
     return None
 
 
