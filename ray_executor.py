@@ -30,9 +30,12 @@ def _run_unit_payload(config_json: str, directory: str, task_json: str, agent: s
     config = ExperimentConfig.model_validate_json(config_json)
     unit = WorkUnit(Task.model_validate_json(task_json), agent, model, sample)
     runner = UnitRunner(config, Path(directory))
-    attempt = runner.run_attempt(unit)
-    runner.write_artifacts(attempt)
-    card = runner.score(unit, attempt) if config.score else None
+    try:
+        attempt = runner.run_attempt(unit)
+        runner.write_artifacts(attempt)
+        card = runner.score(unit, attempt) if config.score else None
+    finally:
+        runner.close()
     return attempt.model_dump_json(), card.model_dump_json() if card else None
 
 

@@ -73,6 +73,9 @@ class ExperimentConfig(BaseModel):
     score: bool = True
     scoring: dict[str, Any] = Field(default_factory=dict)  # per-stage options, e.g. {"runtime.runs": 5}
     selection_metric: dict[str, str] = Field(default_factory=dict)  # kind -> metric for best-of-n
+    # "steps": LangGraph's checkpoint of every step of every attempt, in checkpoints.sqlite (list, fork);
+    # "none": only the attempt records (results.sqlite), for the fastest runs
+    checkpoints: Literal["steps", "none"] = "steps"
 
     @field_validator("agents", "models", mode="before")
     @classmethod
@@ -188,6 +191,22 @@ class UnitRunner:
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._tool_slots = threading.BoundedSemaphore(config.tool_concurrency)
+        self._checkpoints: Any = None
+
+    def checkpoints(self) -> Any:
+        """The experiment's LangGraph checkpoint file (every step of every attempt), opened on first use."""
+        with self._lock:
+            if self._checkpoints is None:
+                from sysmo.graphs.checkpoint import CheckpointStore
+
+                self._checkpoints = CheckpointStore(self.directory / "checkpoints.sqlite")
+            return self._checkpoints
+
+    def close(self) -> None:
+        with self._lock:
+            if self._checkpoints is not None:
+                self._checkpoints.close()
+                self._checkpoints = None
 
     def _role_configs(self, model: str):
         from sysmo.llm.roles import ModelRoles, RoleConfig
@@ -206,7 +225,9 @@ class UnitRunner:
             if model not in self._clients:
                 from sysmo.llm import LLM
 
-                self._clients[model] = LLM(self._role_configs(model))
+                client = LLM(self._role_configs(model))
+                client.validate()  # providers built once here, not inside the first attempt; bad names fail now
+                self._clients[model] = client
             return self._clients[model]
 
     def checker(self, artifact, task):
@@ -229,8 +250,8 @@ class UnitRunner:
                            attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
                            max_rounds=self.config.max_rounds, temperature=self.config.temperature,
                            max_tokens=self.config.max_tokens)
-        checkpoint = self.directory / "checkpoints" / f"{unit.attempt_id}.sqlite"
-        return run_attempt(unit.agent, ctx, model_name=unit.model, checkpoint_db=checkpoint)
+        store = self.checkpoints() if self.config.checkpoints == "steps" else None
+        return run_attempt(unit.agent, ctx, model_name=unit.model, checkpoints=store)
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
         """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""
@@ -376,6 +397,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)
+    runner.close()
     store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")
     summary.seconds = time.monotonic() - started
     store.close()

@@ -78,6 +78,9 @@ def register(app: typer.Typer) -> None:
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
         address: Optional[str] = typer.Option(None, help="Ray cluster address for --executor ray."),
+        checkpoints: Optional[str] = typer.Option(
+            None, help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
+            "none: attempt records only (fastest)."),
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (CI logs)."),
         no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report at the end."),
     ) -> None:
@@ -112,7 +115,7 @@ def register(app: typer.Typer) -> None:
             for key, value in (("helper", helper), ("judge", judge), ("data_dir", data_dir), ("samples", samples),
                                ("max_rounds", max_rounds), ("temperature", temperature), ("seed", seed),
                                ("concurrency", concurrency), ("id", exp_id), ("executor", executor),
-                               ("ray_address", address)):
+                               ("ray_address", address), ("checkpoints", checkpoints)):
                 if value is not None:
                     data[key] = value
             if max_cost is not None or max_tokens_total is not None:

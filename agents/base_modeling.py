@@ -20,7 +20,7 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     user, template = task_prompt(ctx.task, include_source=True, include_traces=False)
     ctx.prompt_hashes.update({system.key: system.sha256, template.key: template.sha256})
     messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
-    return {"pending": messages, "messages": messages}
+    return {"pending": messages}
 
 
 @register_agent(NAME, supports=set(TaskKind), description="Direct prompting plus bounded repair from tool diagnostics.",

@@ -169,7 +169,7 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         )
     remember(ctx, system, template, prompt)
     messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
-    return {"pending": messages, "messages": messages}
+    return {"pending": messages}
 
 
 @register_agent(

@@ -90,7 +90,7 @@ def modeler_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         {"role": "system", "content": SYSTEM.format(role="Modeler")},
         {"role": "user", "content": user},
     ]
-    return {"pending": messages, "messages": messages}
+    return {"pending": messages}
 
 
 def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:

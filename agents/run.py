@@ -7,10 +7,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.memory import InMemorySaver
 from sysmo.agents.registry import AgentSpec, get_agent
 from sysmo.errors import SysmoError
 from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
-from sysmo.graphs.checkpoint import sqlite_checkpointer
+from sysmo.graphs.checkpoint import CheckpointStore
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state
 from sysmo.llm.roles import is_control_model
@@ -35,22 +36,33 @@ def compiled_graph(spec: AgentSpec, ctx: AgentContext) -> Any:
         return graph
 
 
-def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None) -> Attempt:
-    """Run ``agent`` on ``ctx.task``; never raises for model/tool failures (they end up in the Attempt)."""
+def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None,
+                checkpoints: CheckpointStore | None = None) -> Attempt:
+    """Run ``agent`` on ``ctx.task``; never raises for model/tool failures (they end up in the Attempt).
+
+    With ``checkpoints`` (an open store, shared by many attempts) or ``checkpoint_db`` (a file opened for this
+    attempt), every step's LangGraph checkpoint is kept there under thread id ``ctx.attempt_id``."""
+    if checkpoints is None and checkpoint_db is not None:
+        with CheckpointStore(checkpoint_db) as store:
+            return run_attempt(agent, ctx, model_name=model_name, checkpoints=store)
     spec = get_agent(agent)
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds,
                       is_control=is_control_model(model_name),
-                      checkpoint_db=str(checkpoint_db) if checkpoint_db else None)
+                      checkpoint_db=str(checkpoints.path) if checkpoints else None)
     started = time.monotonic()
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}
     try:
         graph = compiled_graph(spec, ctx)
-        if checkpoint_db is not None:
-            with sqlite_checkpointer(checkpoint_db) as saver:
-                final = graph.copy({"checkpointer": saver}).invoke(initial_state(ctx), config, context=ctx)
+        if checkpoints is not None:
+            memory = InMemorySaver()
+            try:
+                final = graph.copy({"checkpointer": memory}).invoke(initial_state(ctx), config, context=ctx,
+                                                                     durability="sync")
+            finally:  # also the steps of a failed attempt, to see where it went wrong
+                checkpoints.save(memory, ctx.attempt_id)
         else:
             final = graph.invoke(initial_state(ctx), config, context=ctx)
     except SysmoError as exc:

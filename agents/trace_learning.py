@@ -81,7 +81,7 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     found = (state.get("scratch") or {}).get("trace_survey") or survey_traces(ctx.task)
     user = learn.fill(task=task_text, survey=survey_text(found))
     messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
-    return {"pending": messages, "messages": messages}
+    return {"pending": messages}
 
 
 @register_agent(

@@ -1,8 +1,14 @@
 """Harness overhead per attempt in the offline control experiment: wall time minus LLM latency and tool time.
 
-Run: python benchmarks_speed/harness_overhead.py [--samples 2] [--kinds uml_class,sysml] [--no-score]
-Prints median and p95 of the overhead (graph execution, extraction, checkpointing, store writes) per attempt,
-and its share of the attempt's wall time. Target: under 5% with the warm tool servers.
+Run: python benchmarks_speed/harness_overhead.py [--samples 1] [--kinds uml_class,sysml,architecture,tla]
+                                                 [--checkpoints steps,none]
+
+For each checkpoint mode (``steps``: LangGraph's checkpoint of every step, the default of ``sysmo run``;
+``none``: attempt records only) it runs the control on the starter suite with warm tool servers, one attempt
+at a time, and prints per task kind the median and p95 of the overhead per attempt (graph execution,
+extraction, checkpointing) and its share of the attempt's wall time; then the share over all attempts
+(total overhead / total attempt time) and the runner's own time outside attempts (store writes, artifacts on
+disk, scheduling) per attempt. Target: under 5% of the attempt's wall time with the warm tool servers.
 """
 
 from __future__ import annotations
@@ -22,36 +28,58 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
+def warm_up(kinds: list[str]) -> None:
+    """Warm tool servers, imports, compiled agent graphs and control scripts: one attempt per agent and kind."""
+    from sysmo.tools.plantuml import check as plantuml_check
+    from sysmo.tools.sysml import validate as sysml_validate
+
+    plantuml_check("@startuml\nclass A\n@enduml")
+    sysml_validate("package P { part def A; }")
+    with tempfile.TemporaryDirectory() as tmp:
+        text_kinds = [k for k in kinds if k != "tla"] or ["uml_class"]  # TLA+ attempts are slow and add nothing here
+        config = ExperimentConfig(id="warm-up", output_dir=Path(tmp), samples=1, score=False, concurrency=1,
+                                  tasks=TaskSelection(benchmarks=["starter"], kinds=text_kinds, sample=2, seed=1))
+        run_experiment(config, progress=False)
+
+
+def measure(kinds: list[str], samples: int, checkpoints: str) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        config = ExperimentConfig(id="overhead", output_dir=Path(tmp), samples=samples, score=False, concurrency=1,
+                                  checkpoints=checkpoints,  # type: ignore[arg-type]
+                                  tasks=TaskSelection(benchmarks=["starter"], kinds=kinds))
+        summary = run_experiment(config, progress=False)
+        store = Store(Path(tmp) / "overhead" / "results.sqlite")
+        rows = store.query("SELECT kind, duration_s, llm_time_s, tool_time_s FROM attempts")
+        store.close()
+    by_kind: dict[str, list[tuple[float, float]]] = {}
+    for r in rows:
+        overhead = max(0.0, r["duration_s"] - r["llm_time_s"] - r["tool_time_s"])
+        by_kind.setdefault(r["kind"], []).append((overhead, overhead / r["duration_s"] if r["duration_s"] else 0.0))
+    print(f"\ncheckpoints={checkpoints}")
+    print(f"{'kind':<14}{'attempts':>9}{'overhead median ms':>20}{'p95 ms':>10}{'share median':>14}{'share p95':>11}")
+    for kind, values in sorted(by_kind.items()):
+        ms = [v[0] * 1000 for v in values]
+        share = [v[1] * 100 for v in values]
+        print(f"{kind:<14}{len(values):>9}{statistics.median(ms):>20.1f}{percentile(ms, 0.95):>10.1f}"
+              f"{statistics.median(share):>13.1f}%{percentile(share, 0.95):>10.1f}%")
+    total_wall = sum(r["duration_s"] for r in rows)
+    total_overhead = sum(v[0] for values in by_kind.values() for v in values)
+    outside = max(0.0, summary.seconds - total_wall)
+    print(f"all attempts: {len(rows)}, overhead {total_overhead:.2f} s of {total_wall:.2f} s attempt time "
+          f"= {100 * total_overhead / total_wall:.1f}%")
+    print(f"runner time outside attempts (task loading, store, artifacts, scheduling): "
+          f"{1000 * outside / max(1, len(rows)):.1f} ms per attempt")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--samples", type=int, default=2)
+    parser.add_argument("--samples", type=int, default=1)
     parser.add_argument("--kinds", default="uml_class,sysml,architecture,tla")
-    parser.add_argument("--concurrency", type=int, default=1, help="1 measures one attempt at a time (no contention)")
+    parser.add_argument("--checkpoints", default="steps,none", help="checkpoint modes to measure, comma-separated")
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        config = ExperimentConfig(id="overhead", output_dir=Path(tmp), samples=args.samples, score=False,
-                                  concurrency=args.concurrency,
-                                  tasks=TaskSelection(benchmarks=["starter"], kinds=args.kinds.split(",")))
-        # warm the tool servers first so the figures are for the warm path
-        from sysmo.tools.plantuml import check as plantuml_check
-        from sysmo.tools.sysml import validate as sysml_validate
-
-        plantuml_check("@startuml\nclass A\n@enduml")
-        sysml_validate("package P { part def A; }")
-        run_experiment(config, progress=False)
-        store = Store(Path(tmp) / "overhead" / "results.sqlite")
-        rows = store.query("SELECT kind, agent, duration_s, llm_time_s, tool_time_s FROM attempts")
-        by_kind: dict[str, list[tuple[float, float]]] = {}
-        for r in rows:
-            overhead = max(0.0, r["duration_s"] - r["llm_time_s"] - r["tool_time_s"])
-            by_kind.setdefault(r["kind"], []).append((overhead, overhead / r["duration_s"] if r["duration_s"] else 0.0))
-        print(f"{'kind':<14}{'attempts':>9}{'overhead median ms':>20}{'p95 ms':>10}{'share median':>14}{'share p95':>11}")
-        for kind, values in sorted(by_kind.items()):
-            ms = [v[0] * 1000 for v in values]
-            share = [v[1] * 100 for v in values]
-            print(f"{kind:<14}{len(values):>9}{statistics.median(ms):>20.1f}{percentile(ms, 0.95):>10.1f}"
-                  f"{statistics.median(share):>13.1f}%{percentile(share, 0.95):>10.1f}%")
-        store.close()
+    warm_up(args.kinds.split(","))
+    for mode in args.checkpoints.split(","):
+        measure(args.kinds.split(","), args.samples, mode.strip())
 
 
 if __name__ == "__main__":

@@ -1,25 +1,85 @@
-"""One SQLite checkpointer per attempt, so every step can be listed and forked (LangGraph ``SqliteSaver``)."""
+"""LangGraph checkpoints of every step of an attempt, in SQLite, so each step can be listed and forked.
+
+An attempt's steps are checkpointed in memory while it runs and written to SQLite in one transaction when it
+ends (also when it fails), in LangGraph's own ``SqliteSaver`` format: ``SqliteSaver`` (and ``history``) read
+them back, and a graph compiled with it resumes or forks from any of them. Writing per step instead would
+cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM calls come
+from the cache), so nothing the deferred write could have kept is lost.
+
+One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
+"""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 
-@contextmanager
-def sqlite_checkpointer(path: Path) -> Iterator[Any]:
-    from langgraph.checkpoint.sqlite import SqliteSaver
+class _BatchedSqliteSaver(SqliteSaver):
+    """``SqliteSaver`` whose writes inside ``batch()`` commit once, at the end."""
 
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        yield SqliteSaver(conn)
-    finally:
-        conn.close()
+    _batching = False
+
+    @contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        with super().cursor(transaction=transaction and not self._batching) as cur:
+            yield cur
+
+
+class CheckpointStore:
+    """A SQLite file of LangGraph checkpoints shared by the attempts of an experiment (thread-safe)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._conn = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._conn.execute("PRAGMA busy_timeout=30000")
+        self._saver = _BatchedSqliteSaver(self._conn)
+        self._saver.setup()
+        # WAL without an fsync per commit: a crash of this process loses nothing committed
+        self._conn.execute("PRAGMA synchronous=NORMAL")
+        self._write_lock = threading.Lock()
+
+    def save(self, memory: InMemorySaver, thread_id: str) -> int:
+        """Write every checkpoint (and pending write) of ``thread_id`` kept by ``memory``; returns how many."""
+        tuples = list(memory.list({"configurable": {"thread_id": thread_id}}))
+        tuples.reverse()  # oldest first, so each parent is stored before its children
+        with self._write_lock:
+            self._saver._batching = True
+            try:
+                for item in tuples:
+                    conf = item.config["configurable"]
+                    parent = item.parent_config or {"configurable": {"thread_id": thread_id,
+                                                                     "checkpoint_ns": conf.get("checkpoint_ns", "")}}
+                    saved = self._saver.put(parent, item.checkpoint, item.metadata, {})
+                    by_task: dict[str, list[tuple[str, Any]]] = {}
+                    for task_id, channel, value in item.pending_writes or []:
+                        by_task.setdefault(task_id, []).append((channel, value))
+                    for task_id, writes in by_task.items():
+                        self._saver.put_writes(saved, writes, task_id)
+            finally:
+                self._saver._batching = False
+                with self._saver.lock:
+                    self._conn.commit()
+        return len(tuples)
+
+    def close(self) -> None:
+        with self._write_lock:
+            self._conn.close()
+
+    def __enter__(self) -> CheckpointStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 class CheckpointStep(BaseModel):
@@ -35,8 +95,6 @@ class CheckpointStep(BaseModel):
 
 def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     """Every checkpoint of an attempt, oldest first: which node ran, what comes next."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         saver = SqliteSaver(conn)

@@ -1,4 +1,4 @@
-"""The bounded repair loop: [pre-stages] -> generate -> extract -> check -> record -> (repair -> generate)* -> finalize.
+"""The bounded repair loop: [pre-stages] -> first_request -> generate -> check -> (repair -> generate -> check)* -> finalize.
 
 Agents differ in how they build the first request (their pre-stages); the loop is shared.
 """
@@ -50,18 +50,15 @@ def build_repair_graph(first_request: Node, pre_stages: list[tuple[str, Node]] |
     chain = [*(pre_stages or []), ("first_request", first_request)]
     for name, fn in chain:
         graph.add_node(name, with_context(fn))
-    for name, fn in [("generate", nodes.generate), ("extract", nodes.extract), ("check", nodes.check),
-                     ("record", nodes.record), ("repair", repair or nodes.repair), ("finalize", nodes.finalize)]:
+    for name, fn in [("generate", nodes.generate), ("check", nodes.check), ("repair", repair or nodes.repair),
+                     ("finalize", nodes.finalize)]:
         graph.add_node(name, with_context(fn))
     graph.add_edge(START, chain[0][0])
     for (name, _), (following, _) in zip(chain, chain[1:]):
         graph.add_conditional_edges(name, _stop_on_error, {"finalize": "finalize", "next": following})
     graph.add_conditional_edges(chain[-1][0], _stop_on_error, {"finalize": "finalize", "next": "generate"})
-    graph.add_conditional_edges("generate", lambda s: "record" if s.get("status") == "error" else "extract",
-                                {"record": "record", "extract": "extract"})
-    graph.add_edge("extract", "check")
-    graph.add_edge("check", "record")
-    graph.add_conditional_edges("record", nodes.route_after_record, {"finalize": "finalize", "repair": "repair"})
+    graph.add_edge("generate", "check")
+    graph.add_conditional_edges("check", nodes.route_after_check, {"finalize": "finalize", "repair": "repair"})
     graph.add_conditional_edges("repair", _stop_on_error, {"finalize": "finalize", "next": "generate"})
     graph.add_edge("finalize", END)
     return graph.compile(checkpointer=checkpointer)

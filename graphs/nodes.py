@@ -1,4 +1,8 @@
-"""The shared nodes: generate, extract, check, record, repair, finalize. Each takes the state, returns changes."""
+"""The shared nodes: generate (model call + extraction), check (tool + the round's record), repair, finalize.
+
+Each takes the state and returns the keys it changes. A round is two graph steps, so the checkpoint history
+has a fork point before every model call and before every tool check.
+"""
 
 from __future__ import annotations
 
@@ -57,41 +61,39 @@ def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: st
 
 
 def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Ask the model for the round's reply and pull the artifact out of it."""
     started = time.monotonic()
     try:
         text, summary, _ = call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
                                       purpose="generate" if state.get("round_index", 0) == 0 else "repair")
     except SysmoError as exc:
-        return {"response": "", "error": f"model call failed: {exc}", "status": "error", "round_started": started}
+        return {"response": "", "error": f"model call failed: {exc}", "status": "error", "round_started": started,
+                "artifact": None, "extraction_error": None, "extraction_notes": []}
     calls = list(state.get("llm_calls") or []) + [summary.model_dump()]
+    result = extract_artifact(text, ctx.task.language, ctx.task.inputs.module_name)
     return {"response": text, "llm_calls": calls, "error": None,
-            "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s}
-
-
-def extract(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    result = extract_artifact(state.get("response"), ctx.task.language, ctx.task.inputs.module_name)
-    return {
-        "artifact": result.artifact.model_dump(mode="json") if result.artifact else None,
-        "extraction_error": result.error,
-        "extraction_notes": result.notes,
-    }
+            "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s,
+            "artifact": result.artifact.model_dump(mode="json") if result.artifact else None,
+            "extraction_error": result.error, "extraction_notes": result.notes}
 
 
 def check(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    if not state.get("artifact"):
-        return {"check": None}
-    artifact = Artifact.model_validate(state["artifact"])
-    started = time.monotonic()
-    try:
-        result = ctx.checker(artifact, ctx.task)
-    except SysmoError as exc:
-        result = CheckResult(tool="checker", outcome=Outcome.ERROR, raw_output=str(exc))
-    return {"check": result.model_dump(mode="json"),
-            "tool_time_s": (state.get("tool_time_s") or 0.0) + (time.monotonic() - started)}
+    """Run the tool on the round's artifact (if there is one), then close the round."""
+    update: dict[str, Any] = {"check": None}
+    if state.get("artifact") and state.get("status") != "error":
+        artifact = Artifact.model_validate(state["artifact"])
+        started = time.monotonic()
+        try:
+            result = ctx.checker(artifact, ctx.task)
+        except SysmoError as exc:
+            result = CheckResult(tool="checker", outcome=Outcome.ERROR, raw_output=str(exc))
+        update = {"check": result.model_dump(mode="json"),
+                  "tool_time_s": (state.get("tool_time_s") or 0.0) + (time.monotonic() - started)}
+    return {**update, **record({**state, **update}, ctx)}  # type: ignore[typeddict-item]
 
 
 def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Close the round: append its ``Round`` record; decide passed / keep going."""
+    """Close the round (part of ``check``): append its ``Round`` record; decide passed / keep going."""
     index = state.get("round_index", 0)
     check_result = CheckResult.model_validate(state["check"]) if state.get("check") else None
     started = state.get("round_started") or time.monotonic()
@@ -124,7 +126,7 @@ def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
-def route_after_record(state: AgentState) -> str:
+def route_after_check(state: AgentState) -> str:
     return "finalize" if state.get("status") in ("passed", "failed", "error") else "repair"
 
 
@@ -138,7 +140,7 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         {"role": "assistant", "content": state.get("response") or ""},
         {"role": "user", "content": feedback},
     ]
-    return {"pending": conversation, "messages": conversation, "round_index": state.get("round_index", 0) + 1,
+    return {"pending": conversation, "round_index": state.get("round_index", 0) + 1,
             "response": "", "llm_calls": [], "artifact": None, "extraction_error": None, "extraction_notes": [],
             "check": None, "round_started": time.monotonic(), "tool_time_s": 0.0, "llm_time_s": 0.0}
 

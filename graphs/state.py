@@ -9,13 +9,14 @@ from typing import Annotated, Any, TypedDict
 class AgentState(TypedDict, total=False):
     """LangGraph state of one attempt. Nodes return only the keys they change.
 
-    ``rounds`` accumulates ``Round`` dicts (reducer: append); ``messages`` is the running conversation.
+    ``rounds`` accumulates ``Round`` dicts (reducer: append). In the repair loop ``pending`` is the running
+    conversation; ``messages`` is the tool-calling agent's (openhands) transcript.
     """
 
     task_id: str
     round_index: int  # index of the round being built (0 = first generation)
     max_rounds: int  # repair rounds allowed after the first generation
-    messages: list[dict[str, Any]]  # conversation so far (role/content)
+    messages: list[dict[str, Any]]  # tool-calling transcript (role/content/tool_calls), openhands only
     pending: list[dict[str, Any]]  # the request of the round being built
     response: str  # raw reply of the round being built
     llm_calls: list[dict[str, Any]]  # calls made for the round being built

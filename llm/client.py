@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +41,24 @@ def default_cache_path() -> Path:
     from sysmo.config import settings
 
     return settings().home / "llm_cache.sqlite"
+
+
+@dataclass
+class _Call:
+    """One call in flight: its role config, request, cache key, clock start, provider and tries so far."""
+
+    config: RoleConfig
+    request: LLMRequest
+    key: str
+    start: float
+    provider: Provider | None = None
+    attempts: int = 0
+
+
+@functools.lru_cache(maxsize=64)
+def json_schema_format(model: type[BaseModel]) -> dict[str, Any]:
+    """The OpenAI ``response_format`` asking for JSON that fits ``model`` (built once per model class)."""
+    return {"type": "json_schema", "json_schema": {"name": model.__name__, "schema": model.model_json_schema()}}
 
 
 class LLM:
@@ -128,13 +148,7 @@ class LLM:
         if not messages or not all(isinstance(m, dict) and "role" in m for m in messages):
             raise LLMError("messages must be a non-empty list of {'role': ..., 'content': ...} dicts")
         if isinstance(response_format, type) and issubclass(response_format, BaseModel):
-            response_format = {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": response_format.__name__,
-                    "schema": response_format.model_json_schema(),
-                },
-            }
+            response_format = json_schema_format(response_format)
         request = LLMRequest(
             model=config.model,
             role=role,
@@ -318,19 +332,35 @@ class LLM:
         self._record(config, provider, request, key, None, error, time.perf_counter() - start)
         return error
 
-    def _cached(self, config: RoleConfig, request: LLMRequest, key: str, start: float) -> LLMResponse | None:
-        """A cache hit, already recorded; None when the model must be asked."""
-        hit = self._lookup(config, request, key, start)
-        if hit is not None:
-            self._record(config, None, request, key, hit, None, hit.latency_s)
-        return hit
-
-    def _announce(self, config: RoleConfig, request: LLMRequest, key: str) -> Provider:
-        """The provider for the request's role, after logging the request."""
-        provider = self.provider(request.role)
-        log.info("llm.request", model=config.model, role=request.role, request_hash=key[:16],
+    def _open(self, messages: list[dict[str, Any]], role: str, sample_index: int, temperature: float | None,
+              max_tokens: int | None, tools: list[dict[str, Any]] | None,
+              response_format: dict[str, Any] | type[BaseModel] | None, context: CallContext | None,
+              extra: dict[str, Any] | None) -> tuple[_Call, LLMResponse | None]:
+        """The call's request; the cached answer (already recorded) or, for a miss, the provider to ask."""
+        start = time.perf_counter()
+        config, request = self._request(
+            messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
+        )
+        call = _Call(config, request, request.key(), start)
+        try:
+            hit = self._lookup(config, request, call.key, start)
+            if hit is not None:
+                self._record(config, None, request, call.key, hit, None, hit.latency_s)
+                return call, hit
+            call.provider = self.provider(request.role)
+        except Exception as exc:
+            raise self._close_failed(call, exc) from exc
+        log.info("llm.request", model=config.model, role=request.role, request_hash=call.key[:16],
                  sample=request.sample_index, messages=len(request.messages), tools=len(request.tools or []))
-        return provider
+        call.start = time.perf_counter()  # latency is the model's, not litellm's first import
+        return call, None
+
+    def _close(self, call: _Call, response: LLMResponse) -> LLMResponse:
+        assert call.provider is not None
+        return self._finish(call.config, call.provider, call.request, call.key, response, call.attempts, call.start)
+
+    def _close_failed(self, call: _Call, exc: BaseException) -> SysmoError:
+        return self._failed(call.config, call.provider, call.request, call.key, exc, call.attempts, call.start)
 
     def complete(
         self,
@@ -350,31 +380,25 @@ class LLM:
 
         Raises ``LLMError`` (``LLMCallError`` with ``status_code`` for HTTP failures) once retries are spent.
         """
-        start = time.perf_counter()
-        config, request = self._request(
-            messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
-        )
-        key = request.key()
-        provider: Provider | None = None
-        attempts = 0
+        call, hit = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
+                               context, extra)
+        if hit is not None:
+            return hit
+        provider = call.provider
+        assert provider is not None
         try:
-            hit = self._cached(config, request, key, start)
-            if hit is not None:
-                return hit
-            provider = self._announce(config, request, key)
-            start = time.perf_counter()  # latency is the model's, not litellm's first import
             if provider.is_control:
-                attempts = 1
-                response = provider.complete(request)
+                call.attempts = 1
+                response = provider.complete(call.request)
             else:
-                with self.limits.hold(config.limit_key, config.concurrency):
-                    for attempt in retry_policy(config, self._before_sleep(config, request)):
+                with self.limits.hold(call.config.limit_key, call.config.concurrency):
+                    for attempt in retry_policy(call.config, self._before_sleep(call.config, call.request)):
                         with attempt:
-                            attempts = attempt.retry_state.attempt_number
-                            response = provider.complete(request)
+                            call.attempts = attempt.retry_state.attempt_number
+                            response = provider.complete(call.request)
         except Exception as exc:
-            raise self._failed(config, provider, request, key, exc, attempts, start) from exc
-        return self._finish(config, provider, request, key, response, attempts, start)
+            raise self._close_failed(call, exc) from exc
+        return self._close(call, response)
 
     async def acomplete(
         self,
@@ -390,30 +414,24 @@ class LLM:
         extra: dict[str, Any] | None = None,
     ) -> LLMResponse:
         """``complete`` for asyncio callers; concurrency is bounded per provider within the event loop."""
-        start = time.perf_counter()
-        config, request = self._request(
-            messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
-        )
-        key = request.key()
-        provider: Provider | None = None
-        attempts = 0
+        call, hit = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
+                               context, extra)
+        if hit is not None:
+            return hit
+        provider = call.provider
+        assert provider is not None
         try:
-            hit = self._cached(config, request, key, start)
-            if hit is not None:
-                return hit
-            provider = self._announce(config, request, key)
-            start = time.perf_counter()  # latency is the model's, not litellm's first import
             if provider.is_control:
-                attempts = 1
-                response = await provider.acomplete(request)
+                call.attempts = 1
+                response = await provider.acomplete(call.request)
             else:
-                async with self.limits.ahold(config.limit_key, config.concurrency):
+                async with self.limits.ahold(call.config.limit_key, call.config.concurrency):
                     async for attempt in retry_policy(
-                        config, self._before_sleep(config, request), is_async=True
+                        call.config, self._before_sleep(call.config, call.request), is_async=True
                     ):
                         with attempt:
-                            attempts = attempt.retry_state.attempt_number
-                            response = await provider.acomplete(request)
+                            call.attempts = attempt.retry_state.attempt_number
+                            response = await provider.acomplete(call.request)
         except Exception as exc:
-            raise self._failed(config, provider, request, key, exc, attempts, start) from exc
-        return self._finish(config, provider, request, key, response, attempts, start)
+            raise self._close_failed(call, exc) from exc
+        return self._close(call, response)

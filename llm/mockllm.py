@@ -36,6 +36,14 @@ from sysmo.llm.response import LLMResponse, ToolCall
 CONTROL_NOTE = "offline control provider: no model was called and nothing was spent"
 
 
+def control_response(request: LLMRequest, *, model: str, provider: str, text: str,
+                     tool_calls: list[ToolCall]) -> LLMResponse:
+    """The answer of an offline control provider: free, labelled as a control."""
+    return LLMResponse(text=text, tool_calls=tool_calls, finish_reason="tool_calls" if tool_calls else "stop",
+                       model=model, served_model=model, provider=provider, is_control=True, role=request.role,
+                       sample_index=request.sample_index, cost_note=CONTROL_NOTE)
+
+
 class MockCondition(BaseModel):
     """When an answer applies; every given field must match."""
 
@@ -179,18 +187,7 @@ class MockLLMProvider:
             ToolCall.parse(c.get("id") or f"call_mock_{i}", c["name"], c.get("arguments"))
             for i, c in enumerate(answer.tool_calls)
         ]
-        return LLMResponse(
-            text=answer.text or "",
-            tool_calls=calls,
-            finish_reason="tool_calls" if calls else "stop",
-            model=self.model,
-            served_model=self.model,
-            provider=self.name,
-            is_control=True,
-            role=request.role,
-            sample_index=request.sample_index,
-            cost_note=CONTROL_NOTE,
-        )
+        return control_response(request, model=self.model, provider=self.name, text=answer.text or "", tool_calls=calls)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         return self.complete(request)

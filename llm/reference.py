@@ -13,7 +13,7 @@ from typing import Any
 
 from sysmo.artifact import Artifact, Language
 from sysmo.errors import LLMError
-from sysmo.llm.mockllm import CONTROL_NOTE
+from sysmo.llm.mockllm import control_response
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall
 
@@ -91,18 +91,8 @@ class ReferenceProvider:
     def complete(self, request: LLMRequest) -> LLMResponse:
         artifact = self._artifact(request)
         calls = self._tool_calls(request, artifact) if request.tools else []
-        return LLMResponse(
-            text="" if calls else format_reference(artifact),
-            tool_calls=calls,
-            finish_reason="tool_calls" if calls else "stop",
-            model="reference",
-            served_model="reference",
-            provider=self.name,
-            is_control=True,
-            role=request.role,
-            sample_index=request.sample_index,
-            cost_note=CONTROL_NOTE,
-        )
+        return control_response(request, model="reference", provider=self.name,
+                                text="" if calls else format_reference(artifact), tool_calls=calls)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         return self.complete(request)

@@ -221,7 +221,7 @@ def test_rate_limit_is_retried_and_a_second_run_is_answered_from_the_cache(
 
 
 # --- what an attempt records ---------------------------------------------------------------------
-LOOP_ROUND = ["generate", "extract", "check", "record"]
+LOOP_ROUND = ["generate", "check"]
 
 
 @pytest.mark.parametrize(
@@ -254,6 +254,53 @@ def test_checkpoint_history_lists_every_node_visit(
     steps = history(db, "ck1")
     assert [s.node for s in steps if s.node not in (None, "__start__")] == expected
     assert steps[-1].status == "passed"
+
+
+def test_an_attempt_can_be_forked_from_a_stored_step(server: FakeOpenAI, tmp_path: Path) -> None:
+    """Re-run an attempt from the checkpoint before its repair, with another reply: a real LangGraph fork."""
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+    from sysmo.agents.control_script import broken_artifact
+    from sysmo.agents.run import compiled_graph
+
+    task = text_task(TaskKind.ARCHITECTURE)
+    server.push(*replies_for("base_modeling", task, [broken_artifact(task), broken_artifact(task),
+                                                     broken_artifact(task), broken_artifact(task)]))
+    db = tmp_path / "checkpoints.sqlite"
+    attempt = _attempt("base_modeling", TaskKind.ARCHITECTURE, server, tmp_path, checkpoint_db=db, attempt_id="f1")
+    assert attempt.status == AttemptStatus.FAILED and len(attempt.rounds) == 4
+
+    steps = history(db, "f1")
+    before_repair = next(s for s in steps if s.next == ["repair"] and s.round_index == 0)
+    server.push(*replies_for("base_modeling", task, [task.references.model]))
+    ctx = AgentContext(task=task_of(TaskKind.ARCHITECTURE, tmp_path), llm=fake_llm(server.base_url, cache=False),
+                       checker=check_artifact, agent="base_modeling", attempt_id="f1")
+    conn = sqlite3.connect(str(db), check_same_thread=False)
+    try:
+        graph = compiled_graph(get_agent("base_modeling"), ctx).copy({"checkpointer": SqliteSaver(conn)})
+        fork = {"configurable": {"thread_id": "f1", "checkpoint_id": before_repair.checkpoint_id}}
+        final = graph.invoke(None, fork, context=ctx)
+    finally:
+        conn.close()
+    assert final["status"] == "passed"
+    assert [r["index"] for r in final["rounds"]] == [0, 1]  # the fork kept round 0 and replaced the rest
+
+
+def test_one_checkpoint_file_keeps_the_steps_of_many_attempts(server: FakeOpenAI, tmp_path: Path) -> None:
+    from sysmo.graphs.checkpoint import CheckpointStore
+
+    task = text_task(TaskKind.UML_CLASS)
+    with CheckpointStore(tmp_path / "checkpoints.sqlite") as store:
+        for attempt_id in ("s1", "s2"):
+            server.push(*replies_for("base_modeling", task, [task.references.model]))
+            ctx = AgentContext(task=task_of(TaskKind.UML_CLASS, tmp_path), llm=fake_llm(server.base_url, cache=False),
+                               checker=check_artifact, agent="base_modeling", attempt_id=attempt_id)
+            attempt = run_attempt("base_modeling", ctx, model_name="openai/fake-model", checkpoints=store)
+            assert attempt.status == AttemptStatus.PASSED and attempt.checkpoint_db == str(store.path)
+    for attempt_id in ("s1", "s2"):
+        nodes = [s.node for s in history(tmp_path / "checkpoints.sqlite", attempt_id) if s.node not in (None, "__start__")]
+        assert nodes == ["first_request", *LOOP_ROUND, "finalize"]
 
 
 def test_unsupported_tasks_are_rejected_with_a_clear_message(tmp_path: Path) -> None:

@@ -77,3 +77,35 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
     trace = subprocess.run([sys.executable, "-m", "sysmo.cli", "trace", "killed", "--all", "-o", str(out), "--json"],
                            env=env, capture_output=True, text=True, timeout=120)
     assert trace.returncode == 0 and '"status": "passed"' in trace.stdout
+
+    # every attempt's steps are in the experiment's checkpoint file, ending with the finalize node
+    from sysmo.graphs.checkpoint import history
+
+    for attempt_id in sorted(attempts(out / "straight" / "results.sqlite"))[:6]:
+        steps = history(out / "straight" / "checkpoints.sqlite", attempt_id)
+        assert steps and steps[-1].node == "finalize" and steps[-1].status in ("passed", "failed")
+
+
+@pytest.mark.parametrize("mode", ["steps", "none"])
+def test_the_checkpoint_setting_decides_whether_steps_are_kept(mode: str, tmp_path: Path, monkeypatch) -> None:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.graphs.checkpoint import history
+    from sysmo.runner import ExperimentConfig, run_experiment
+    from sysmo.store import Store
+
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    config = ExperimentConfig(id="ck", output_dir=tmp_path, agents=["base_modeling"], models=["reference"], samples=1,
+                              score=False, checkpoints=mode,
+                              tasks=TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/library_loans"]))
+    summary = run_experiment(config, progress=False)
+    assert summary.ran == 1 and summary.passed == 1
+    store = Store(tmp_path / "ck" / "results.sqlite")
+    (row,) = store.query("SELECT id FROM attempts")
+    attempt = store.attempt(row["id"])
+    store.close()
+    if mode == "none":
+        assert attempt.checkpoint_db is None and not (tmp_path / "ck" / "checkpoints.sqlite").exists()
+    else:
+        assert attempt.checkpoint_db == str(tmp_path / "ck" / "checkpoints.sqlite")
+        nodes = [s.node for s in history(Path(attempt.checkpoint_db), attempt.id) if s.node not in (None, "__start__")]
+        assert nodes == ["first_request", "generate", "check", "finalize"]

@@ -7,16 +7,19 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib.resources
 from string import Template
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from sysmo.errors import UnknownNameError
 
 
 class Prompt(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
     agent: str
     name: str
     text: str
@@ -34,7 +37,9 @@ class Prompt(BaseModel):
         return Template(self.text).safe_substitute({k: "" if v is None else str(v) for k, v in values.items()})
 
 
+@functools.lru_cache(maxsize=256)
 def load_prompt(agent: str, name: str) -> Prompt:
+    """The package file ``<agent>/<name>.md``, else ``common/<name>.md`` (read once per process)."""
     resource = importlib.resources.files("sysmo.agents.prompts").joinpath(agent, f"{name}.md")
     if not resource.is_file():
         shared = importlib.resources.files("sysmo.agents.prompts").joinpath("common", f"{name}.md")
