@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import difflib
 import json
+import sqlite3
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console, Group
@@ -16,6 +18,7 @@ from rich.text import Text
 from sysmo.artifact import Artifact
 from sysmo.evals.scorecard import ScoreCard
 from sysmo.graphs.attempt import Attempt, Round
+from sysmo.graphs.checkpoint import CheckpointStep, history
 from sysmo.tools.result import CheckResult
 
 FOLD_CHARS = 600
@@ -101,6 +104,16 @@ def round_panel(rnd: Round, previous: Artifact | None, full: bool = False) -> Pa
     return Panel(Group(*parts), title=title, title_align="left")
 
 
+def graph_steps(attempt: Attempt) -> list[CheckpointStep]:
+    """The attempt's LangGraph steps from its checkpoint file ([] when it kept none or the file is gone)."""
+    if not attempt.checkpoint_db or not Path(attempt.checkpoint_db).is_file():
+        return []
+    try:
+        return history(Path(attempt.checkpoint_db), attempt.id)
+    except sqlite3.Error:
+        return []
+
+
 def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False) -> None:
     control = " [CONTROL: offline provider]" if attempt.is_control else ""
     head = Table.grid(padding=(0, 2))
@@ -111,6 +124,9 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens} / ${attempt.cost_usd:.4f}")
     if attempt.error:
         head.add_row("error", attempt.error)
+    steps = [step.node for step in graph_steps(attempt) if step.node not in (None, "__start__")]
+    if steps:
+        head.add_row("graph steps", f"{' > '.join(steps)}  (checkpoints: {attempt.checkpoint_db}; ids in --json)")
     console.print(Panel(head, title="sysmo trace", title_align="left"))
     previous: Artifact | None = None
     for rnd in attempt.rounds:
@@ -133,4 +149,5 @@ def attempt_json(attempt: Attempt, card: ScoreCard | None) -> str:
         raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""
         previous = rnd.artifact or previous
     data["scorecard"] = card.model_dump(mode="json") if card else None
+    data["graph_steps"] = [step.model_dump() for step in graph_steps(attempt)]  # checkpoint ids to fork from
     return json.dumps(data, indent=2)

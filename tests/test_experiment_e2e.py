@@ -109,3 +109,17 @@ def test_the_checkpoint_setting_decides_whether_steps_are_kept(mode: str, tmp_pa
         assert attempt.checkpoint_db == str(tmp_path / "ck" / "checkpoints.sqlite")
         nodes = [s.node for s in history(Path(attempt.checkpoint_db), attempt.id) if s.node not in (None, "__start__")]
         assert nodes == ["first_request", "generate", "check", "finalize"]
+    # `sysmo trace` names the graph steps, and its JSON gives their checkpoint ids (to fork from)
+    import json
+
+    from rich.console import Console
+    from sysmo.evals.trace_view import attempt_json, render_attempt
+
+    console = Console(record=True, width=200)
+    render_attempt(attempt, None, console)
+    steps = json.loads(attempt_json(attempt, None))["graph_steps"]
+    if mode == "none":
+        assert "graph steps" not in console.export_text() and steps == []
+    else:
+        assert "first_request > generate > check > finalize" in console.export_text()
+        assert steps[-1]["node"] == "finalize" and all(s["checkpoint_id"] for s in steps)
