@@ -49,12 +49,14 @@ class CheckpointStore:
         self._write_lock = threading.Lock()
 
     def save(self, memory: InMemorySaver, thread_id: str) -> int:
-        """Write every checkpoint (and pending write) of ``thread_id`` kept by ``memory``; returns how many."""
+        """Write every checkpoint (and pending write) of ``thread_id`` kept by ``memory``, replacing what the
+        file held for that thread (an attempt run again after an interruption); returns how many."""
         tuples = list(memory.list({"configurable": {"thread_id": thread_id}}))
         tuples.reverse()  # oldest first, so each parent is stored before its children
         with self._write_lock:
             self._saver._batching = True
             try:
+                self._saver.delete_thread(thread_id)
                 for item in tuples:
                     conf = item.config["configurable"]
                     parent = item.parent_config or {"configurable": {"thread_id": thread_id,

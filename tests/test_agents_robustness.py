@@ -298,6 +298,11 @@ def test_one_checkpoint_file_keeps_the_steps_of_many_attempts(server: FakeOpenAI
                                checker=check_artifact, agent="base_modeling", attempt_id=attempt_id)
             attempt = run_attempt("base_modeling", ctx, model_name="openai/fake-model", checkpoints=store)
             assert attempt.status == AttemptStatus.PASSED and attempt.checkpoint_db == str(store.path)
+        # the same attempt run again (after an interruption) replaces its steps instead of mixing two runs
+        server.push(*replies_for("base_modeling", task, [task.references.model]))
+        ctx = AgentContext(task=task_of(TaskKind.UML_CLASS, tmp_path), llm=fake_llm(server.base_url, cache=False),
+                           checker=check_artifact, agent="base_modeling", attempt_id="s1")
+        run_attempt("base_modeling", ctx, model_name="openai/fake-model", checkpoints=store)
     for attempt_id in ("s1", "s2"):
         nodes = [s.node for s in history(tmp_path / "checkpoints.sqlite", attempt_id) if s.node not in (None, "__start__")]
         assert nodes == ["first_request", *LOOP_ROUND, "finalize"]
