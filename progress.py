@@ -36,9 +36,10 @@ class RunProgress:
             self._progress.update(self._task, advance=1, passed=self.passed, cost=self.cost)
 
     def note(self, text: str) -> None:
+        """A one-off message (an error, a stop) on stderr, with or without the bar."""
         if self._progress is not None:
             self._progress.console.print(text)
-        elif self.enabled:
+        else:
             self.console.print(text)
 
     def __exit__(self, *exc) -> None:

@@ -305,6 +305,12 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
     if not resume and (directory / "results.sqlite").exists():
         raise SysmoError(f"experiment {experiment_id} already exists in {directory}; resume it with "
                          f"`sysmo run --resume {experiment_id}` or choose another --id")
+    runner = UnitRunner(config, directory)
+    for model in config.model_names:  # unknown models and missing API keys stop the run before any work
+        try:
+            runner.client(model)
+        except SysmoError as exc:
+            raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     store = Store(directory / "results.sqlite")
@@ -318,7 +324,6 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
     summary = RunSummary(experiment_id=experiment_id, directory=directory, planned=len(units),
                          skipped_done=len(units) - len(pending), unsupported=unsupported)
     log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control)
-    runner = UnitRunner(config, directory)
     stop = stop_event or threading.Event()
     totals = store.query("SELECT COALESCE(SUM(cost_usd), 0) AS cost, COALESCE(SUM(prompt_tokens + completion_tokens), 0)"
                          " AS tokens FROM attempts WHERE experiment_id=?", (experiment_id,))[0]

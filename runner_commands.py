@@ -185,9 +185,9 @@ def register(app: typer.Typer) -> None:
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
         if as_json:
-            print(attempt_json(attempt, card))
+            print(attempt_json(attempt, card, experiment_dir=store.path.parent))
         else:
-            render_attempt(attempt, card, console, full=full)
+            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent)
 
     @app.command(help="Write the report of an experiment: Markdown + HTML tables, PNG plots, CSV + Parquet.")
     def report(

@@ -104,17 +104,25 @@ def round_panel(rnd: Round, previous: Artifact | None, full: bool = False) -> Pa
     return Panel(Group(*parts), title=title, title_align="left")
 
 
-def graph_steps(attempt: Attempt) -> list[CheckpointStep]:
-    """The attempt's LangGraph steps from its checkpoint file ([] when it kept none or the file is gone)."""
-    if not attempt.checkpoint_db or not Path(attempt.checkpoint_db).is_file():
+def graph_steps(attempt: Attempt, experiment_dir: Path | None = None) -> list[CheckpointStep]:
+    """The attempt's LangGraph steps from its checkpoint file ([] when it kept none or the file is gone).
+
+    The recorded path may be relative to where the run started; the experiment's folder is tried too."""
+    if not attempt.checkpoint_db:
+        return []
+    recorded = Path(attempt.checkpoint_db)
+    candidates = [recorded] + ([experiment_dir / recorded.name] if experiment_dir is not None else [])
+    found = next((c for c in candidates if c.is_file()), None)
+    if found is None:
         return []
     try:
-        return history(Path(attempt.checkpoint_db), attempt.id)
+        return history(found, attempt.id)
     except sqlite3.Error:
         return []
 
 
-def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False) -> None:
+def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False,
+                   experiment_dir: Path | None = None) -> None:
     control = " [CONTROL: offline provider]" if attempt.is_control else ""
     head = Table.grid(padding=(0, 2))
     head.add_row("attempt", attempt.id)
@@ -124,7 +132,7 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens} / ${attempt.cost_usd:.4f}")
     if attempt.error:
         head.add_row("error", attempt.error)
-    steps = [step.node for step in graph_steps(attempt) if step.node not in (None, "__start__")]
+    steps = [step.node for step in graph_steps(attempt, experiment_dir) if step.node not in (None, "__start__")]
     if steps:
         head.add_row("graph steps", f"{' > '.join(steps)}  (checkpoints: {attempt.checkpoint_db}; ids in --json)")
     console.print(Panel(head, title="sysmo trace", title_align="left"))
@@ -142,12 +150,12 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
         console.print(table)
 
 
-def attempt_json(attempt: Attempt, card: ScoreCard | None) -> str:
+def attempt_json(attempt: Attempt, card: ScoreCard | None, experiment_dir: Path | None = None) -> str:
     data = attempt.model_dump(mode="json")
     previous = None
     for rnd, raw in zip(attempt.rounds, data["rounds"]):
         raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""
         previous = rnd.artifact or previous
     data["scorecard"] = card.model_dump(mode="json") if card else None
-    data["graph_steps"] = [step.model_dump() for step in graph_steps(attempt)]  # checkpoint ids to fork from
+    data["graph_steps"] = [step.model_dump() for step in graph_steps(attempt, experiment_dir)]  # checkpoint ids to fork from
     return json.dumps(data, indent=2)

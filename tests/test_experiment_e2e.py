@@ -123,3 +123,20 @@ def test_the_checkpoint_setting_decides_whether_steps_are_kept(mode: str, tmp_pa
     else:
         assert "first_request > generate > check > finalize" in console.export_text()
         assert steps[-1]["node"] == "finalize" and all(s["checkpoint_id"] for s in steps)
+        # a path recorded relative to another working directory is found in the experiment's folder
+        moved = attempt.model_copy(update={"checkpoint_db": "elsewhere/ck/checkpoints.sqlite"})
+        assert json.loads(attempt_json(moved, None))["graph_steps"] == []
+        assert json.loads(attempt_json(moved, None, experiment_dir=tmp_path / "ck"))["graph_steps"] == steps
+
+
+def test_a_model_that_cannot_be_used_stops_the_run_before_any_work(tmp_path: Path, monkeypatch) -> None:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.errors import ConfigError
+    from sysmo.runner import ExperimentConfig, run_experiment
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    config = ExperimentConfig(id="nokey", output_dir=tmp_path, models=["openai/gpt-4.1"], samples=1,
+                              tasks=TaskSelection(benchmarks=["starter"], kinds=["uml_class"]))
+    with pytest.raises(ConfigError, match="openai/gpt-4.1.*OPENAI_API_KEY"):
+        run_experiment(config, progress=False)
+    assert not (tmp_path / "nokey").exists()
