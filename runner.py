@@ -8,6 +8,7 @@ attempt id is a hash of those, so a resumed run recognises finished work and nev
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -16,7 +17,7 @@ import re
 import signal
 import threading
 import time
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -242,16 +243,29 @@ class UnitRunner:
         judge = client if self.config.judge is not None else None
         return ScoringContext(helper=helper, judge=judge, options=dict(self.config.scoring))
 
-    def run_attempt(self, unit: WorkUnit) -> Attempt:
-        from sysmo.agents.run import run_attempt
+    def _context(self, unit: WorkUnit) -> Any:
         from sysmo.graphs.context import AgentContext
 
-        ctx = AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
-                           attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
-                           max_rounds=self.config.max_rounds, temperature=self.config.temperature,
-                           max_tokens=self.config.max_tokens)
-        store = self.checkpoints() if self.config.checkpoints == "steps" else None
-        return run_attempt(unit.agent, ctx, model_name=unit.model, checkpoints=store)
+        return AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
+                            attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
+                            max_rounds=self.config.max_rounds, temperature=self.config.temperature,
+                            max_tokens=self.config.max_tokens)
+
+    def _checkpoint_store(self) -> Any:
+        return self.checkpoints() if self.config.checkpoints == "steps" else None
+
+    def run_attempt(self, unit: WorkUnit) -> Attempt:
+        """The attempt on an event loop of its own (Ray workers)."""
+        from sysmo.agents.run import run_attempt
+
+        return run_attempt(unit.agent, self._context(unit), model_name=unit.model, checkpoints=self._checkpoint_store())
+
+    async def arun_attempt(self, unit: WorkUnit) -> Attempt:
+        """The attempt on the running event loop (the local executor): its model calls are awaited there."""
+        from sysmo.agents.run import arun_attempt
+
+        return await arun_attempt(unit.agent, self._context(unit), model_name=unit.model,
+                                  checkpoints=self._checkpoint_store())
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
         """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""
@@ -337,16 +351,22 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
             return f"token cap reached: {spent['tokens']} >= {b.max_tokens}"
         return None
 
-    def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt]:
+    def keep(unit: WorkUnit, attempt: Attempt) -> None:
+        runner.write_artifacts(attempt)
+        store.save_attempt(experiment_id, attempt, task_meta(unit.task))
+
+    def score(unit: WorkUnit, attempt: Attempt) -> None:
+        store.save_score(experiment_id, attempt.id, runner.score(unit, attempt, store))
+
+    async def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt]:
+        """One unit on the event loop: model calls awaited, tools, scoring and store writes in worker threads."""
         if unit.attempt_id in attempted:  # the attempt finished before an interruption; only its score is missing
-            attempt = store.attempt(unit.attempt_id)
+            attempt = await asyncio.to_thread(store.attempt, unit.attempt_id)
         else:
-            attempt = runner.run_attempt(unit)
-            runner.write_artifacts(attempt)
-            store.save_attempt(experiment_id, attempt, task_meta(unit.task))
+            attempt = await runner.arun_attempt(unit)
+            await asyncio.to_thread(keep, unit, attempt)
         if config.score:
-            card = runner.score(unit, attempt, store)
-            store.save_score(experiment_id, attempt.id, card)
+            await asyncio.to_thread(score, unit, attempt)
         return unit, attempt
 
     if config.executor == "ray":
@@ -366,39 +386,51 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
                 stop.set()
                 bar.note("stopping: finishing the attempts in flight (Ctrl-C again to abort; `sysmo run --resume` continues)")
             previous_handler = signal.signal(signal.SIGINT, on_sigint)
+        async def schedule() -> None:
+            queue = list(pending)
+            in_flight: set[asyncio.Task] = set()
+            while queue or in_flight:
+                reason = over_budget()
+                if reason and not summary.stopped:
+                    summary.stopped = reason
+                    bar.note(reason)
+                while queue and len(in_flight) < config.concurrency and not stop.is_set() and not summary.stopped:
+                    in_flight.add(asyncio.ensure_future(run_unit(queue.pop(0))))
+                if not in_flight:
+                    break
+                finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    try:
+                        unit, attempt = task.result()
+                    except SysmoError as exc:
+                        summary.errors += 1
+                        bar.note(f"error: {exc}")
+                        continue
+                    summary.ran += 1
+                    spent["cost"] += attempt.cost_usd
+                    spent["tokens"] += attempt.prompt_tokens + attempt.completion_tokens
+                    summary.cost_usd += attempt.cost_usd
+                    summary.tokens += attempt.prompt_tokens + attempt.completion_tokens
+                    if attempt.status == AttemptStatus.PASSED:
+                        summary.passed += 1
+                    elif attempt.status == AttemptStatus.ERROR:
+                        summary.errors += 1
+                    bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.cost_usd)
+
         try:
-            with ThreadPoolExecutor(max_workers=config.concurrency, thread_name_prefix="sysmo-unit") as pool:
-                queue = list(pending)
-                in_flight: set[Future] = set()
-                while queue or in_flight:
-                    reason = over_budget()
-                    if reason and not summary.stopped:
-                        summary.stopped = reason
-                        bar.note(reason)
-                    while queue and len(in_flight) < config.concurrency and not stop.is_set() and not summary.stopped:
-                        in_flight.add(pool.submit(run_unit, queue.pop(0)))
-                    if not in_flight:
-                        break
-                    finished, in_flight = wait(in_flight, return_when=FIRST_COMPLETED)
-                    for future in finished:
-                        try:
-                            unit, attempt = future.result()
-                        except SysmoError as exc:
-                            summary.errors += 1
-                            bar.note(f"error: {exc}")
-                            continue
-                        summary.ran += 1
-                        spent["cost"] += attempt.cost_usd
-                        spent["tokens"] += attempt.prompt_tokens + attempt.completion_tokens
-                        summary.cost_usd += attempt.cost_usd
-                        summary.tokens += attempt.prompt_tokens + attempt.completion_tokens
-                        if attempt.status == AttemptStatus.PASSED:
-                            summary.passed += 1
-                        elif attempt.status == AttemptStatus.ERROR:
-                            summary.errors += 1
-                        bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.cost_usd)
-                if stop.is_set() and not summary.stopped:
-                    summary.stopped = "interrupted"
+            # asyncio for the model calls; tool checks, scoring and store writes in the loop's worker threads,
+            # the tool processes bounded by the runner's tool slots (sized to the machine)
+            with ThreadPoolExecutor(max_workers=config.concurrency + config.tool_concurrency + 2,
+                                    thread_name_prefix="sysmo-work") as workers:
+                loop = asyncio.new_event_loop()
+                loop.set_default_executor(workers)
+                try:
+                    loop.run_until_complete(schedule())
+                finally:
+                    loop.run_until_complete(loop.shutdown_asyncgens())
+                    loop.close()
+            if stop.is_set() and not summary.stopped:
+                summary.stopped = "interrupted"
         finally:
             if previous_handler is not None:
                 signal.signal(signal.SIGINT, previous_handler)

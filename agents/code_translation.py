@@ -98,7 +98,7 @@ def has_source(ctx: AgentContext) -> bool:
     return ctx.task.kind == TaskKind.TLA and bool(ctx.task.inputs.source_files)
 
 
-def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Stage 1 for code: the statement-by-statement TLA+ draft."""
     system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "translate_tla")
     remember(ctx, system, prompt)
@@ -108,7 +108,7 @@ def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         source_section=source_section(task),
         module_name=module_name(task),
     )
-    text, update = model_stage(
+    text, update = await model_stage(
         state,
         ctx,
         [{"role": "system", "content": system.text}, {"role": "user", "content": user}],
@@ -122,7 +122,7 @@ def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
-def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Stage 1 for text: the typed intermediate model, as structured output."""
     system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "extract_model")
     remember(ctx, system, prompt)
@@ -131,7 +131,7 @@ def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         requirement=task.inputs.requirement or task.inputs.description or "",
         language=LANGUAGE_NAMES[task.language.value],
     )
-    text, update = model_stage(
+    text, update = await model_stage(
         state,
         ctx,
         [{"role": "system", "content": system.text}, {"role": "user", "content": user}],

@@ -36,7 +36,7 @@ def _roles(state: AgentState) -> dict[str, Any]:
     return dict((state.get("scratch") or {}).get("roles") or {})
 
 
-def _role_call(
+async def _role_call(
     state: AgentState, ctx: AgentContext, role: str, prompt_name: str, purpose: str, **values: Any
 ) -> tuple[str | None, dict[str, Any]]:
     prompt = load_prompt(NAME, prompt_name)
@@ -45,7 +45,7 @@ def _role_call(
         {"role": "system", "content": SYSTEM.format(role=role)},
         {"role": "user", "content": prompt.fill(language=_language(ctx), **values)},
     ]
-    text, update = model_stage(state, ctx, messages, purpose=purpose)
+    text, update = await model_stage(state, ctx, messages, purpose=purpose)
     if text is not None and not text.strip():
         # an empty hand-off is recorded, and the next role works from what it has
         update["scratch"] = with_scratch(
@@ -56,19 +56,19 @@ def _role_call(
     return text, update
 
 
-def analyst(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def analyst(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
     remember(ctx, template)
-    text, update = _role_call(state, ctx, "Requirements Analyst", "analyst", "analyst", task=task_text)
+    text, update = await _role_call(state, ctx, "Requirements Analyst", "analyst", "analyst", task=task_text)
     if text is not None:
         scratch = update.get("scratch") or with_scratch(state)
         update["scratch"] = {**scratch, "roles": {**_roles(state), "analyst": text}}
     return update
 
 
-def architect(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def architect(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     analysis = _roles(state).get("analyst") or "(the analyst gave nothing)"
-    text, update = _role_call(state, ctx, "Architect", "architect", "architect", analysis=analysis)
+    text, update = await _role_call(state, ctx, "Architect", "architect", "architect", analysis=analysis)
     if text is not None:
         scratch = update.get("scratch") or with_scratch(state)
         update["scratch"] = {**scratch, "roles": {**_roles(state), "architect": text}}
@@ -93,7 +93,7 @@ def modeler_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return {"pending": messages}
 
 
-def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """The Reviewer reads the failed check; the Modeler's next request carries diagnostics and review."""
     update = nodes.repair(state, ctx)
     check = CheckResult.model_validate(state["check"]) if state.get("check") else None
@@ -106,7 +106,7 @@ def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         f"// {name}\n{text}" for name, text in (artifact.files if artifact else {}).items()
     )
     review_state = {**state, "llm_calls": [], "llm_time_s": 0.0}  # the review belongs to the next round
-    text, stage = _role_call(
+    text, stage = await _role_call(
         review_state,
         ctx,
         "Reviewer",

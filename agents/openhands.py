@@ -139,7 +139,7 @@ def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[s
     return [*state_scratch.get("events", []), {"type": kind, **data}]
 
 
-def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """One model call with the tools offered; its tool calls wait in ``scratch['calls']`` for ``act``."""
     scratch = dict(state.get("scratch") or {})
     steps = state.get("steps") or 0
@@ -156,7 +156,7 @@ def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         return {"scratch": scratch}
     messages = list(state.get("messages") or [])
     try:
-        text, summary, response = nodes.call_model(
+        text, summary, response = await nodes.call_model(
             ctx, messages, purpose="step", round_index=state.get("round_index", 0), tools=TOOLS
         )
     except SysmoError as exc:

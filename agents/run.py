@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from pathlib import Path
@@ -38,13 +39,21 @@ def compiled_graph(spec: AgentSpec, ctx: AgentContext) -> Any:
 
 def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None,
                 checkpoints: CheckpointStore | None = None) -> Attempt:
-    """Run ``agent`` on ``ctx.task``; never raises for model/tool failures (they end up in the Attempt).
+    """Run ``agent`` on ``ctx.task`` to the end (its own event loop); never raises for model/tool failures
+    (they end up in the Attempt). From a running event loop, await ``arun_attempt`` instead.
 
     With ``checkpoints`` (an open store, shared by many attempts) or ``checkpoint_db`` (a file opened for this
     attempt), every step's LangGraph checkpoint is kept there under thread id ``ctx.attempt_id``."""
     if checkpoints is None and checkpoint_db is not None:
         with CheckpointStore(checkpoint_db) as store:
-            return run_attempt(agent, ctx, model_name=model_name, checkpoints=store)
+            return asyncio.run(arun_attempt(agent, ctx, model_name=model_name, checkpoints=store))
+    return asyncio.run(arun_attempt(agent, ctx, model_name=model_name, checkpoints=checkpoints))
+
+
+async def arun_attempt(agent: str, ctx: AgentContext, *, model_name: str,
+                       checkpoints: CheckpointStore | None = None) -> Attempt:
+    """``run_attempt`` on the caller's event loop: model calls are awaited there, tool checks run in the loop's
+    worker threads (bounded by the checker's own tool slots)."""
     spec = get_agent(agent)
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
@@ -59,12 +68,12 @@ def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db
         if checkpoints is not None:
             memory = InMemorySaver()
             try:
-                final = graph.copy({"checkpointer": memory}).invoke(initial_state(ctx), config, context=ctx,
-                                                                     durability="sync")
+                final = await graph.copy({"checkpointer": memory}).ainvoke(initial_state(ctx), config, context=ctx,
+                                                                            durability="sync")
             finally:  # also the steps of a failed attempt, to see where it went wrong
-                checkpoints.save(memory, ctx.attempt_id)
+                await asyncio.to_thread(checkpoints.save, memory, ctx.attempt_id)
         else:
-            final = graph.invoke(initial_state(ctx), config, context=ctx)
+            final = await graph.ainvoke(initial_state(ctx), config, context=ctx)
     except SysmoError as exc:
         attempt.status = AttemptStatus.ERROR
         attempt.error = str(exc)

@@ -1,6 +1,6 @@
 """Pre-stage model calls of multi-stage agents (drafts, role outputs, reviews), recorded in their round.
 
->>> text, update = model_stage(state, ctx, messages, purpose="translate")
+>>> text, update = await model_stage(state, ctx, messages, purpose="translate")
 >>> update["llm_calls"][-1]["purpose"]
 'translate'
 """
@@ -19,7 +19,7 @@ from sysmo.log import get_logger
 log = get_logger(__name__)
 
 
-def model_stage(
+async def model_stage(
     state: AgentState, ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, **kwargs: Any
 ) -> tuple[str | None, dict[str, Any]]:
     """One model call before or between the loop's rounds; its cost joins the round being built.
@@ -28,7 +28,7 @@ def model_stage(
     attempt with status ``error`` (the provider already retried); a malformed reply is the caller's to judge.
     """
     try:
-        text, summary, _ = call_model(
+        text, summary, _ = await call_model(
             ctx, messages, purpose=purpose, round_index=state.get("round_index", 0), **kwargs
         )
     except SysmoError as exc:

@@ -2,7 +2,8 @@
 
 An attempt's steps are checkpointed in memory while it runs and written to SQLite in one transaction when it
 ends (also when it fails), in LangGraph's own ``SqliteSaver`` format: ``SqliteSaver`` (and ``history``) read
-them back, and a graph compiled with it resumes or forks from any of them. Writing per step instead would
+them back, and an agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
+runs with ``ainvoke``) resumes or forks from any of them. Writing per step instead would
 cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM calls come
 from the cache), so nothing the deferred write could have kept is lost.
 

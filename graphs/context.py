@@ -16,9 +16,9 @@ class ModelReply(Protocol):
 
 
 class ChatClient(Protocol):
-    """The slice of ``sysmo.llm.LLM`` the graphs need: one blocking chat completion."""
+    """The slice of ``sysmo.llm.LLM`` the graphs need: one chat completion, awaited on the event loop."""
 
-    def complete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
 
 
 Checker = Callable[[Artifact, Task], CheckResult]

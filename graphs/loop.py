@@ -5,6 +5,7 @@ Agents differ in how they build the first request (their pre-stages); the loop i
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,7 +17,7 @@ from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.state import AgentState
 
-Node = Callable[[AgentState, AgentContext], dict[str, Any]]
+Node = Callable[[AgentState, AgentContext], Any]  # returns the update, or (model calls) a coroutine of it
 
 
 def initial_state(ctx: AgentContext) -> AgentState:
@@ -25,9 +26,21 @@ def initial_state(ctx: AgentContext) -> AgentState:
                       round_started=time.monotonic(), tool_time_s=0.0, llm_time_s=0.0)
 
 
-def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], dict[str, Any]]:
+def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], Any]:
     """The node ``fn(state, ctx)`` reading the attempt's ``AgentContext`` from LangGraph's run-time context
-    (``graph.invoke(..., context=ctx)``), so one compiled graph serves every attempt of an agent."""
+    (``graph.ainvoke(..., context=ctx)``), so one compiled graph serves every attempt of an agent.
+
+    Nodes that call a model are coroutines (awaited on the event loop); the others, tool checks included,
+    run in the loop's worker threads."""
+
+    if inspect.iscoroutinefunction(fn):  # a model call: awaited on the event loop
+
+        async def async_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+            return await fn(state, runtime.context)  # type: ignore[misc]
+
+        async_node.__name__ = getattr(fn, "__name__", "node")
+        async_node.__doc__ = fn.__doc__
+        return async_node
 
     def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return fn(state, runtime.context)

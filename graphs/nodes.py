@@ -24,9 +24,10 @@ log = get_logger(__name__)
 LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
 
 
-def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, role: str = "generator",
-               round_index: int | None = None, **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
-    """One model call through the context's client; returns (text, cost summary, raw response)."""
+async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: str, role: str = "generator",
+                     round_index: int | None = None, **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
+    """One model call through the context's client, awaited on the event loop (``acomplete``); returns
+    (text, cost summary, raw response)."""
     params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index}
     try:
         from sysmo.llm.response import CallContext
@@ -41,7 +42,7 @@ def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: st
         params["max_tokens"] = ctx.max_tokens
     params.update(kwargs)
     started = time.monotonic()
-    response = ctx.llm.complete(messages, **params)
+    response = await ctx.llm.acomplete(messages, **params)
     elapsed = time.monotonic() - started
     usage = getattr(response, "usage", None)
     summary = LLMCallSummary(
@@ -60,11 +61,11 @@ def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpose: st
     return str(getattr(response, "text", "") or ""), summary, response
 
 
-def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+async def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Ask the model for the round's reply and pull the artifact out of it."""
     started = time.monotonic()
     try:
-        text, summary, _ = call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
+        text, summary, _ = await call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
                                       purpose="generate" if state.get("round_index", 0) == 0 else "repair")
     except SysmoError as exc:
         return {"response": "", "error": f"model call failed: {exc}", "status": "error", "round_started": started,

@@ -258,9 +258,9 @@ def test_checkpoint_history_lists_every_node_visit(
 
 def test_an_attempt_can_be_forked_from_a_stored_step(server: FakeOpenAI, tmp_path: Path) -> None:
     """Re-run an attempt from the checkpoint before its repair, with another reply: a real LangGraph fork."""
-    import sqlite3
+    import asyncio
 
-    from langgraph.checkpoint.sqlite import SqliteSaver
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from sysmo.agents.control_script import broken_artifact
     from sysmo.agents.run import compiled_graph
 
@@ -276,13 +276,14 @@ def test_an_attempt_can_be_forked_from_a_stored_step(server: FakeOpenAI, tmp_pat
     server.push(*replies_for("base_modeling", task, [task.references.model]))
     ctx = AgentContext(task=task_of(TaskKind.ARCHITECTURE, tmp_path), llm=fake_llm(server.base_url, cache=False),
                        checker=check_artifact, agent="base_modeling", attempt_id="f1")
-    conn = sqlite3.connect(str(db), check_same_thread=False)
-    try:
-        graph = compiled_graph(get_agent("base_modeling"), ctx).copy({"checkpointer": SqliteSaver(conn)})
-        fork = {"configurable": {"thread_id": "f1", "checkpoint_id": before_repair.checkpoint_id}}
-        final = graph.invoke(None, fork, context=ctx)
-    finally:
-        conn.close()
+
+    async def fork_and_run() -> dict:
+        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            graph = compiled_graph(get_agent("base_modeling"), ctx).copy({"checkpointer": saver})
+            fork = {"configurable": {"thread_id": "f1", "checkpoint_id": before_repair.checkpoint_id}}
+            return await graph.ainvoke(None, fork, context=ctx)
+
+    final = asyncio.run(fork_and_run())
     assert final["status"] == "passed"
     assert [r["index"] for r in final["rounds"]] == [0, 1]  # the fork kept round 0 and replaced the rest
 
