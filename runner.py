@@ -260,12 +260,25 @@ class UnitRunner:
 
         return run_attempt(unit.agent, self._context(unit), model_name=unit.model, checkpoints=self._checkpoint_store())
 
-    async def arun_attempt(self, unit: WorkUnit) -> Attempt:
-        """The attempt on the running event loop (the local executor): its model calls are awaited there."""
-        from sysmo.agents.run import arun_attempt
+    async def arun_attempt(self, unit: WorkUnit) -> tuple[Attempt, Any]:
+        """The attempt on the running event loop (the local executor): its model calls are awaited there.
+        Returns it with its steps' checkpoints in memory (None with ``checkpoints: none``), for ``keep``."""
+        from sysmo.agents.run import arun_attempt_steps
+        from sysmo.graphs.checkpoint import StepRecorder
 
-        return await arun_attempt(unit.agent, self._context(unit), model_name=unit.model,
-                                  checkpoints=self._checkpoint_store())
+        store = self._checkpoint_store()
+        steps = StepRecorder() if store is not None else None
+        attempt = await arun_attempt_steps(unit.agent, self._context(unit), model_name=unit.model, steps=steps,
+                                           checkpoint_path=store.path if store is not None else None)
+        return attempt, steps
+
+    def keep(self, attempt: Attempt, steps: Any, store: Store, experiment_id: str, meta: dict[str, Any]) -> None:
+        """Store a finished attempt: its steps' checkpoints first, then its artifacts and its record, so an
+        attempt on record always has its steps (a SIGKILL in between re-runs it on resume, from the LLM cache)."""
+        if steps is not None:
+            self.checkpoints().save(steps, attempt.id)
+        self.write_artifacts(attempt)
+        store.save_attempt(experiment_id, attempt, meta)
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
         """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""
@@ -351,20 +364,22 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
             return f"token cap reached: {spent['tokens']} >= {b.max_tokens}"
         return None
 
-    def keep(unit: WorkUnit, attempt: Attempt) -> None:
-        runner.write_artifacts(attempt)
-        store.save_attempt(experiment_id, attempt, task_meta(unit.task))
-
     def score(unit: WorkUnit, attempt: Attempt) -> None:
         store.save_score(experiment_id, attempt.id, runner.score(unit, attempt, store))
 
-    async def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt]:
-        """One unit on the event loop: model calls awaited, tools, scoring and store writes in worker threads."""
-        if unit.attempt_id in attempted:  # the attempt finished before an interruption; only its score is missing
-            attempt = await asyncio.to_thread(store.attempt, unit.attempt_id)
-        else:
-            attempt = await runner.arun_attempt(unit)
-            await asyncio.to_thread(keep, unit, attempt)
+    async def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt, Any]:
+        """Stage 1 of a unit, on the event loop: the attempt (model calls awaited, tool checks in worker threads).
+        An attempt that finished before an interruption (only its score is missing) comes from the store."""
+        if unit.attempt_id in attempted:
+            return unit, await asyncio.to_thread(store.attempt, unit.attempt_id), None
+        attempt, steps = await runner.arun_attempt(unit)
+        return unit, attempt, steps
+
+    async def persist_unit(unit: WorkUnit, attempt: Attempt, steps: Any, fresh: bool) -> tuple[WorkUnit, Attempt]:
+        """Stage 2, in worker threads while the next attempts run: steps, artifacts and record stored, then the
+        score."""
+        if fresh:
+            await asyncio.to_thread(runner.keep, attempt, steps, store, experiment_id, task_meta(unit.task))
         if config.score:
             await asyncio.to_thread(score, unit, attempt)
         return unit, attempt
@@ -387,35 +402,56 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
                 bar.note("stopping: finishing the attempts in flight (Ctrl-C again to abort; `sysmo run --resume` continues)")
             previous_handler = signal.signal(signal.SIGINT, on_sigint)
         async def schedule() -> None:
+            """A two-stage pipeline: up to ``concurrency`` attempts run while up to as many finished ones are
+            stored and scored, so writing results does not hold up the next attempts."""
             queue = list(pending)
-            in_flight: set[asyncio.Task] = set()
-            while queue or in_flight:
-                reason = over_budget()
-                if reason and not summary.stopped:
-                    summary.stopped = reason
-                    bar.note(reason)
-                while queue and len(in_flight) < config.concurrency and not stop.is_set() and not summary.stopped:
-                    in_flight.add(asyncio.ensure_future(run_unit(queue.pop(0))))
-                if not in_flight:
-                    break
-                finished, in_flight = await asyncio.wait(in_flight, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
-                    try:
-                        unit, attempt = task.result()
-                    except SysmoError as exc:
-                        summary.errors += 1
-                        bar.note(f"error: {exc}")
-                        continue
-                    summary.ran += 1
-                    spent["cost"] += attempt.cost_usd
-                    spent["tokens"] += attempt.prompt_tokens + attempt.completion_tokens
-                    summary.cost_usd += attempt.cost_usd
-                    summary.tokens += attempt.prompt_tokens + attempt.completion_tokens
-                    if attempt.status == AttemptStatus.PASSED:
-                        summary.passed += 1
-                    elif attempt.status == AttemptStatus.ERROR:
-                        summary.errors += 1
-                    bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.cost_usd)
+            running: set[asyncio.Task] = set()
+            persisting: set[asyncio.Task] = set()
+            try:
+                while queue or running or persisting:
+                    reason = over_budget()
+                    if reason and not summary.stopped:
+                        summary.stopped = reason
+                        bar.note(reason)
+                    while (queue and len(running) < config.concurrency and len(persisting) <= config.concurrency
+                           and not stop.is_set() and not summary.stopped):
+                        running.add(asyncio.ensure_future(run_unit(queue.pop(0))))
+                    if not running and not persisting:
+                        break
+                    finished, _ = await asyncio.wait(running | persisting, return_when=asyncio.FIRST_COMPLETED)
+                    for task in finished:
+                        stage_one = task in running
+                        (running if stage_one else persisting).discard(task)
+                        try:
+                            result = task.result()
+                        except SysmoError as exc:
+                            summary.errors += 1
+                            bar.note(f"error: {exc}")
+                            continue
+                        if stage_one:
+                            unit, attempt, steps = result
+                            fresh = unit.attempt_id not in attempted
+                            if fresh:  # budget caps count an attempt as soon as its calls are made
+                                spent["cost"] += attempt.cost_usd
+                                spent["tokens"] += attempt.prompt_tokens + attempt.completion_tokens
+                            persisting.add(asyncio.ensure_future(persist_unit(unit, attempt, steps, fresh)))
+                            continue
+                        unit, attempt = result
+                        summary.ran += 1
+                        summary.cost_usd += attempt.cost_usd
+                        summary.tokens += attempt.prompt_tokens + attempt.completion_tokens
+                        if attempt.status == AttemptStatus.PASSED:
+                            summary.passed += 1
+                        elif attempt.status == AttemptStatus.ERROR:
+                            summary.errors += 1
+                        bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.cost_usd)
+            except BaseException:
+                # an unexpected failure (a full disk, a bug) or an abort: the other units stop before the loop
+                # closes; what was stored stays, the rest runs again on resume
+                for task in running | persisting:
+                    task.cancel()
+                await asyncio.gather(*running, *persisting, return_exceptions=True)
+                raise
 
         try:
             # asyncio for the model calls; tool checks, scoring and store writes in the loop's worker threads,

@@ -9,12 +9,14 @@ from sysmo.agents.registry import register_agent
 from sysmo.agents.task_prompt import task_prompt
 from sysmo.benchmarks.task import TaskKind
 from sysmo.graphs.context import AgentContext
+from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.state import AgentState
 
 NAME = "base_modeling"
 
 
+@runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system = load_prompt(NAME, "system")
     user, template = task_prompt(ctx.task, include_source=True, include_traces=False)

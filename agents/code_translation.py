@@ -22,6 +22,7 @@ from sysmo.agents.task_prompt import module_name, source_section, task_prompt
 from sysmo.benchmarks.task import TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.extract import extract_artifact
+from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.nodes import LANGUAGE_NAMES
 from sysmo.graphs.state import AgentState
@@ -151,6 +152,7 @@ async def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
+@runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system = load_prompt(NAME, "system")
     task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)

@@ -18,6 +18,7 @@ from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import TaskKind
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
+from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.nodes import LANGUAGE_NAMES
 from sysmo.graphs.repair import diagnostics_report
@@ -75,6 +76,7 @@ async def architect(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
+@runs_inline
 def modeler_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     roles = _roles(state)
     prompt = load_prompt(NAME, "modeler")

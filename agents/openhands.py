@@ -25,6 +25,7 @@ from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.graphs.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
+from sysmo.graphs.inline import route_on_loop, runs_inline
 from sysmo.graphs.loop import with_context
 from sysmo.graphs.repair import diagnostics_report
 from sysmo.graphs.state import AgentState
@@ -107,6 +108,7 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
     return Artifact(language=ctx.task.language, files=files)
 
 
+@runs_inline
 def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
     task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
@@ -376,7 +378,7 @@ def build(ctx: AgentContext, checkpointer: Any = None):
         graph.add_node(name, with_context(fn))
     graph.add_edge(START, "setup")
     graph.add_edge("setup", "step")
-    graph.add_conditional_edges("step", route_after_step, {"finalize": "finalize", "act": "act"})
-    graph.add_conditional_edges("act", route_after_act, {"finalize": "finalize", "step": "step"})
+    graph.add_conditional_edges("step", route_on_loop(route_after_step), {"finalize": "finalize", "act": "act"})
+    graph.add_conditional_edges("act", route_on_loop(route_after_act), {"finalize": "finalize", "step": "step"})
     graph.add_edge("finalize", END)
     return graph.compile(checkpointer=checkpointer)

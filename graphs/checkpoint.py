@@ -1,11 +1,12 @@
 """LangGraph checkpoints of every step of an attempt, in SQLite, so each step can be listed and forked.
 
-An attempt's steps are checkpointed in memory while it runs and written to SQLite in one transaction when it
-ends (also when it fails), in LangGraph's own ``SqliteSaver`` format: ``SqliteSaver`` (and ``history``) read
+An attempt's steps are checkpointed in memory while it runs (``StepRecorder``) and written to SQLite in one
+transaction when it ends (also when it fails), in LangGraph's own ``SqliteSaver`` format: ``SqliteSaver`` (and ``history``) read
 them back, and an agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
 runs with ``ainvoke``) resumes or forks from any of them. Writing per step instead would
 cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM calls come
-from the cache), so nothing the deferred write could have kept is lost.
+from the cache), so nothing the deferred write could have kept is lost. The local runner writes an attempt's
+steps while the next attempt runs, always before the attempt's record, so a stored attempt has its steps.
 
 One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
 """
@@ -14,25 +15,71 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.memory import InMemorySaver
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 
-class _BatchedSqliteSaver(SqliteSaver):
-    """``SqliteSaver`` whose writes inside ``batch()`` commit once, at the end."""
+class _RecordingCursor:
+    """Stands in for a SQLite cursor: keeps each statement and its parameters instead of running them."""
 
-    _batching = False
+    def __init__(self, statements: list[tuple[bool, str, Any]]) -> None:
+        self._statements = statements
+
+    def execute(self, query: str, params: Sequence[Any] = ()) -> None:
+        self._statements.append((False, query, tuple(params)))
+
+    def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._statements.append((True, query, [tuple(r) for r in rows]))
+
+
+class StepRecorder(SqliteSaver):
+    """The checkpointer of one running attempt: LangGraph's own ``SqliteSaver`` code serialises every step,
+    but its statements are kept in memory, for ``CheckpointStore.save`` to run on the file in one go.
+
+    The rows are exactly ``SqliteSaver``'s, each serialised once, and no disk is touched while the attempt runs.
+    It only records: an attempt starts a fresh thread, so there is nothing to read back during the run (read
+    the steps from the file afterwards, with ``history`` or a ``SqliteSaver``)."""
+
+    def __init__(self) -> None:
+        super().__init__(conn=None)  # type: ignore[arg-type]
+        self.is_setup = True
+        self.statements: list[tuple[bool, str, Any]] = []  # (executemany?, query, parameters)
 
     @contextmanager
-    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
-        with super().cursor(transaction=transaction and not self._batching) as cur:
-            yield cur
+    def cursor(self, transaction: bool = True) -> Iterator[Any]:
+        yield _RecordingCursor(self.statements)
+
+    @property
+    def steps(self) -> int:
+        """How many checkpoints were recorded."""
+        return sum(1 for many, query, _ in self.statements if not many and "INTO checkpoints" in query)
+
+    def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        if self.statements:
+            raise NotImplementedError("a StepRecorder only records an attempt's steps; read them from the "
+                                      "checkpoint file once it is saved (graphs.checkpoint.history, SqliteSaver)")
+        return None  # a fresh thread: the run starts from its input
+
+    def list(self, *args: Any, **kwargs: Any) -> Iterator[CheckpointTuple]:
+        raise NotImplementedError("a StepRecorder only records; list the steps from the checkpoint file once saved")
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        self.put_writes(config, writes, task_id, task_path)
 
 
 class CheckpointStore:
@@ -43,36 +90,28 @@ class CheckpointStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout=30000")
-        self._saver = _BatchedSqliteSaver(self._conn)
-        self._saver.setup()
+        SqliteSaver(self._conn).setup()  # LangGraph's tables, WAL
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()
 
-    def save(self, memory: InMemorySaver, thread_id: str) -> int:
-        """Write every checkpoint (and pending write) of ``thread_id`` kept by ``memory``, replacing what the
-        file held for that thread (an attempt run again after an interruption); returns how many."""
-        tuples = list(memory.list({"configurable": {"thread_id": thread_id}}))
-        tuples.reverse()  # oldest first, so each parent is stored before its children
+    def save(self, steps: StepRecorder, thread_id: str) -> int:
+        """Write the steps recorded for ``thread_id`` in one transaction, replacing what the file held for that
+        thread (an attempt run again after an interruption); returns how many checkpoints."""
         with self._write_lock:
-            self._saver._batching = True
+            cur = self._conn.cursor()
             try:
-                self._saver.delete_thread(thread_id)
-                for item in tuples:
-                    conf = item.config["configurable"]
-                    parent = item.parent_config or {"configurable": {"thread_id": thread_id,
-                                                                     "checkpoint_ns": conf.get("checkpoint_ns", "")}}
-                    saved = self._saver.put(parent, item.checkpoint, item.metadata, {})
-                    by_task: dict[str, list[tuple[str, Any]]] = {}
-                    for task_id, channel, value in item.pending_writes or []:
-                        by_task.setdefault(task_id, []).append((channel, value))
-                    for task_id, writes in by_task.items():
-                        self._saver.put_writes(saved, writes, task_id)
+                cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
+                cur.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
+                for many, query, params in _merged(steps.statements):
+                    (cur.executemany if many else cur.execute)(query, params)
+                self._conn.commit()
+            except BaseException:
+                self._conn.rollback()
+                raise
             finally:
-                self._saver._batching = False
-                with self._saver.lock:
-                    self._conn.commit()
-        return len(tuples)
+                cur.close()
+        return steps.steps
 
     def close(self) -> None:
         with self._write_lock:
@@ -83,6 +122,20 @@ class CheckpointStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _merged(statements: list[tuple[bool, str, Any]]) -> Iterator[tuple[bool, str, Any]]:
+    """Consecutive statements with the same query as one ``executemany`` (the order of the rows is kept)."""
+    query: str | None = None
+    rows: list[Any] = []
+    for many, q, params in statements:
+        if q != query and rows:
+            yield True, query, rows  # type: ignore[misc]
+            rows = []
+        query = q
+        rows.extend(params if many else [params])
+    if rows:
+        yield True, query, rows  # type: ignore[misc]
 
 
 class CheckpointStep(BaseModel):

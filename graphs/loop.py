@@ -12,9 +12,9 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
-
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
+from sysmo.graphs.inline import is_inline, route_on_loop
 from sysmo.graphs.state import AgentState
 
 Node = Callable[[AgentState, AgentContext], Any]  # returns the update, or (model calls) a coroutine of it
@@ -30,21 +30,32 @@ def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], Any]
     """The node ``fn(state, ctx)`` reading the attempt's ``AgentContext`` from LangGraph's run-time context
     (``graph.ainvoke(..., context=ctx)``), so one compiled graph serves every attempt of an agent.
 
-    Nodes that call a model are coroutines (awaited on the event loop); the others, tool checks included,
-    run in the loop's worker threads."""
+    Nodes that call a model are coroutines (awaited on the event loop), and so are the quick ones marked
+    ``runs_inline``; the others, tool checks included, run in the loop's worker threads."""
 
     if inspect.iscoroutinefunction(fn):  # a model call: awaited on the event loop
 
         async def async_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             return await fn(state, runtime.context)  # type: ignore[misc]
 
-        async_node.__name__ = getattr(fn, "__name__", "node")
-        async_node.__doc__ = fn.__doc__
-        return async_node
+        return _named(async_node, fn)
+
+    if is_inline(fn):  # quick: on the loop, no thread hop
+
+        async def inline_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
+            return fn(state, runtime.context)
+
+        return _named(inline_node, fn)
 
     def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return fn(state, runtime.context)
 
+    return _named(node, fn)
+
+
+def _named(node: Callable[..., Any], fn: Node) -> Callable[..., Any]:
+    """The wrapper with ``fn``'s name and doc (not ``functools.wraps``: LangGraph reads the wrapper's own
+    signature to pass the run-time context)."""
     node.__name__ = getattr(fn, "__name__", "node")
     node.__doc__ = fn.__doc__
     return node
@@ -60,6 +71,7 @@ def build_repair_graph(first_request: Node, pre_stages: list[tuple[str, Node]] |
     ``repair`` replaces the shared repair node (it must return what ``nodes.repair`` returns).
     The nodes take their ``AgentContext`` from the run: ``invoke(..., context=ctx)``."""
     graph = StateGraph(AgentState, context_schema=AgentContext)
+    stop_on_error = route_on_loop(_stop_on_error)
     chain = [*(pre_stages or []), ("first_request", first_request)]
     for name, fn in chain:
         graph.add_node(name, with_context(fn))
@@ -68,10 +80,11 @@ def build_repair_graph(first_request: Node, pre_stages: list[tuple[str, Node]] |
         graph.add_node(name, with_context(fn))
     graph.add_edge(START, chain[0][0])
     for (name, _), (following, _) in zip(chain, chain[1:]):
-        graph.add_conditional_edges(name, _stop_on_error, {"finalize": "finalize", "next": following})
-    graph.add_conditional_edges(chain[-1][0], _stop_on_error, {"finalize": "finalize", "next": "generate"})
+        graph.add_conditional_edges(name, stop_on_error, {"finalize": "finalize", "next": following})
+    graph.add_conditional_edges(chain[-1][0], stop_on_error, {"finalize": "finalize", "next": "generate"})
     graph.add_edge("generate", "check")
-    graph.add_conditional_edges("check", nodes.route_after_check, {"finalize": "finalize", "repair": "repair"})
-    graph.add_conditional_edges("repair", _stop_on_error, {"finalize": "finalize", "next": "generate"})
+    graph.add_conditional_edges("check", route_on_loop(nodes.route_after_check),
+                                {"finalize": "finalize", "repair": "repair"})
+    graph.add_conditional_edges("repair", stop_on_error, {"finalize": "finalize", "next": "generate"})
     graph.add_edge("finalize", END)
     return graph.compile(checkpointer=checkpointer)

