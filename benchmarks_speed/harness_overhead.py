@@ -1,7 +1,7 @@
 """Harness overhead per attempt in the offline control experiment: wall time minus LLM latency and tool time.
 
 Run: python benchmarks_speed/harness_overhead.py [--samples 1] [--kinds uml_class,sysml,architecture,tla]
-                                                 [--checkpoints steps,none]
+                                                 [--checkpoints steps,none] [--repeat 1]
 
 For each checkpoint mode (``steps``: LangGraph's checkpoint of every step, the default of ``sysmo run``;
 ``none``: attempt records only) it runs the control on the starter suite with warm tool servers, one attempt
@@ -43,7 +43,8 @@ def warm_up(kinds: list[str]) -> None:
         run_experiment(config, progress=False)
 
 
-def measure(kinds: list[str], samples: int, checkpoints: str) -> None:
+def measure(kinds: list[str], samples: int, checkpoints: str) -> float:
+    """One run of the control; prints its figures and returns the harness's share of the whole run (%)."""
     with tempfile.TemporaryDirectory() as tmp:
         config = ExperimentConfig(id="overhead", output_dir=Path(tmp), samples=samples, score=False, concurrency=1,
                                   checkpoints=checkpoints,  # type: ignore[arg-type]
@@ -74,16 +75,26 @@ def measure(kinds: list[str], samples: int, checkpoints: str) -> None:
     print(f"whole run: {summary.seconds:.2f} s, of which LLM + tools {waited:.2f} s; harness "
           f"{run_overhead:.2f} s = {100 * run_overhead / summary.seconds:.1f}% "
           f"({1000 * run_overhead / max(1, len(rows)):.1f} ms per attempt)")
+    return 100 * run_overhead / summary.seconds
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--samples", type=int, default=1)
     parser.add_argument("--kinds", default="uml_class,sysml,architecture,tla")
     parser.add_argument("--checkpoints", default="steps,none", help="checkpoint modes to measure, comma-separated")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="runs per mode, interleaved (the machine's speed drifts); prints the median share")
     args = parser.parse_args()
     warm_up(args.kinds.split(","))
-    for mode in args.checkpoints.split(","):
-        measure(args.kinds.split(","), args.samples, mode.strip())
+    modes = [m.strip() for m in args.checkpoints.split(",")]
+    shares: dict[str, list[float]] = {m: [] for m in modes}
+    for _ in range(args.repeat):
+        for mode in modes:
+            shares[mode].append(measure(args.kinds.split(","), args.samples, mode))
+    if args.repeat > 1:
+        for mode, values in shares.items():
+            print(f"checkpoints={mode}: harness share of the whole run over {len(values)} runs: median "
+                  f"{statistics.median(values):.1f}% (min {min(values):.1f}%, max {max(values):.1f}%)")
 
 
 if __name__ == "__main__":

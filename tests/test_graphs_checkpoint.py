@@ -1,0 +1,106 @@
+"""StepRecorder + CheckpointStore: an attempt's steps recorded in memory and saved in one transaction are the
+rows LangGraph's own SqliteSaver would have written while the graph ran."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import sqlite3
+from pathlib import Path
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph import END, START, StateGraph
+from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, history
+
+
+class State(TypedDict, total=False):
+    log: Annotated[list[str], operator.add]
+    status: str
+
+
+def graph_with(checkpointer: Any):
+    graph = StateGraph(State)
+
+    async def draft(state: State) -> dict[str, Any]:
+        return {"log": ["draft"], "status": "running"}
+
+    async def review(state: State) -> dict[str, Any]:
+        return {"log": ["review"], "status": "passed"}
+
+    graph.add_node("draft", draft)
+    graph.add_node("review", review)
+    graph.add_edge(START, "draft")
+    graph.add_edge("draft", "review")
+    graph.add_edge("review", END)
+    return graph.compile(checkpointer=checkpointer)
+
+
+def rows(path: Path) -> tuple[list[tuple], list[tuple]]:
+    """The stored rows without the ids (they are fresh uuids per run)."""
+    with sqlite3.connect(path) as conn:
+        checkpoints = conn.execute("SELECT thread_id, checkpoint_ns, type, metadata FROM checkpoints "
+                                   "ORDER BY checkpoint_id").fetchall()
+        writes = conn.execute("SELECT thread_id, task_path, idx, channel, type, value FROM writes "
+                              "ORDER BY checkpoint_id, task_path, idx").fetchall()
+    return checkpoints, writes
+
+
+def test_recorded_steps_are_the_rows_sqlitesaver_writes(tmp_path: Path) -> None:
+    config = {"configurable": {"thread_id": "t1"}}
+
+    async def direct() -> None:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "direct.sqlite")) as saver:
+            await graph_with(saver).ainvoke({"log": []}, config)
+
+    asyncio.run(direct())
+    recorder = StepRecorder()
+    final = asyncio.run(graph_with(recorder).ainvoke({"log": []}, config))
+    assert final == {"log": ["draft", "review"], "status": "passed"}
+    with CheckpointStore(tmp_path / "recorded.sqlite") as store:
+        assert store.save(recorder, "t1") == recorder.steps == 4  # input, start, draft, review
+    direct_rows, recorded_rows = rows(tmp_path / "direct.sqlite"), rows(tmp_path / "recorded.sqlite")
+    assert [r[:3] for r in recorded_rows[0]] == [r[:3] for r in direct_rows[0]]
+    assert recorded_rows[1] == direct_rows[1]
+    # read back with LangGraph's own saver, and through sysmo's history
+    with SqliteSaver.from_conn_string(str(tmp_path / "recorded.sqlite")) as saver:
+        latest = saver.get_tuple(config)
+        assert latest is not None and latest.checkpoint["channel_values"]["status"] == "passed"
+    assert [s.node for s in history(tmp_path / "recorded.sqlite", "t1")][-2:] == ["draft", "review"]
+
+
+def test_saving_again_replaces_a_threads_steps_and_keeps_the_others(tmp_path: Path) -> None:
+    with CheckpointStore(tmp_path / "c.sqlite") as store:
+        for thread in ("a", "b", "a"):
+            recorder = StepRecorder()
+            asyncio.run(graph_with(recorder).ainvoke({"log": []}, {"configurable": {"thread_id": thread}}))
+            store.save(recorder, thread)
+    with sqlite3.connect(tmp_path / "c.sqlite") as conn:
+        counts = dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
+    assert counts == {"a": 4, "b": 4}
+
+
+def test_a_recorder_only_records(tmp_path: Path) -> None:
+    recorder = StepRecorder()
+    config = {"configurable": {"thread_id": "t"}}
+    assert recorder.get_tuple(config) is None  # a fresh thread: the run starts from its input
+    asyncio.run(graph_with(recorder).ainvoke({"log": []}, config))
+    with pytest.raises(NotImplementedError, match="read them from the checkpoint file"):
+        recorder.get_tuple(config)
+    with pytest.raises(NotImplementedError):
+        list(recorder.list(config))
+
+
+def test_a_failed_save_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+    with CheckpointStore(tmp_path / "c.sqlite") as store:
+        good = StepRecorder()
+        asyncio.run(graph_with(good).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
+        store.save(good, "a")
+        broken = StepRecorder()
+        asyncio.run(graph_with(broken).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
+        broken.statements.append((False, "INSERT INTO no_such_table VALUES (?)", (1,)))
+        with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
+            store.save(broken, "a")
+    assert len(history(tmp_path / "c.sqlite", "a")) == 4  # the earlier steps, not deleted
