@@ -456,7 +456,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         try:
             # asyncio for the model calls; tool checks, scoring and store writes in the loop's worker threads,
             # the tool processes bounded by the runner's tool slots (sized to the machine)
-            with ThreadPoolExecutor(max_workers=config.concurrency + config.tool_concurrency + 2,
+            with ThreadPoolExecutor(max_workers=2 * config.concurrency + config.tool_concurrency + 2,  # both stages
                                     thread_name_prefix="sysmo-work") as workers:
                 loop = asyncio.new_event_loop()
                 loop.set_default_executor(workers)
