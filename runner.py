@@ -21,7 +21,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -34,6 +34,9 @@ from sysmo.evals.scorecard import ScoreCard
 from sysmo.graphs.attempt import Attempt, AttemptStatus
 from sysmo.log import get_logger
 from sysmo.store import Store
+
+if TYPE_CHECKING:  # langgraph's SQLite saver is imported when an experiment first keeps steps
+    from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
 
 log = get_logger(__name__)
 
@@ -192,9 +195,9 @@ class UnitRunner:
         self._clients: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._tool_slots = threading.BoundedSemaphore(config.tool_concurrency)
-        self._checkpoints: Any = None
+        self._checkpoints: CheckpointStore | None = None
 
-    def checkpoints(self) -> Any:
+    def checkpoints(self) -> CheckpointStore:
         """The experiment's LangGraph checkpoint file (every step of every attempt), opened on first use."""
         with self._lock:
             if self._checkpoints is None:
@@ -251,7 +254,7 @@ class UnitRunner:
                             max_rounds=self.config.max_rounds, temperature=self.config.temperature,
                             max_tokens=self.config.max_tokens)
 
-    def _checkpoint_store(self) -> Any:
+    def _checkpoint_store(self) -> CheckpointStore | None:
         return self.checkpoints() if self.config.checkpoints == "steps" else None
 
     def run_attempt(self, unit: WorkUnit) -> Attempt:
@@ -260,19 +263,17 @@ class UnitRunner:
 
         return run_attempt(unit.agent, self._context(unit), model_name=unit.model, checkpoints=self._checkpoint_store())
 
-    async def arun_attempt(self, unit: WorkUnit) -> tuple[Attempt, Any]:
+    async def arun_attempt(self, unit: WorkUnit) -> tuple[Attempt, StepRecorder | None]:
         """The attempt on the running event loop (the local executor): its model calls are awaited there.
         Returns it with its steps' checkpoints in memory (None with ``checkpoints: none``), for ``keep``."""
         from sysmo.agents.run import arun_attempt_steps
-        from sysmo.graphs.checkpoint import StepRecorder
 
         store = self._checkpoint_store()
-        steps = StepRecorder() if store is not None else None
-        attempt = await arun_attempt_steps(unit.agent, self._context(unit), model_name=unit.model, steps=steps,
-                                           checkpoint_path=store.path if store is not None else None)
+        steps = store.recorder() if store is not None else None
+        attempt = await arun_attempt_steps(unit.agent, self._context(unit), model_name=unit.model, steps=steps)
         return attempt, steps
 
-    def keep(self, attempt: Attempt, steps: Any, store: Store, experiment_id: str, meta: dict[str, Any]) -> None:
+    def keep(self, attempt: Attempt, steps: StepRecorder | None, store: Store, experiment_id: str, meta: dict[str, Any]) -> None:
         """Store a finished attempt: its steps' checkpoints first, then its artifacts and its record, so an
         attempt on record always has its steps (a SIGKILL in between re-runs it on resume, from the LLM cache)."""
         if steps is not None:
@@ -367,7 +368,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
     def score(unit: WorkUnit, attempt: Attempt) -> None:
         store.save_score(experiment_id, attempt.id, runner.score(unit, attempt, store))
 
-    async def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt, Any]:
+    async def run_unit(unit: WorkUnit) -> tuple[WorkUnit, Attempt, StepRecorder | None]:
         """Stage 1 of a unit, on the event loop: the attempt (model calls awaited, tool checks in worker threads).
         An attempt that finished before an interruption (only its score is missing) comes from the store."""
         if unit.attempt_id in attempted:
@@ -375,7 +376,7 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         attempt, steps = await runner.arun_attempt(unit)
         return unit, attempt, steps
 
-    async def persist_unit(unit: WorkUnit, attempt: Attempt, steps: Any, fresh: bool) -> tuple[WorkUnit, Attempt]:
+    async def persist_unit(unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None, fresh: bool) -> tuple[WorkUnit, Attempt]:
         """Stage 2, in worker threads while the next attempts run: steps, artifacts and record stored, then the
         score."""
         if fresh:

@@ -54,26 +54,25 @@ async def arun_attempt(agent: str, ctx: AgentContext, *, model_name: str,
     """``run_attempt`` on the caller's event loop: model calls are awaited there, tool checks run in the loop's
     worker threads (bounded by the checker's own tool slots). The steps are written to ``checkpoints`` before
     it returns, also when the attempt failed."""
-    steps = StepRecorder() if checkpoints is not None else None
+    steps = checkpoints.recorder() if checkpoints is not None else None
     try:
-        return await arun_attempt_steps(agent, ctx, model_name=model_name, steps=steps,
-                                        checkpoint_path=checkpoints.path if checkpoints else None)
+        return await arun_attempt_steps(agent, ctx, model_name=model_name, steps=steps)
     finally:  # also the steps of a failed attempt, to see where it went wrong
         if checkpoints is not None and steps is not None:
             await asyncio.to_thread(checkpoints.save, steps, ctx.attempt_id)
 
 
-async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str, steps: StepRecorder | None = None,
-                             checkpoint_path: Path | None = None) -> Attempt:
-    """The attempt, with every step checkpointed in ``steps`` (in memory) for the caller to write to
-    ``checkpoint_path`` (``CheckpointStore.save``). The local runner writes them off the attempt's critical
-    path, before the attempt's record, so a stored attempt always has its steps."""
+async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
+                             steps: StepRecorder | None = None) -> Attempt:
+    """The attempt, with every step checkpointed in ``steps`` (in memory) for the caller to write to their
+    destination (``CheckpointStore.save``). The local runner writes them off the attempt's critical path,
+    before the attempt's record, so a stored attempt always has its steps."""
     spec = get_agent(agent)
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds,
                       is_control=is_control_model(model_name),
-                      checkpoint_db=str(checkpoint_path) if checkpoint_path else None)
+                      checkpoint_db=str(steps.destination) if steps is not None and steps.destination else None)
     started = time.monotonic()
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}

@@ -45,11 +45,13 @@ class StepRecorder(SqliteSaver):
 
     The rows are exactly ``SqliteSaver``'s, each serialised once, and no disk is touched while the attempt runs.
     It only records: an attempt starts a fresh thread, so there is nothing to read back during the run (read
-    the steps from the file afterwards, with ``history`` or a ``SqliteSaver``)."""
+    the steps from the file afterwards, with ``history`` or a ``SqliteSaver``). ``destination`` names the file
+    the steps are meant for (``CheckpointStore.recorder``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, destination: Path | None = None) -> None:
         super().__init__(conn=None)  # type: ignore[arg-type]
         self.is_setup = True
+        self.destination = destination
         self.statements: list[tuple[bool, str, Any]] = []  # (executemany?, query, parameters)
 
     @contextmanager
@@ -94,6 +96,10 @@ class CheckpointStore:
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()
+
+    def recorder(self) -> StepRecorder:
+        """A recorder for one attempt's steps, to ``save`` here when the attempt ends."""
+        return StepRecorder(self.path)
 
     def save(self, steps: StepRecorder, thread_id: str) -> int:
         """Write the steps recorded for ``thread_id`` in one transaction, replacing what the file held for that

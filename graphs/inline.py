@@ -26,6 +26,12 @@ def route_on_loop(route: Callable[[Any], str]) -> Callable[[Any], Any]:
     async def routed(state: Any) -> str:
         return route(state)
 
-    routed.__name__ = getattr(route, "__name__", "route")
-    routed.__doc__ = route.__doc__
-    return routed
+    return named_like(routed, route)
+
+
+def named_like(wrapper: F, fn: Callable[..., Any]) -> F:
+    """``wrapper`` with ``fn``'s name and doc (not ``functools.wraps``: LangGraph reads the wrapper's own
+    signature to decide what to pass it)."""
+    wrapper.__name__ = getattr(fn, "__name__", "node")
+    wrapper.__doc__ = fn.__doc__
+    return wrapper

@@ -14,7 +14,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
-from sysmo.graphs.inline import is_inline, route_on_loop
+from sysmo.graphs.inline import is_inline, named_like, route_on_loop
 from sysmo.graphs.state import AgentState
 
 Node = Callable[[AgentState, AgentContext], Any]  # returns the update, or (model calls) a coroutine of it
@@ -38,27 +38,19 @@ def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], Any]
         async def async_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             return await fn(state, runtime.context)  # type: ignore[misc]
 
-        return _named(async_node, fn)
+        return named_like(async_node, fn)
 
     if is_inline(fn):  # quick: on the loop, no thread hop
 
         async def inline_node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
             return fn(state, runtime.context)
 
-        return _named(inline_node, fn)
+        return named_like(inline_node, fn)
 
     def node(state: AgentState, runtime: Runtime[AgentContext]) -> dict[str, Any]:
         return fn(state, runtime.context)
 
-    return _named(node, fn)
-
-
-def _named(node: Callable[..., Any], fn: Node) -> Callable[..., Any]:
-    """The wrapper with ``fn``'s name and doc (not ``functools.wraps``: LangGraph reads the wrapper's own
-    signature to pass the run-time context)."""
-    node.__name__ = getattr(fn, "__name__", "node")
-    node.__doc__ = fn.__doc__
-    return node
+    return named_like(node, fn)
 
 
 def _stop_on_error(state: AgentState) -> str:

@@ -45,14 +45,22 @@ def default_cache_path() -> Path:
 
 @dataclass
 class _Call:
-    """One call in flight: its role config, request, cache key, clock start, provider and tries so far."""
+    """One call in flight: its role config, request, cache key, clock start, then either the cached answer
+    (``hit``) or the provider to ask, and the tries so far."""
 
     config: RoleConfig
     request: LLMRequest
     key: str
     start: float
     provider: Provider | None = None
+    hit: LLMResponse | None = None
     attempts: int = 0
+
+    @property
+    def asked(self) -> Provider:
+        """The provider of a cache miss."""
+        assert self.provider is not None, "a cache hit asks no provider"
+        return self.provider
 
 
 @functools.lru_cache(maxsize=64)
@@ -335,29 +343,28 @@ class LLM:
     def _open(self, messages: list[dict[str, Any]], role: str, sample_index: int, temperature: float | None,
               max_tokens: int | None, tools: list[dict[str, Any]] | None,
               response_format: dict[str, Any] | type[BaseModel] | None, context: CallContext | None,
-              extra: dict[str, Any] | None) -> tuple[_Call, LLMResponse | None]:
-        """The call's request; the cached answer (already recorded) or, for a miss, the provider to ask."""
+              extra: dict[str, Any] | None) -> _Call:
+        """The call's request, with the cached answer (already recorded) or, for a miss, the provider to ask."""
         start = time.perf_counter()
         config, request = self._request(
             messages, role, sample_index, temperature, max_tokens, tools, response_format, context, extra
         )
         call = _Call(config, request, request.key(), start)
         try:
-            hit = self._lookup(config, request, call.key, start)
-            if hit is not None:
-                self._record(config, None, request, call.key, hit, None, hit.latency_s)
-                return call, hit
+            call.hit = self._lookup(config, request, call.key, start)
+            if call.hit is not None:
+                self._record(config, None, request, call.key, call.hit, None, call.hit.latency_s)
+                return call
             call.provider = self.provider(request.role)
         except Exception as exc:
             raise self._close_failed(call, exc) from exc
         log.info("llm.request", model=config.model, role=request.role, request_hash=call.key[:16],
                  sample=request.sample_index, messages=len(request.messages), tools=len(request.tools or []))
         call.start = time.perf_counter()  # latency is the model's, not litellm's first import
-        return call, None
+        return call
 
     def _close(self, call: _Call, response: LLMResponse) -> LLMResponse:
-        assert call.provider is not None
-        return self._finish(call.config, call.provider, call.request, call.key, response, call.attempts, call.start)
+        return self._finish(call.config, call.asked, call.request, call.key, response, call.attempts, call.start)
 
     def _close_failed(self, call: _Call, exc: BaseException) -> SysmoError:
         return self._failed(call.config, call.provider, call.request, call.key, exc, call.attempts, call.start)
@@ -380,22 +387,20 @@ class LLM:
 
         Raises ``LLMError`` (``LLMCallError`` with ``status_code`` for HTTP failures) once retries are spent.
         """
-        call, hit = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
-                               context, extra)
-        if hit is not None:
-            return hit
-        provider = call.provider
-        assert provider is not None
+        call = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
+                          context, extra)
+        if call.hit is not None:
+            return call.hit
         try:
-            if provider.is_control:
+            if call.asked.is_control:
                 call.attempts = 1
-                response = provider.complete(call.request)
+                response = call.asked.complete(call.request)
             else:
                 with self.limits.hold(call.config.limit_key, call.config.concurrency):
                     for attempt in retry_policy(call.config, self._before_sleep(call.config, call.request)):
                         with attempt:
                             call.attempts = attempt.retry_state.attempt_number
-                            response = provider.complete(call.request)
+                            response = call.asked.complete(call.request)
         except Exception as exc:
             raise self._close_failed(call, exc) from exc
         return self._close(call, response)
@@ -414,16 +419,14 @@ class LLM:
         extra: dict[str, Any] | None = None,
     ) -> LLMResponse:
         """``complete`` for asyncio callers; concurrency is bounded per provider within the event loop."""
-        call, hit = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
-                               context, extra)
-        if hit is not None:
-            return hit
-        provider = call.provider
-        assert provider is not None
+        call = self._open(messages, role, sample_index, temperature, max_tokens, tools, response_format,
+                          context, extra)
+        if call.hit is not None:
+            return call.hit
         try:
-            if provider.is_control:
+            if call.asked.is_control:
                 call.attempts = 1
-                response = await provider.acomplete(call.request)
+                response = await call.asked.acomplete(call.request)
             else:
                 async with self.limits.ahold(call.config.limit_key, call.config.concurrency):
                     async for attempt in retry_policy(
@@ -431,7 +434,7 @@ class LLM:
                     ):
                         with attempt:
                             call.attempts = attempt.retry_state.attempt_number
-                            response = await provider.acomplete(call.request)
+                            response = await call.asked.acomplete(call.request)
         except Exception as exc:
             raise self._close_failed(call, exc) from exc
         return self._close(call, response)

