@@ -12,14 +12,22 @@ import subprocess
 import threading
 import time
 import weakref
-from pathlib import Path
 from abc import ABC, abstractmethod
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
 
 _live: weakref.WeakSet[ToolServer] = weakref.WeakSet()
+
+# Servers run under ``bwrap --die-with-parent`` (PR_SET_PDEATHSIG), which fires when the *thread* that started the
+# process ends, not the process. Started from a worker thread (a tool check in an event loop's executor, a
+# ``run_attempt`` per ``asyncio.run``), a server was killed as soon as that thread's pool shut down, and the
+# next check paid a restart (about 1.4 s for PlantUML). So every server is started from this one thread, which
+# lives as long as the process: a server still dies with sysmo, never with a passing thread.
+_starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sysmo-tool-server-starter")
 
 
 def free_port() -> int:
@@ -79,7 +87,7 @@ class ToolServer(ABC):
                 log.warning("server.crashed", server=self.name, returncode=self.proc.returncode if self.proc else None)
                 self.restarts += 1
                 self.stop()
-            self.proc = self._start()
+            self.proc = self._start_from_starter_thread()
             self.started_at = time.monotonic()
             deadline = time.monotonic() + self.start_timeout_s
             while time.monotonic() < deadline:
@@ -93,6 +101,13 @@ class ToolServer(ABC):
             from sysmo.errors import ToolCrashError
 
             raise ToolCrashError(f"{self.name} server did not become healthy within {self.start_timeout_s:.0f} s")
+
+    def _start_from_starter_thread(self) -> subprocess.Popen | None:
+        try:
+            started = _starter.submit(self._start)
+        except RuntimeError:  # the interpreter is shutting down: no new threads, and the server dies with it anyway
+            return self._start()
+        return started.result()
 
     def restart(self) -> None:
         with self._lock:

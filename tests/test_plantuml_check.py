@@ -108,6 +108,24 @@ def test_a_killed_server_is_restarted_by_the_next_check():
     assert server.restarts == restarts + 1
 
 
+def test_a_server_started_from_a_passing_thread_outlives_it():
+    # bwrap --die-with-parent kills the server when the thread that started it ends; a check from a worker
+    # thread (an event loop's executor, one asyncio.run per attempt) must not cost the next check a restart
+    server = plantuml_server()
+    server.stop()
+    outcomes = []
+    worker = threading.Thread(target=lambda: outcomes.append(check(VALID).outcome))
+    worker.start()
+    worker.join()
+    assert outcomes == [Outcome.OK]
+    pid = server.proc.pid
+    restarts = server.restarts
+    time.sleep(0.5)  # PR_SET_PDEATHSIG is delivered when the thread exits
+    assert server.alive()
+    assert check(INVALID).outcome == Outcome.FAILED
+    assert server.proc.pid == pid and server.restarts == restarts
+
+
 def test_self_check_is_green():
     status = self_check()
     assert status.ok, status.message

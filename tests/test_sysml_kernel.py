@@ -143,3 +143,15 @@ def test_concurrent_validations_from_threads_each_get_their_own_answer(kernel: O
     for t in threads:
         t.join(timeout=60)
     assert results == {i: (Outcome.OK if i % 2 == 0 else Outcome.FAILED) for i in range(8)}
+
+
+def test_a_kernel_started_from_a_passing_thread_outlives_it(kernel: OpenSysMLKernel):
+    # the kernel runs under bwrap --die-with-parent, which fires when the starting *thread* ends
+    worker = threading.Thread(target=lambda: validate(GOOD, kernel=kernel))
+    worker.start()
+    worker.join(timeout=120)
+    pids = kernel.kernel_pids()
+    time.sleep(0.5)
+    assert all(_alive(p) for p in pids)
+    assert validate(BAD, kernel=kernel).outcome == Outcome.FAILED
+    assert kernel.restarts == 0 and kernel.kernel_pids() == pids
