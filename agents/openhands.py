@@ -358,11 +358,11 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 
 def route_after_step(state: AgentState) -> str:
-    return "finalize" if state.get("status") == "error" else "act"
+    return "end" if state.get("status") == "error" else "act"
 
 
 def route_after_act(state: AgentState) -> str:
-    return "finalize" if state.get("status") in ("passed", "failed", "error") else "step"
+    return "end" if state.get("status") in ("passed", "failed", "error") else "step"
 
 
 @register_agent(
@@ -374,11 +374,10 @@ def route_after_act(state: AgentState) -> str:
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     graph = StateGraph(AgentState, context_schema=AgentContext)
-    for name, fn in [("setup", setup), ("step", step), ("act", act), ("finalize", nodes.finalize)]:
+    for name, fn in [("setup", setup), ("step", step), ("act", act)]:
         graph.add_node(name, with_context(fn))
     graph.add_edge(START, "setup")
     graph.add_edge("setup", "step")
-    graph.add_conditional_edges("step", route_on_loop(route_after_step), {"finalize": "finalize", "act": "act"})
-    graph.add_conditional_edges("act", route_on_loop(route_after_act), {"finalize": "finalize", "step": "step"})
-    graph.add_edge("finalize", END)
+    graph.add_conditional_edges("step", route_on_loop(route_after_step), {"end": END, "act": "act"})
+    graph.add_conditional_edges("act", route_on_loop(route_after_act), {"end": END, "step": "step"})
     return graph.compile(checkpointer=checkpointer)

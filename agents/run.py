@@ -14,6 +14,7 @@ from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state
+from sysmo.graphs.nodes import final_status
 from sysmo.llm.roles import is_control_model
 from sysmo.log import get_logger
 
@@ -91,7 +92,7 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     attempt.prompt_hashes = dict(ctx.prompt_hashes)
     if final:
         attempt.rounds = [Round.model_validate(r) for r in final.get("rounds") or []]
-        status = final.get("status") or "failed"
+        status = final_status(final.get("status"))
         attempt.status = AttemptStatus(status if status in AttemptStatus.__members__.values() else "failed")
         attempt.error = final.get("error")
         attempt.extras = dict(final.get("scratch") or {})
@@ -101,4 +102,6 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
         for rnd in attempt.rounds:
             if rnd.check is not None:
                 attempt.tool_versions[rnd.check.tool] = rnd.check.tool_version
+    log.info("attempt.finalized", attempt=ctx.attempt_id, task=ctx.task.id, status=attempt.status.value,
+             rounds=len(attempt.rounds))
     return attempt

@@ -1,6 +1,9 @@
-"""The bounded repair loop: [pre-stages] -> first_request -> generate -> check -> (repair -> generate -> check)* -> finalize.
+"""The bounded repair loop: [pre-stages] -> first_request -> generate -> check -> (generate -> check)* -> end.
 
-Agents differ in how they build the first request (their pre-stages); the loop is shared.
+Agents differ in how they build the first request (their pre-stages); the loop is shared. A round is two graph
+steps: ``generate`` (the model call) and ``check`` (the tool, the round's record and, when the attempt goes on,
+the next round's request). An agent with a repair step of its own (a reviewer's model call) gets it as a
+separate ``repair`` node: check -> repair -> generate.
 """
 
 from __future__ import annotations
@@ -54,29 +57,30 @@ def with_context(fn: Node) -> Callable[[AgentState, Runtime[AgentContext]], Any]
 
 
 def _stop_on_error(state: AgentState) -> str:
-    return "finalize" if state.get("status") == "error" else "next"
+    return "end" if state.get("status") == "error" else "next"
 
 
 def build_repair_graph(first_request: Node, pre_stages: list[tuple[str, Node]] | None = None,
                        checkpointer: Any = None, repair: Node | None = None):
     """Compile the loop. ``pre_stages`` run once, in order, before ``first_request`` builds ``pending``;
-    ``repair`` replaces the shared repair node (it must return what ``nodes.repair`` returns).
-    The nodes take their ``AgentContext`` from the run: ``invoke(..., context=ctx)``."""
+    ``repair`` replaces the shared repair (it must return what ``nodes.repair`` returns) and runs as a node of
+    its own. The nodes take their ``AgentContext`` from the run: ``invoke(..., context=ctx)``."""
     graph = StateGraph(AgentState, context_schema=AgentContext)
     stop_on_error = route_on_loop(_stop_on_error)
     chain = [*(pre_stages or []), ("first_request", first_request)]
     for name, fn in chain:
         graph.add_node(name, with_context(fn))
-    for name, fn in [("generate", nodes.generate), ("check", nodes.check), ("repair", repair or nodes.repair),
-                     ("finalize", nodes.finalize)]:
-        graph.add_node(name, with_context(fn))
+    graph.add_node("generate", with_context(nodes.generate))
+    graph.add_node("check", with_context(nodes.check if repair else nodes.check_and_request_repair))
     graph.add_edge(START, chain[0][0])
     for (name, _), (following, _) in zip(chain, chain[1:]):
-        graph.add_conditional_edges(name, stop_on_error, {"finalize": "finalize", "next": following})
-    graph.add_conditional_edges(chain[-1][0], stop_on_error, {"finalize": "finalize", "next": "generate"})
+        graph.add_conditional_edges(name, stop_on_error, {"end": END, "next": following})
+    graph.add_conditional_edges(chain[-1][0], stop_on_error, {"end": END, "next": "generate"})
     graph.add_edge("generate", "check")
-    graph.add_conditional_edges("check", route_on_loop(nodes.route_after_check),
-                                {"finalize": "finalize", "repair": "repair"})
-    graph.add_conditional_edges("repair", stop_on_error, {"finalize": "finalize", "next": "generate"})
-    graph.add_edge("finalize", END)
+    if repair is None:
+        graph.add_conditional_edges("check", route_on_loop(nodes.route_after_check), {"end": END, "next": "generate"})
+    else:
+        graph.add_node("repair", with_context(repair))
+        graph.add_conditional_edges("check", route_on_loop(nodes.route_after_check), {"end": END, "next": "repair"})
+        graph.add_conditional_edges("repair", stop_on_error, {"end": END, "next": "generate"})
     return graph.compile(checkpointer=checkpointer)

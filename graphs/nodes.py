@@ -1,7 +1,7 @@
-"""The shared nodes: generate (model call + extraction), check (tool + the round's record), repair, finalize.
+"""The shared nodes: generate (model call + extraction), check (tool + the round's record), repair.
 
 Each takes the state and returns the keys it changes. A round is two graph steps, so the checkpoint history
-has a fork point before every model call and before every tool check.
+has a fork point before every model call (its request in ``pending``) and before every tool check.
 """
 
 from __future__ import annotations
@@ -17,10 +17,7 @@ from sysmo.graphs.extract import extract_artifact
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.repair import repair_request
 from sysmo.graphs.state import AgentState
-from sysmo.log import get_logger
 from sysmo.tools.result import CheckResult, Outcome
-
-log = get_logger(__name__)
 
 LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
 
@@ -128,8 +125,18 @@ def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
+def check_and_request_repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """``check``, then, when the attempt goes on, the next round's request (``repair``) in the same step: the
+    checkpoint after it holds the round's record and the request the next model call will send."""
+    update = check(state, ctx)
+    after = {**state, **update}
+    if route_after_check(after) == "next":  # type: ignore[arg-type]
+        update.update(repair(after, ctx))  # type: ignore[arg-type]
+    return update
+
+
 def route_after_check(state: AgentState) -> str:
-    return "finalize" if state.get("status") in ("passed", "failed", "error") else "repair"
+    return "end" if state.get("status") in ("passed", "failed", "error") else "next"
 
 
 @runs_inline
@@ -148,11 +155,6 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             "check": None, "round_started": time.monotonic(), "tool_time_s": 0.0, "llm_time_s": 0.0}
 
 
-@runs_inline
-def finalize(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    status = state.get("status") or "failed"
-    if status == "running":
-        status = "failed"
-    log.info("attempt.finalized", attempt=ctx.attempt_id, task=ctx.task.id, status=status,
-             rounds=len(state.get("rounds") or []))
-    return {"status": status}
+def final_status(status: str | None) -> str:
+    """The attempt's status once its graph has ended (an attempt that stopped while still running failed)."""
+    return "failed" if status in (None, "", "running") else status

@@ -78,12 +78,12 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
                            env=env, capture_output=True, text=True, timeout=120)
     assert trace.returncode == 0 and '"status": "passed"' in trace.stdout
 
-    # every attempt's steps are in the experiment's checkpoint file, ending with the finalize node
+    # every attempt's steps are in the experiment's checkpoint file, up to the graph's end
     from sysmo.graphs.checkpoint import history
 
     for attempt_id in sorted(attempts(out / "straight" / "results.sqlite"))[:6]:
         steps = history(out / "straight" / "checkpoints.sqlite", attempt_id)
-        assert steps and steps[-1].node == "finalize" and steps[-1].status in ("passed", "failed")
+        assert steps and steps[-1].next == [] and steps[-1].status in ("passed", "failed")
 
 
 @pytest.mark.parametrize("mode", ["steps", "none"])
@@ -108,7 +108,7 @@ def test_the_checkpoint_setting_decides_whether_steps_are_kept(mode: str, tmp_pa
     else:
         assert attempt.checkpoint_db == str(tmp_path / "ck" / "checkpoints.sqlite")
         nodes = [s.node for s in history(Path(attempt.checkpoint_db), attempt.id) if s.node not in (None, "__start__")]
-        assert nodes == ["first_request", "generate", "check", "finalize"]
+        assert nodes == ["first_request", "generate", "check"]
     # `sysmo trace` names the graph steps, and its JSON gives their checkpoint ids (to fork from)
     import json
 
@@ -121,8 +121,8 @@ def test_the_checkpoint_setting_decides_whether_steps_are_kept(mode: str, tmp_pa
     if mode == "none":
         assert "graph steps" not in console.export_text() and steps == []
     else:
-        assert "first_request > generate > check > finalize" in console.export_text()
-        assert steps[-1]["node"] == "finalize" and all(s["checkpoint_id"] for s in steps)
+        assert "first_request > generate > check" in console.export_text()
+        assert steps[-1]["node"] == "check" and all(s["checkpoint_id"] for s in steps)
         # a path recorded relative to another working directory is found in the experiment's folder
         moved = attempt.model_copy(update={"checkpoint_db": "elsewhere/ck/checkpoints.sqlite"})
         assert json.loads(attempt_json(moved, None))["graph_steps"] == []

@@ -58,7 +58,7 @@ def test_the_shared_nodes_that_only_build_messages_are_marked_quick() -> None:
     from sysmo.agents import base_modeling, code_translation, metagpt, openhands, trace_learning
     from sysmo.graphs import nodes
 
-    assert all(is_inline(fn) for fn in (nodes.repair, nodes.finalize, base_modeling.first_request,
+    assert all(is_inline(fn) for fn in (nodes.repair, base_modeling.first_request,
                                          metagpt.modeler_request, code_translation.first_request, openhands.setup))
     # these touch tools or read trace files: worker threads
     assert not any(is_inline(fn) for fn in (nodes.check, openhands.act, trace_learning.survey,
