@@ -25,8 +25,8 @@ from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.graphs.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
-from sysmo.graphs.inline import route_on_loop, runs_inline
-from sysmo.graphs.loop import with_context
+from sysmo.graphs.inline import runs_inline
+from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import diagnostics_report
 from sysmo.graphs.state import AgentState
 from sysmo.log import get_logger
@@ -374,10 +374,9 @@ def route_after_act(state: AgentState) -> str:
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     graph = StateGraph(AgentState, context_schema=AgentContext)
-    for name, fn in [("setup", setup), ("step", step), ("act", act)]:
-        graph.add_node(name, with_context(fn))
+    add_node(graph, "setup", setup)
+    add_node(graph, "step", step, Edges(route_after_step, {"end": END, "act": "act"}))
+    add_node(graph, "act", act, Edges(route_after_act, {"end": END, "step": "step"}))
     graph.add_edge(START, "setup")
     graph.add_edge("setup", "step")
-    graph.add_conditional_edges("step", route_on_loop(route_after_step), {"end": END, "act": "act"})
-    graph.add_conditional_edges("act", route_on_loop(route_after_act), {"end": END, "step": "step"})
     return graph.compile(checkpointer=checkpointer)
