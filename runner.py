@@ -186,6 +186,9 @@ def environment_record() -> dict[str, Any]:
             "host": platform.node(), "started_at": datetime.now(UTC).isoformat(timespec="seconds")}
 
 
+PERSIST_WAIT_S = 0.05  # the longest a finished attempt waits for a quiet moment before it is stored
+
+
 class UnitRunner:
     """Runs one work unit end to end (attempt, score, store). Shared by the local and the Ray executors."""
 
@@ -196,6 +199,8 @@ class UnitRunner:
         self._lock = threading.Lock()
         self._tool_slots = threading.BoundedSemaphore(config.tool_concurrency)
         self._checkpoints: CheckpointStore | None = None
+        self._checks_running = 0
+        self._checking = threading.Event()  # set while an attempt's tool check runs (its event loop waits)
 
     def checkpoints(self) -> CheckpointStore:
         """The experiment's LangGraph checkpoint file (every step of every attempt), opened on first use."""
@@ -238,7 +243,23 @@ class UnitRunner:
         from sysmo.tools.checkers import check_artifact
 
         with self._tool_slots:  # bounded pool of tool processes, sized to the machine
-            return check_artifact(artifact, task)
+            self._count_check(+1)
+            try:
+                return check_artifact(artifact, task)
+            finally:
+                self._count_check(-1)
+
+    def wait_for_a_tool_check(self, timeout_s: float = PERSIST_WAIT_S) -> None:
+        """Return once an attempt's tool check is running (or after ``timeout_s``). Storing and scoring a
+        finished attempt hold the interpreter's lock for a few milliseconds; started while a check runs, that
+        overlaps the tool's time instead of holding up the next attempt on the event loop (measured: 2.5 ms
+        per attempt of the control, about a fifth of the harness's time)."""
+        self._checking.wait(timeout_s)
+
+    def _count_check(self, delta: int) -> None:
+        with self._lock:
+            self._checks_running += delta
+            (self._checking.set if self._checks_running else self._checking.clear)()
 
     def scoring_context(self, model: str) -> ScoringContext:
         client = self.client(model)
@@ -377,12 +398,17 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         return unit, attempt, steps
 
     async def persist_unit(unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None, fresh: bool) -> tuple[WorkUnit, Attempt]:
-        """Stage 2, in worker threads while the next attempts run: steps, artifacts and record stored, then the
-        score."""
-        if fresh:
-            await asyncio.to_thread(runner.keep, attempt, steps, store, experiment_id, task_meta(unit.task))
-        if config.score:
-            await asyncio.to_thread(score, unit, attempt)
+        """Stage 2, in a worker thread while the next attempts run: steps, artifacts and record stored, then the
+        score; it starts when the next attempt waits for a tool."""
+
+        def store_and_score() -> None:
+            runner.wait_for_a_tool_check()
+            if fresh:
+                runner.keep(attempt, steps, store, experiment_id, task_meta(unit.task))
+            if config.score:
+                score(unit, attempt)
+
+        await asyncio.to_thread(store_and_score)
         return unit, attempt
 
     if config.executor == "ray":

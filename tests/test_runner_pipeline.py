@@ -50,6 +50,43 @@ def test_every_attempt_is_stored_with_its_steps_and_counted_once(tmp_path: Path)
         assert attempt.duration_s > 0
 
 
+def test_a_finished_attempt_is_stored_while_the_next_one_waits_for_its_tool(tmp_path: Path, monkeypatch) -> None:
+    # storing holds the interpreter lock for milliseconds: done while the next attempt's check runs, it does not
+    # hold that attempt up on the event loop
+    from sysmo.runner import UnitRunner, run_experiment
+
+    during_a_check: list[bool] = []
+    keep = UnitRunner.keep
+
+    def recording_keep(self, *args, **kwargs):
+        during_a_check.append(self._checks_running > 0)
+        return keep(self, *args, **kwargs)
+
+    monkeypatch.setattr(UnitRunner, "keep", recording_keep)
+    summary = run_experiment(config_for(tmp_path), progress=False)
+    assert summary.ran == len(during_a_check) == 2 * len(UML)
+    # all but the last (no attempt follows it; it is stored after a short wait)
+    assert sum(during_a_check) >= len(during_a_check) - 2, during_a_check
+    assert len(stored(tmp_path)) == summary.ran
+
+
+def test_waiting_for_a_tool_check_gives_up_after_its_timeout(tmp_path: Path) -> None:
+    import time
+
+    from sysmo.runner import UnitRunner
+
+    runner = UnitRunner(config_for(tmp_path), tmp_path / "pipe")
+    started = time.monotonic()
+    runner.wait_for_a_tool_check(0.05)
+    assert 0.04 <= time.monotonic() - started < 1.0
+    runner._count_check(+1)
+    started = time.monotonic()
+    runner.wait_for_a_tool_check(5.0)  # a check is running: at once
+    assert time.monotonic() - started < 0.5
+    runner._count_check(-1)
+    assert not runner._checking.is_set()
+
+
 def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_rest(tmp_path: Path,
                                                                                     monkeypatch) -> None:
     from sysmo.runner import UnitRunner, run_experiment
