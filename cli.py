@@ -78,15 +78,26 @@ def main() -> None:
     except KeyboardInterrupt:
         console.print("interrupted")
         sys.exit(130)
-    except Exception as exc:  # click usage errors carry their own exit codes
-        import click
-
-        if isinstance(exc, click.exceptions.ClickException):
-            exc.show()
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
+    except typer.Exit as exc:
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # usage errors (unknown option, bad value) carry their own message and exit code
+        if _is_usage_error(exc):
+            exc.show()  # type: ignore[attr-defined]
+            sys.exit(exc.exit_code)  # type: ignore[attr-defined]
         raise
+
+
+def _is_usage_error(exc: Exception) -> bool:
+    """A command-line error of typer's own click (typer >= 0.2x ships one) or of click itself."""
+    from typer.exceptions import TyperException
+
+    if isinstance(exc, TyperException) and hasattr(exc, "show"):
+        return True
+    try:
+        import click
+    except ImportError:
+        return False
+    return isinstance(exc, click.exceptions.ClickException)
 
 
 if __name__ == "__main__":
