@@ -360,13 +360,13 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
             runner.client(model)
         except SysmoError as exc:
             raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
+    # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
+    tasks = load_selected_tasks(config)
+    units, unsupported = expand(config, tasks)
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     store = Store(directory / "results.sqlite")
     store.save_experiment(experiment_id, config.model_dump(mode="json"), environment_record(), config.is_control)
-
-    tasks = load_selected_tasks(config)
-    units, unsupported = expand(config, tasks)
     done = store.scored_attempt_ids(experiment_id) if config.score else store.finished_attempt_ids(experiment_id)
     attempted = store.finished_attempt_ids(experiment_id)
     pending = [u for u in units if u.attempt_id not in done]

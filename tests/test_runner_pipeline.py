@@ -140,3 +140,24 @@ def test_an_attempt_whose_record_could_not_be_written_fails_the_run_loudly(tmp_p
     monkeypatch.setattr(Store, "save_attempt", disk_full)
     with pytest.raises(OSError, match="No space left"):
         run_experiment(config_for(tmp_path), progress=False)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [({"agents": ["base_modelling"]}, "unknown agent 'base_modelling'"),
+     ({"tasks": None}, "the task selection matches no task")],
+)
+def test_a_config_mistake_stops_the_run_before_the_experiment_exists(tmp_path: Path, override: dict,
+                                                                    message: str) -> None:
+    # a typo must not leave an empty experiment behind that takes the id ("already exists, resume it")
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.errors import SysmoError
+    from sysmo.runner import run_experiment
+
+    if override.get("tasks", "") is None:
+        override = {"tasks": TaskSelection(benchmarks=["starter"], ids=["starter/no_such_task"])}
+    with pytest.raises(SysmoError, match=message):
+        run_experiment(config_for(tmp_path, samples=1, **override), progress=False)
+    assert not (tmp_path / "pipe").exists()
+    summary = run_experiment(config_for(tmp_path, samples=1), progress=False)  # the same id, fixed
+    assert summary.ran == len(UML)
