@@ -37,3 +37,41 @@ class LLMError(SysmoError):
 
 class SandboxError(SysmoError):
     """The sandbox could not run a command (not: the command failed)."""
+
+
+def describe_invalid_settings(exc: Exception, model: type | None = None) -> str:
+    """A pydantic ``ValidationError`` as one line per setting: where, what is wrong, and for a misspelt key the
+    setting that was probably meant (``model``'s fields and those of the models nested in it)."""
+    import difflib
+
+    errors = getattr(exc, "errors", None)
+    if errors is None:
+        return str(exc)
+    known = sorted(_field_names(model)) if model is not None else []
+    lines = []
+    for error in errors():
+        where = ".".join(str(part) for part in error.get("loc", ())) or "(top level)"
+        if error.get("type") == "extra_forbidden":
+            close = difflib.get_close_matches(str(error["loc"][-1]), known, n=1)
+            lines.append(f"{where}: unknown setting" + (f" (did you mean {close[0]!r}?)" if close else ""))
+            continue
+        value = error.get("input")
+        shown = f" (got {value!r})" if isinstance(value, (str, int, float, bool)) and len(repr(value)) < 80 else ""
+        lines.append(f"{where}: {error.get('msg', 'invalid')}{shown}")
+    return "; ".join(lines)
+
+
+def _field_names(model: type, seen: set[type] | None = None) -> set[str]:
+    import typing
+
+    seen = seen if seen is not None else set()
+    fields = getattr(model, "model_fields", None)
+    if not fields or model in seen:
+        return set()
+    seen.add(model)
+    names = set(fields)
+    for field in fields.values():
+        for candidate in (field.annotation, *typing.get_args(field.annotation)):
+            if isinstance(candidate, type) and hasattr(candidate, "model_fields"):
+                names |= _field_names(candidate, seen)
+    return names

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sysmo.benchmarks.selection import TaskSelection
 from sysmo.benchmarks.task import Task
-from sysmo.errors import ConfigError, SysmoError
+from sysmo.errors import ConfigError, SysmoError, describe_invalid_settings
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.scorecard import ScoreCard
 from sysmo.graphs.attempt import Attempt, AttemptStatus
@@ -100,8 +100,10 @@ class ExperimentConfig(BaseModel):
             return cls.model_validate(data)
         except OSError as exc:
             raise ConfigError(f"cannot read experiment file {path}: {exc}") from exc
-        except (yaml.YAMLError, ValidationError) as exc:
-            raise ConfigError(f"experiment file {path} is invalid: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"experiment file {path} is not valid YAML: {exc}") from exc
+        except ValidationError as exc:
+            raise ConfigError(f"experiment file {path} is invalid: {describe_invalid_settings(exc, cls)}") from exc
 
     @property
     def model_names(self) -> list[str]:
