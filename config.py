@@ -15,7 +15,7 @@ import yaml
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
-from sysmo.errors import ConfigError
+from sysmo.errors import ConfigError, describe_invalid_settings
 
 CONFIG_ENV = "SYSMO_CONFIG"
 DEFAULT_CONFIG_PATHS = (Path("sysmo.yaml"), Path.home() / ".config" / "sysmo" / "config.yaml")
@@ -97,7 +97,7 @@ def load_settings(**overrides: Any) -> Settings:
         merged = {**data, **{k: v for k, v in env_only.model_dump(exclude_unset=True).items()}, **overrides}
         return Settings(**merged) if merged else env_only
     except ValidationError as exc:
-        raise ConfigError(f"invalid settings: {exc}") from exc
+        raise ConfigError(f"invalid settings: {describe_invalid_settings(exc, Settings)}") from exc
 
 
 @lru_cache(maxsize=1)

@@ -33,7 +33,7 @@ from sysmo.benchmarks.task import (
     TaskReferences,
     TraceSet,
 )
-from sysmo.errors import DataMissingError, TaskError
+from sysmo.errors import DataMissingError, TaskError, describe_invalid_settings
 from sysmo.log import get_logger
 
 FAMILY = "sysmobench"
@@ -195,7 +195,8 @@ def load_task(
     try:
         spec = TaskYaml(**(_read_yaml(yaml_path) or {}))
     except ValidationError as exc:
-        raise TaskError(f"{yaml_path} does not describe a SysMoBench task: {exc}") from exc
+        problems = describe_invalid_settings(exc)
+        raise TaskError(f"{yaml_path} does not describe a SysMoBench task: {problems}") from exc
     name = folder.name
     files = spec.files()
     repo = spec.repository
