@@ -81,7 +81,8 @@ def register(app: typer.Typer) -> None:
         checkpoints: Optional[str] = typer.Option(
             None, help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
             "none: attempt records only (fastest)."),
-        no_progress: bool = typer.Option(False, "--no-progress", help="No progress bar (CI logs)."),
+        no_progress: bool = typer.Option(False, "--no-progress", help="No progress output (off a terminal, e.g. "
+                                         "a log file or CI, progress is a plain line every 5% or 30 s)."),
         no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report at the end."),
     ) -> None:
         from sysmo.runner import ExperimentConfig, run_experiment
