@@ -88,16 +88,11 @@ def main() -> None:
 
 
 def _is_usage_error(exc: Exception) -> bool:
-    """A command-line error of typer's own click (typer >= 0.2x ships one) or of click itself."""
+    """A command-line error (unknown option, bad value): typer ships its own click, whose errors can show
+    themselves."""
     from typer.exceptions import TyperException
 
-    if isinstance(exc, TyperException) and hasattr(exc, "show"):
-        return True
-    try:
-        import click
-    except ImportError:
-        return False
-    return isinstance(exc, click.exceptions.ClickException)
+    return isinstance(exc, TyperException) and hasattr(exc, "show")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,6 @@ class RunProgress:
         self._last_line = (self._started, done)
 
     def __enter__(self) -> RunProgress:
-        self._started = time.monotonic()
-        self._last_line = (self._started, self.done)
         if self.enabled and not self._lines:
             self._progress = Progress(
                 TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

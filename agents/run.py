@@ -14,7 +14,6 @@ from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state
-from sysmo.graphs.nodes import final_status
 from sysmo.llm.roles import is_control_model
 from sysmo.log import get_logger
 
@@ -35,6 +34,12 @@ def compiled_graph(spec: AgentSpec, ctx: AgentContext) -> Any:
         if graph is None:
             graph = _COMPILED[key] = spec.build(ctx, checkpointer=None)
         return graph
+
+
+def _final_status(status: str | None) -> AttemptStatus:
+    """The attempt's status once its graph has ended: one still running (or unknown) when it stopped failed."""
+    done = {AttemptStatus.PASSED.value, AttemptStatus.FAILED.value, AttemptStatus.ERROR.value}
+    return AttemptStatus(status) if status in done else AttemptStatus.FAILED
 
 
 def run_attempt(agent: str, ctx: AgentContext, *, model_name: str, checkpoint_db: Path | None = None,
@@ -92,8 +97,7 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     attempt.prompt_hashes = dict(ctx.prompt_hashes)
     if final:
         attempt.rounds = [Round.model_validate(r) for r in final.get("rounds") or []]
-        status = final_status(final.get("status"))
-        attempt.status = AttemptStatus(status if status in AttemptStatus.__members__.values() else "failed")
+        attempt.status = _final_status(final.get("status"))
         attempt.error = final.get("error")
         attempt.extras = dict(final.get("scratch") or {})
         with_artifact = [r for r in attempt.rounds if r.artifact is not None]

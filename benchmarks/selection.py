@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sysmo.benchmarks.task import Task, TaskKind
-from sysmo.errors import ConfigError
+from sysmo.errors import ConfigError, describe_invalid_settings
 
 
 def _as_list(value: Any) -> Any:
@@ -143,5 +143,4 @@ def selection_from_options(**options: Any) -> TaskSelection:
     try:
         return TaskSelection.model_validate({k: v for k, v in options.items() if v not in (None, [], ())})
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise ConfigError(f"invalid task selection: {problems}") from exc
+        raise ConfigError(f"invalid task selection: {describe_invalid_settings(exc, TaskSelection)}") from exc

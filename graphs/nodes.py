@@ -153,8 +153,3 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return {"pending": conversation, "round_index": state.get("round_index", 0) + 1,
             "response": "", "llm_calls": [], "artifact": None, "extraction_error": None, "extraction_notes": [],
             "check": None, "round_started": time.monotonic(), "tool_time_s": 0.0, "llm_time_s": 0.0}
-
-
-def final_status(status: str | None) -> str:
-    """The attempt's status once its graph has ended (an attempt that stopped while still running failed)."""
-    return "failed" if status in (None, "", "running") else status
