@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sysmo.llm.response import LLMResponse
+from sysmo.sqlite_setup import enable_wal, set_up_shared
 
 CACHE_VERSION = 1  # bump when the key or the stored response changes meaning
 
@@ -48,12 +49,15 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        with self._connect() as db:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute(
-                "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
-                "created_at REAL NOT NULL, response TEXT NOT NULL)"
-            )
+        set_up_shared(self._set_up)
+
+    def _set_up(self) -> None:
+        db = self._connect()
+        enable_wal(db)
+        db.execute(
+            "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
+            "created_at REAL NOT NULL, response TEXT NOT NULL)"
+        )
 
     def _connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)

@@ -1,0 +1,53 @@
+"""Opening SQLite files that several processes share (the LLM cache, checkpoints, the experiment store).
+
+SQLite's busy timeout does not cover every lock taken while a database is first set up: when two processes
+switch a new file to WAL at the same moment, one of them gets ``database is locked`` at once (seen with
+Ray workers opening the shared LLM cache together). The set-up steps are idempotent, so they are repeated
+with a short random back-off until they succeed or ``SETUP_TIMEOUT_S`` has passed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from typing import TypeVar
+
+import structlog
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+SETUP_TIMEOUT_S = 30.0
+
+log = structlog.get_logger(__name__)
+T = TypeVar("T")
+
+
+def is_lock_contention(exc: BaseException) -> bool:
+    """``database is locked`` / ``database table is locked`` / ``database is busy``: another process holds it."""
+    if not isinstance(exc, sqlite3.OperationalError):
+        return False
+    message = str(exc).lower()
+    return "locked" in message or "busy" in message
+
+
+def _log_retry(state: RetryCallState) -> None:
+    log.debug("sqlite.setup_retry", attempt=state.attempt_number,
+              error=str(state.outcome.exception()) if state.outcome else None)
+
+
+def set_up_shared(setup: Callable[[], T], *, timeout_s: float = SETUP_TIMEOUT_S) -> T:
+    """Run an idempotent set-up step (WAL switch, ``CREATE ... IF NOT EXISTS``), repeating it while locked."""
+    retrying = Retrying(
+        retry=retry_if_exception(is_lock_contention),
+        wait=wait_random_exponential(multiplier=0.01, max=0.5),
+        stop=stop_after_delay(timeout_s),
+        before_sleep=_log_retry,
+        reraise=True,
+    )
+    return retrying(setup)
+
+
+def enable_wal(conn: sqlite3.Connection) -> None:
+    """Switch ``conn``'s database to WAL unless it already is (reading the mode takes no write lock)."""
+    mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
+    if str(mode).lower() != "wal":
+        conn.execute("PRAGMA journal_mode=WAL")

@@ -1,0 +1,80 @@
+"""Several processes opening a shared SQLite file at the same moment (Ray workers and the LLM cache)."""
+
+from __future__ import annotations
+
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+from sysmo.graphs.checkpoint import CheckpointStore
+from sysmo.llm.cache import ResponseCache
+from sysmo.sqlite_setup import enable_wal, is_lock_contention, set_up_shared
+from sysmo.store import Store
+
+OPENERS = 6
+ROUNDS = 8  # without the retry, about one round in four lost an opener to "database is locked"
+
+
+def _open(kind: str, path: str, barrier, results) -> None:  # runs in a forked child
+    opener = {"cache": ResponseCache, "store": Store, "checkpoints": CheckpointStore}[kind]
+    barrier.wait()  # all openers start together
+    try:
+        opener(Path(path))
+        results.put("ok")
+    except Exception as exc:  # reported to the parent, which asserts on it
+        results.put(f"{type(exc).__name__}: {exc}")
+
+
+@pytest.mark.parametrize("kind", ["cache", "store", "checkpoints"])
+def test_processes_opening_a_new_database_together_all_succeed(tmp_path, kind):
+    ctx = multiprocessing.get_context("fork")
+    outcomes = []
+    for round_index in range(ROUNDS):
+        path = tmp_path / f"{kind}{round_index}.sqlite"
+        barrier, results = ctx.Barrier(OPENERS), ctx.Queue()
+        procs = [ctx.Process(target=_open, args=(kind, str(path), barrier, results)) for _ in range(OPENERS)]
+        for proc in procs:
+            proc.start()
+        for proc in procs:
+            proc.join(60)
+        outcomes += [results.get(timeout=5) for _ in procs]
+        with sqlite3.connect(path) as db:
+            assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert [o for o in outcomes if o != "ok"] == []
+
+
+def test_set_up_repeats_only_lock_contention(tmp_path):
+    calls = []
+
+    def locked_twice():
+        calls.append(1)
+        if len(calls) < 3:
+            raise sqlite3.OperationalError("database is locked")
+        return "done"
+
+    assert set_up_shared(locked_twice) == "done" and len(calls) == 3
+
+    def broken():
+        raise sqlite3.OperationalError("no such table: x")
+
+    with pytest.raises(sqlite3.OperationalError, match="no such table"):
+        set_up_shared(broken)
+    assert is_lock_contention(sqlite3.OperationalError("database table is locked"))
+    assert not is_lock_contention(ValueError("locked"))
+
+
+def test_set_up_gives_up_after_its_timeout():
+    def always_locked():
+        raise sqlite3.OperationalError("database is locked")
+
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        set_up_shared(always_locked, timeout_s=0.2)
+
+
+def test_enable_wal_leaves_a_wal_database_alone(tmp_path):
+    db = sqlite3.connect(tmp_path / "x.sqlite")
+    enable_wal(db)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    enable_wal(db)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
