@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any
 
-import structlog
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
+
+from sysmo.log import get_logger
 
 SETUP_TIMEOUT_S = 30.0
 
-log = structlog.get_logger(__name__)
-T = TypeVar("T")
+log = get_logger(__name__)
 
 
 def is_lock_contention(exc: BaseException) -> bool:
@@ -34,8 +34,15 @@ def _log_retry(state: RetryCallState) -> None:
               error=str(state.outcome.exception()) if state.outcome else None)
 
 
-def set_up_shared(setup: Callable[[], T], *, timeout_s: float = SETUP_TIMEOUT_S) -> T:
-    """Run an idempotent set-up step (WAL switch, ``CREATE ... IF NOT EXISTS``), repeating it while locked."""
+def set_up_shared(conn: sqlite3.Connection, create_tables: Callable[[], Any], *,
+                  timeout_s: float = SETUP_TIMEOUT_S) -> None:
+    """Switch ``conn``'s file to WAL and run ``create_tables`` (idempotent: ``CREATE ... IF NOT EXISTS``),
+    repeating both while another process holds the lock."""
+
+    def set_up() -> None:
+        enable_wal(conn)
+        create_tables()
+
     retrying = Retrying(
         retry=retry_if_exception(is_lock_contention),
         wait=wait_random_exponential(multiplier=0.01, max=0.5),
@@ -43,7 +50,7 @@ def set_up_shared(setup: Callable[[], T], *, timeout_s: float = SETUP_TIMEOUT_S)
         before_sleep=_log_retry,
         reraise=True,
     )
-    return retrying(setup)
+    retrying(set_up)
 
 
 def enable_wal(conn: sqlite3.Connection) -> None:

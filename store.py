@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from sysmo.errors import SysmoError
 from sysmo.evals.scorecard import ScoreCard
 from sysmo.graphs.attempt import Attempt
-from sysmo.sqlite_setup import enable_wal, set_up_shared
+from sysmo.sqlite_setup import set_up_shared
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -73,13 +73,9 @@ class Store:
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
         with self._lock:
-            set_up_shared(self._set_up)
-
-    def _set_up(self) -> None:
-        enable_wal(self._conn)
-        self._conn.execute("PRAGMA synchronous=NORMAL")
-        self._conn.executescript(SCHEMA)
-        self._conn.commit()
+            self._conn.execute("PRAGMA synchronous=NORMAL")
+            set_up_shared(self._conn, lambda: self._conn.executescript(SCHEMA))
+            self._conn.commit()
 
     def close(self) -> None:
         with self._lock:

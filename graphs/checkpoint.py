@@ -24,7 +24,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
-from sysmo.sqlite_setup import enable_wal, set_up_shared
+from sysmo.sqlite_setup import set_up_shared
 
 
 class _RecordingCursor:
@@ -93,9 +93,7 @@ class CheckpointStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False)
         self._conn.execute("PRAGMA busy_timeout=30000")
-        saver = SqliteSaver(self._conn)
-        # LangGraph's tables; its own WAL switch is then a no-op
-        set_up_shared(lambda: (enable_wal(self._conn), saver.setup()))
+        set_up_shared(self._conn, SqliteSaver(self._conn).setup)  # LangGraph's tables (its WAL switch: a no-op)
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()

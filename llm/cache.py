@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sysmo.llm.response import LLMResponse
-from sysmo.sqlite_setup import enable_wal, set_up_shared
+from sysmo.sqlite_setup import set_up_shared
 
 CACHE_VERSION = 1  # bump when the key or the stored response changes meaning
 
@@ -49,15 +49,11 @@ class ResponseCache:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._local = threading.local()
-        set_up_shared(self._set_up)
-
-    def _set_up(self) -> None:
         db = self._connect()
-        enable_wal(db)
-        db.execute(
+        set_up_shared(db, lambda: db.execute(
             "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, model TEXT NOT NULL, "
             "created_at REAL NOT NULL, response TEXT NOT NULL)"
-        )
+        ))
 
     def _connect(self) -> sqlite3.Connection:
         db = getattr(self._local, "db", None)

@@ -45,36 +45,41 @@ def test_processes_opening_a_new_database_together_all_succeed(tmp_path, kind):
 
 
 def test_set_up_repeats_only_lock_contention(tmp_path):
+    db = sqlite3.connect(tmp_path / "x.sqlite")
     calls = []
 
     def locked_twice():
         calls.append(1)
         if len(calls) < 3:
             raise sqlite3.OperationalError("database is locked")
-        return "done"
 
-    assert set_up_shared(locked_twice) == "done" and len(calls) == 3
+    set_up_shared(db, locked_twice)
+    assert len(calls) == 3 and db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
     def broken():
         raise sqlite3.OperationalError("no such table: x")
 
     with pytest.raises(sqlite3.OperationalError, match="no such table"):
-        set_up_shared(broken)
+        set_up_shared(db, broken)
     assert is_lock_contention(sqlite3.OperationalError("database table is locked"))
     assert not is_lock_contention(ValueError("locked"))
 
 
-def test_set_up_gives_up_after_its_timeout():
+def test_set_up_gives_up_after_its_timeout(tmp_path):
     def always_locked():
         raise sqlite3.OperationalError("database is locked")
 
     with pytest.raises(sqlite3.OperationalError, match="locked"):
-        set_up_shared(always_locked, timeout_s=0.2)
+        set_up_shared(sqlite3.connect(tmp_path / "x.sqlite"), always_locked, timeout_s=0.2)
 
 
 def test_enable_wal_leaves_a_wal_database_alone(tmp_path):
     db = sqlite3.connect(tmp_path / "x.sqlite")
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
     enable_wal(db)
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-    enable_wal(db)
-    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert "PRAGMA journal_mode=WAL" in statements
+    statements.clear()
+    enable_wal(db)  # already WAL: only read, never switched again (the switch is what takes the lock)
+    assert statements == ["PRAGMA journal_mode"]
