@@ -1,7 +1,11 @@
-"""Agents registered by name, each declaring the task kinds it supports.
+"""Agents registered by name, each declaring the task kinds it supports and its in-loop check.
+
+Every repair loop runs the tool check of the task's language (``tools.checkers``); an agent may declare
+further ``LoopCheck``s, run in order while everything before passed (trace_learning: trace validation).
 
 >>> spec = get_agent("base_modeling")
 >>> graph = spec.build(ctx, checkpointer=None)
+>>> check = spec.in_loop_check(check_artifact)  # the tool check, then the agent's own checks
 """
 
 from __future__ import annotations
@@ -13,13 +17,26 @@ from typing import Any
 
 from sysmo.benchmarks.task import Task, TaskKind
 from sysmo.errors import SysmoError, UnknownNameError
-from sysmo.graphs.context import AgentContext
+from sysmo.graphs.context import AgentContext, Checker
+from sysmo.tools.result import CheckResult
+
+TOOL_CHECK = "the tool check (TLA+: SANY, then a short TLC simulation; SysML v2: OpenSysML; PlantUML: server + lint)"
 
 AGENT_MODULES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
 
 
 class UnsupportedTaskError(SysmoError):
     """An agent was asked to work on a kind of task it does not support."""
+
+
+@dataclass(frozen=True)
+class LoopCheck:
+    """A check the repair loop runs on a round's model after the tool check (and earlier loop checks) passed.
+    Its failure is the round's check result, so the repair request carries its diagnostics."""
+
+    name: str
+    description: str
+    run: Checker  # (artifact, task) -> CheckResult
 
 
 @dataclass(frozen=True)
@@ -33,6 +50,35 @@ class AgentSpec:
     uses: tuple[str, ...] = ()  # inputs the agent reads when present and works without ("source")
     # the graph's shape for a context, when it depends on the task (one compiled graph per variant is reused)
     variant: Callable[[AgentContext], str] | None = None
+    loop_checks: tuple[LoopCheck, ...] = ()  # run after the tool check, in order (see ``in_loop_check``)
+
+    @property
+    def check_description(self) -> list[str]:
+        """What the repair loop checks each round, in order."""
+        return [TOOL_CHECK, *(c.description for c in self.loop_checks)]
+
+    def in_loop_check(self, tool_check: Checker, record: Callable[[Checker], Checker] = lambda c: c) -> Checker:
+        """The round's check: ``tool_check``, then each loop check while all passed; ``record`` wraps every
+        check that runs (the attempt's tool-call events). A passing loop check leaves the tool's result, with
+        its summary in ``details[<name>]``; a failing one is the result."""
+        first = record(tool_check)
+        if not self.loop_checks:
+            return first
+        further = [(c.name, record(c.run)) for c in self.loop_checks]
+
+        def check(artifact: Any, task: Task) -> CheckResult:
+            result = first(artifact, task)
+            for name, run in further:
+                if not result.ok:
+                    break
+                extra = run(artifact, task)
+                if not extra.ok:
+                    return extra
+                summary = extra.details.get(name, extra.outcome.value)
+                result = result.model_copy(update={"details": {**result.details, name: summary}})
+            return result
+
+        return check
 
     def missing_inputs(self, task: Task) -> list[str]:
         """What this agent will do without on ``task``, with the reason (for the run summary)."""
@@ -64,13 +110,13 @@ _REGISTRY: dict[str, AgentSpec] = {}
 
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
                    prompts: tuple[str, ...] = (), needs: tuple[str, ...] = (), uses: tuple[str, ...] = (),
-                   variant: Callable[[AgentContext], str] | None = None):
+                   variant: Callable[[AgentContext], str] | None = None, loop_checks: tuple[LoopCheck, ...] = ()):
     """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``. The graph's nodes read the
     context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
     def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
         _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant=variant,
-                                    uses=uses)
+                                    uses=uses, loop_checks=loop_checks)
         return build
 
     return wrap

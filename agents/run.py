@@ -121,7 +121,8 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}
     events = EventLog()
-    ctx = dataclasses.replace(ctx, checker=recording_checker(ctx.checker))  # same prompt_hashes dict
+    # the agent's in-loop check (the tool check, then its own), each check recorded; same prompt_hashes dict
+    ctx = dataclasses.replace(ctx, checker=spec.in_loop_check(ctx.checker, recording_checker))
     with collecting(events, stage="attempt"):
         try:
             graph = compiled_graph(spec, ctx)

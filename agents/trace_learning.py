@@ -5,6 +5,11 @@ model sees the whole alphabet of events even when only an excerpt of the traces 
 events are named by their ``event``/``action``/... key; PGo (TraceLink) records by ``<archetype>.<label>``, the
 label their ``.pc`` read names (aborted sections apart), with the archetype variables they read or write as
 fields.
+
+Its in-loop check adds trace validation (``agents.trace_check``): once a round's spec passes SANY and the
+short TLC simulation, the task's traces are replayed against it, and a rejected trace fails the round; the
+repair request then carries the first failing trace line, the logged state against the spec's state, and
+the mapping used. A spec that parses and runs but does not conform is repaired, not accepted.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from sysmo.agents.prompts import load_prompt
-from sysmo.agents.registry import register_agent
+from sysmo.agents.registry import LoopCheck, register_agent
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import task_prompt
+from sysmo.agents.trace_check import trace_validation_check
 from sysmo.benchmarks.task import Task, TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import build_repair_graph
@@ -26,6 +32,12 @@ from sysmo.tools.tla.pgo_trace import record_event, record_fields
 
 NAME = "trace_learning"
 EVENT_KEYS = ("event", "action", "type", "kind", "op", "name")
+TRACE_VALIDATION = LoopCheck(
+    "trace_validation",
+    "trace validation: the task's traces replayed through TLC (name-based mapping); a rejected trace fails the "
+    "round with its first failing line, the logged state against the spec's, and the mapping used",
+    trace_validation_check,
+)
 
 
 def event_of(record: dict[str, Any]) -> tuple[str, list[str]]:
@@ -100,8 +112,10 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     NAME,
     supports={TaskKind.TLA},
     needs=("traces",),
-    description="Infer the TLA+ model from execution traces only (no source code); bounded repair.",
+    description="Infer the TLA+ model from execution traces only (no source code); bounded repair with trace "
+    "validation in the loop.",
     prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"),
+    loop_checks=(TRACE_VALIDATION,),
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     return build_repair_graph(first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer

@@ -5,7 +5,8 @@ the lines it names (with numbers), and for TLC the states of the counterexample.
 
 ``Feedback`` is the ablation of that choice (``--feedback``): ``none`` makes one shot (no repair round),
 ``bare`` says only that the check failed, ``diagnostics`` (default) is the report above, ``full`` adds what
-the tool printed (TLC's error trace as it wrote it) and any trace-validation diff the check recorded.
+the tool printed (TLC's messages and error trace as it wrote them, without its progress and coverage
+reports) and any trace-validation diff the check recorded.
 """
 
 from __future__ import annotations
@@ -94,6 +95,24 @@ def bare_report(check: CheckResult) -> str:
     return f"{stage} error: {stage} check failed."
 
 
+# TLC -tool messages that say nothing about the model: progress, statistics, coverage (tlc2.output.EC)
+TLC_NOISE_CODES = {2185, 2186, 2187, 2188, 2189, 2190, 2199, 2200, 2201, 2202, 2209, 2210, 2220, 2221, 2262,
+                   2772, 2773, 2774, 2775, 2776, 2777, 2778, 2779}
+
+
+def printed_output(raw: str) -> str:
+    """The tool's output as a reader sees it: for TLC's ``-tool`` output the message frames are removed and
+    progress, statistics and coverage left out, so the error and its trace are what remains (the end of the
+    framed output is the coverage report, not the error)."""
+    if "@!@!@STARTMSG" not in raw:
+        return raw
+    from sysmo.tools.tla.tlc_output import split_messages
+
+    messages, untagged = split_messages(raw)
+    kept = [m.text for m in messages if m.code not in TLC_NOISE_CODES and m.text]
+    return "\n".join(kept + ([untagged.strip()] if untagged.strip() else []))
+
+
 def full_report(artifact: Artifact | None, check: CheckResult) -> str:
     """The diagnostics, plus the tool's own output (TLC's error trace as printed) and trace-validation diffs."""
     parts = [diagnostics_report(artifact, check)]
@@ -101,7 +120,7 @@ def full_report(artifact: Artifact | None, check: CheckResult) -> str:
         if check.details.get(key):
             parts.append(f"Trace validation ({key}):\n{check.details[key]}")
     if check.raw_output:
-        parts.append(f"Full {check.tool} output (end):\n" + check.raw_output[-FULL_OUTPUT_CHARS:])
+        parts.append(f"Full {check.tool} output (end):\n" + printed_output(check.raw_output)[-FULL_OUTPUT_CHARS:])
     return "\n".join(parts)
 
 
