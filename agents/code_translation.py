@@ -1,14 +1,26 @@
-"""code_translation: translate the input step by step, then write the model from the translation, then repair.
+"""code_translation: SysMoBench's code translation agent and Specula's workflow for TLA+ tasks with source code:
+translate the code, check the translation, abstract, restructure, then repair.
 
-- SysMoBench tasks: the first request is the task's ``direct_call`` prompt (as the harness's agent_based method
-  generates), and each repair round the task's ``agent_based.txt`` correction prompt, filled with the previous
+- ``translate`` (Specula step 1): the code, statement by statement, into a "translated spec": one operator per
+  function, program-counter labels for each atomic step, the code's names kept. Not yet a spec TLC accepts.
+- ``check_translation`` (Specula step 1.a): SANY on the translated spec (the loop's tool check; a module without
+  a cfg is only parsed); its verdict is recorded and handed on, so syntax slips are fixed in the rewrite.
+- ``abstract`` (Specula's draft analysis): which operators are the system's actions, which helpers to inline,
+  which infrastructure (logging, metrics) to drop, the essential state variables, and where a function must
+  be cut into several atomic steps; asked for as structured output (``AbstractionPlan``). A malformed plan is
+  recorded and the raw reply passed on instead.
+- ``first_request`` (Specula step 2, its control-flow analysis done by the model): the declarative spec from
+  the translation and the plan (one assignment per variable per action, primes, ``UNCHANGED``, ``Init``,
+  ``Next``, ``Spec``, a cfg), after the task's own prompt.
+- the repair loop (Specula step 3): SANY and a short TLC simulation. On SysMoBench tasks each repair round is
+  the task's ``agent_based.txt`` correction prompt (the harness's agent_based method), filled with the previous
   spec and cfg, the tool's errors and our diagnostics report (``task_prompt.harness_correction``).
-- Source code (TLA+ tasks with ``inputs.source_files``), Specula-style: stage 1 translates the code statement
-  by statement into a TLA+ draft; stage 2 (the loop's first request) restructures the draft into a
-  declarative spec with Init/Next/actions.
-- Text (SysML v2, class and architecture diagrams): stage 1 extracts a typed intermediate model
-  (``IntermediateModel``, asked for as structured output); stage 2 synthesises the target language from it.
-  A malformed intermediate model is recorded and the raw reply is passed on instead.
+
+Every stage's prompt and reply is recorded (the attempt's model-call events, ``purpose`` = the stage), and its
+result is in the attempt's extras (``draft``, ``draft_check``, ``abstraction``).
+
+Only TLA+ tasks with code are offered: a SysML v2, class or architecture task has no code to translate, and a
+requirements-to-model pipeline under this name would report something other than code translation.
 """
 
 from __future__ import annotations
@@ -22,65 +34,47 @@ from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
 from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import TaskKind
+from sysmo.artifact import Artifact, Language
+from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.extract import extract_artifact
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph
-from sysmo.graphs.nodes import LANGUAGE_NAMES
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
 from sysmo.tools.result import CheckResult
+from sysmo.tools.tla.source import module_name as declared_module
 
 NAME = "code_translation"
 JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)(?:\n```|\Z)", re.S)
+MAX_DRAFT_DIAGNOSTICS = 10
+DEFINITION = re.compile(r"^([A-Za-z_]\w*)\s*(?:\([^)]*\))?\s*==", re.M)
+VARIABLES = re.compile(r"^\s*VARIABLES?\s+((?:[A-Za-z_]\w*\s*,\s*)*[A-Za-z_]\w*)", re.M)
+ROLES = ("action", "helper", "infrastructure")
 
 
-class TypedName(BaseModel):
+class OperatorRole(BaseModel):
+    """One operator of the translated spec and what the abstraction does with it."""
+
     name: str
-    type: str = ""
+    role: str  # action (a step of Next), helper (inlined where used), infrastructure (dropped)
+    note: str = ""
 
 
-class Operation(BaseModel):
-    name: str
-    parameters: list[TypedName] = Field(default_factory=list)
-    returns: str = ""
+class AbstractionPlan(BaseModel):
+    """How the translated spec is abstracted before it is restructured (Specula's draft analysis)."""
+
+    operators: list[OperatorRole] = Field(default_factory=list)
+    state_variables: list[str] = Field(default_factory=list)
+    dropped_variables: list[str] = Field(default_factory=list)
+    atomic_steps: list[str] = Field(default_factory=list)  # "<operator>: where it must be cut, and why"
+    notes: list[str] = Field(default_factory=list)
 
 
-class Entity(BaseModel):
-    name: str
-    kind: str = ""  # class, interface, enum, part, component, actor, ...
-    attributes: list[TypedName] = Field(default_factory=list)
-    operations: list[Operation] = Field(default_factory=list)
-
-
-class Relation(BaseModel):
-    kind: str  # association, composition, generalization, connection, flow, ...
-    source: str
-    target: str
-    label: str = ""
-    multiplicity: str = ""
-
-
-class Behaviour(BaseModel):
-    name: str
-    kind: str = ""  # action, state machine, use case, process
-    owner: str = ""
-    steps: list[str] = Field(default_factory=list)
-
-
-class IntermediateModel(BaseModel):
-    """The typed model extracted from requirement text before any target-language syntax is written."""
-
-    entities: list[Entity] = Field(default_factory=list)
-    relations: list[Relation] = Field(default_factory=list)
-    behaviours: list[Behaviour] = Field(default_factory=list)
-
-
-def parse_intermediate(text: str) -> tuple[IntermediateModel | None, str | None]:
-    """The intermediate model in ``text`` (bare JSON or a ```json block), or None and why not."""
+def parse_plan(text: str) -> tuple[AbstractionPlan | None, str | None]:
+    """The plan in ``text`` (bare JSON or a ```json block), or None and why not."""
     if not text.strip():
         return None, "the reply was empty"
     body = text.strip()
@@ -88,40 +82,52 @@ def parse_intermediate(text: str) -> tuple[IntermediateModel | None, str | None]
     if fenced:
         body = fenced.group(1)
     elif not body.startswith("{") and "{" in body:
-        body = body[body.index("{") :]
+        body = body[body.index("{"):]
     try:
-        model = IntermediateModel.model_validate_json(body)
+        plan = AbstractionPlan.model_validate_json(body)
     except ValidationError as exc:
         first = exc.errors()[0]
-        return (
-            None,
-            f"not a valid intermediate model: {first['msg']} at {'/'.join(map(str, first['loc'])) or 'top'}",
-        )
-    if not model.entities:
-        return None, "the intermediate model has no entities"
-    return model, None
+        return None, f"not a valid abstraction plan: {first['msg']} at {'/'.join(map(str, first['loc'])) or 'top'}"
+    if not any(o.role == "action" for o in plan.operators):
+        return None, "the abstraction plan names no action"
+    unknown = sorted({o.role for o in plan.operators} - set(ROLES))
+    if unknown:
+        plan.notes.append(f"roles other than {', '.join(ROLES)} were given: {', '.join(unknown)}")
+    return plan, None
 
 
-def has_source(ctx: AgentContext) -> bool:
-    return ctx.task.kind == TaskKind.TLA and bool(ctx.task.inputs.source_files)
+def plan_of_spec(text: str) -> AbstractionPlan:
+    """The plan a spec itself embodies: the operators ``Next`` names are actions, the others helpers (what a
+    scripted abstraction stage answers for a reference spec)."""
+    definitions = DEFINITION.findall(text)
+    next_body = text.split("Next ==", 1)[1].split("\n\n", 1)[0] if "Next ==" in text else ""
+    called = set(re.findall(r"\b([A-Za-z_]\w*)\b", next_body))
+    skip = {"Init", "Next", "Spec", "vars", "TypeOK"}
+    variables = VARIABLES.search(text)
+    return AbstractionPlan(
+        operators=[OperatorRole(name=n, role="action" if n in called else "helper")
+                   for n in dict.fromkeys(definitions) if n not in skip],
+        state_variables=[v.strip() for v in variables.group(1).split(",")] if variables else [],
+    )
+
+
+def has_source(task: Task) -> bool:
+    return task.kind == TaskKind.TLA and bool(task.inputs.source_files)
+
+
+def _system_message(ctx: AgentContext, user: str, *prompts: Any) -> list[dict[str, Any]]:
+    system = load_prompt(NAME, "system")
+    remember(ctx, system, *prompts)
+    return [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
 
 
 async def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Stage 1 for code: the statement-by-statement TLA+ draft."""
-    system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "translate_tla")
-    remember(ctx, system, prompt)
+    """Stage 1: the statement-by-statement translated spec."""
+    prompt = load_prompt(NAME, "translate_tla")
     task = ctx.task
-    user = prompt.fill(
-        description=task.inputs.description or task.title,
-        source_section=source_section(task),
-        module_name=module_name(task),
-    )
-    text, update = await model_stage(
-        state,
-        ctx,
-        [{"role": "system", "content": system.text}, {"role": "user", "content": user}],
-        purpose="translate",
-    )
+    user = prompt.fill(description=task.inputs.description or task.title, source_section=source_section(task),
+                       module_name=module_name(task))
+    text, update = await model_stage(state, ctx, _system_message(ctx, user, prompt), purpose="translate")
     if text is None:
         return update
     found = extract_artifact(text, task.language, task.inputs.module_name)
@@ -130,55 +136,61 @@ async def translate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
-async def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Stage 1 for text: the typed intermediate model, as structured output."""
-    system, prompt = load_prompt(NAME, "system"), load_prompt(NAME, "extract_model")
-    remember(ctx, system, prompt)
-    task = ctx.task
-    user = prompt.fill(
-        requirement=task.inputs.requirement or task.inputs.description or "",
-        language=LANGUAGE_NAMES[task.language.value],
-    )
-    text, update = await model_stage(
-        state,
-        ctx,
-        [{"role": "system", "content": system.text}, {"role": "user", "content": user}],
-        purpose="extract_model",
-        response_format=IntermediateModel,
-    )
+def check_translation(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Stage 1.a: SANY on the translated spec (no cfg: parsed only); the verdict goes to the next stages."""
+    scratch = state.get("scratch") or {}
+    draft = (scratch.get("draft") or "").strip()
+    name = f"{declared_module(draft) or module_name(ctx.task)}.tla"
+    try:
+        result = ctx.checker(Artifact(language=Language.TLA, files={name: draft + "\n"}), ctx.task)
+    except SysmoError as exc:
+        return {"scratch": with_scratch(state, draft_check={"outcome": "error", "diagnostics": [str(exc)]})}
+    verdict = {"tool": result.tool, "outcome": result.outcome.value,
+               "diagnostics": [d.render() for d in result.diagnostics[:MAX_DRAFT_DIAGNOSTICS]]}
+    return {"scratch": with_scratch(state, draft_check=verdict)}
+
+
+def draft_check_text(scratch: dict[str, Any]) -> str:
+    verdict = scratch.get("draft_check") or {}
+    if not verdict:
+        return "(not checked)"
+    if verdict.get("outcome") == "ok":
+        return f"{verdict.get('tool', 'SANY')} parses the translated spec."
+    lines = [f"{verdict.get('tool', 'SANY')} rejects the translated spec ({verdict.get('outcome')}):"]
+    return "\n".join(lines + [f"- {d}" for d in verdict.get("diagnostics") or []])
+
+
+async def abstract(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
+    """Stage 2: the abstraction plan, as structured output."""
+    prompt = load_prompt(NAME, "abstract_tla")
+    scratch = state.get("scratch") or {}
+    user = prompt.fill(draft=(scratch.get("draft") or "").strip(), draft_check=draft_check_text(scratch),
+                       description=ctx.task.inputs.description or ctx.task.title)
+    text, update = await model_stage(state, ctx, _system_message(ctx, user, prompt), purpose="abstract",
+                                     response_format=AbstractionPlan)
     if text is None:
         return update
-    model, error = parse_intermediate(text)
-    update["scratch"] = with_scratch(
-        state,
-        stage1="extract_model",
-        intermediate_model=model.model_dump() if model else None,
-        intermediate_error=error,
-        intermediate_raw=None if model else text,
-    )
+    plan, error = parse_plan(text)
+    update["scratch"] = with_scratch(state, abstraction=plan.model_dump() if plan else None,
+                                     abstraction_error=error, abstraction_raw=None if plan else text)
     return update
+
+
+def plan_text(scratch: dict[str, Any]) -> str:
+    if scratch.get("abstraction") is not None:
+        return json.dumps(scratch["abstraction"], indent=1)
+    return (scratch.get("abstraction_raw") or "").strip() or "(the abstraction stage gave nothing usable)"
 
 
 @runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    system = load_prompt(NAME, "system")
+    """Stage 3: restructure the translation into a declarative spec, following the plan."""
     task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
     scratch = state.get("scratch") or {}
-    if ctx.task.kind == TaskKind.TLA:
-        prompt = load_prompt(NAME, "restructure_tla")
-        user = task_text + "\n" + prompt.fill(draft=(scratch.get("draft") or "").strip())
-    else:
-        prompt = load_prompt(NAME, "synthesize")
-        if scratch.get("intermediate_model") is not None:
-            intermediate = json.dumps(scratch["intermediate_model"], indent=1)
-        else:  # the extraction was malformed: the raw reply still carries what the model understood
-            intermediate = (scratch.get("intermediate_raw") or "").strip() or "(stage 1 gave nothing usable)"
-        user = prompt.fill(
-            language=LANGUAGE_NAMES[ctx.task.language.value], intermediate=intermediate, task=task_text
-        )
-    remember(ctx, system, template, prompt)
-    messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
-    return {"pending": messages}
+    prompt = load_prompt(NAME, "restructure_tla")
+    user = task_text + "\n" + prompt.fill(draft=(scratch.get("draft") or "").strip(),
+                                           draft_check=draft_check_text(scratch), plan=plan_text(scratch))
+    return {"pending": _system_message(ctx, user, template, prompt)}
 
 
 @runs_inline
@@ -205,20 +217,14 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 @register_agent(
     NAME,
-    supports=set(TaskKind),
+    supports={TaskKind.TLA},
     needs=("source",),
-    description="Translate first (code statement by statement, or text into a typed intermediate "
-    "model), then write the model from the translation; bounded repair.",
-    prompts=(
-        f"{NAME}/system",
-        f"{NAME}/translate_tla",
-        f"{NAME}/restructure_tla",
-        f"{NAME}/extract_model",
-        f"{NAME}/synthesize",
-        "common/task_<kind>",
-    ),
-    variant=lambda ctx: "translate" if has_source(ctx) else "extract_model",
+    description="SysMoBench's code translation agent, Specula-style: translate the code statement by statement, "
+    "check the translation with SANY, abstract (actions, helpers, state), restructure into a declarative spec, "
+    "then repair from SANY/TLC. TLA+ tasks with code only.",
+    prompts=(f"{NAME}/system", f"{NAME}/translate_tla", f"{NAME}/abstract_tla", f"{NAME}/restructure_tla",
+             "common/task_tla"),
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
-    stage = ("translate", translate) if has_source(ctx) else ("extract_model", extract_model)
-    return build_repair_graph(first_request, pre_stages=[stage], checkpointer=checkpointer, repair=repair)
+    stages = [("translate", translate), ("check_translation", check_translation), ("abstract", abstract)]
+    return build_repair_graph(first_request, pre_stages=stages, checkpointer=checkpointer, repair=repair)

@@ -243,6 +243,10 @@ def answers_for(task: Task, agent: str) -> list[MockAnswer]:
                 "Statement-by-statement draft:",
             )
             out.append(MockAnswer(text=draft, when=_when(task, agent, "translate", 0)))
+            from sysmo.agents.code_translation import plan_of_spec
+
+            plan = plan_of_spec(reference.main_text).model_dump_json()
+            out.append(MockAnswer(text=plan, when=_when(task, agent, "abstract", 0)))
         else:
             out.append(
                 MockAnswer(

@@ -1,7 +1,7 @@
 """``sysmo agents list`` / ``sysmo agents show NAME``: each agent's description, task kinds, inputs, options,
 and its LangGraph drawn from the compiled graph (Mermaid from ``get_graph().draw_mermaid()``, and a text list
-of nodes and edges). Everything is drawn offline; an agent whose graph depends on the task (code_translation:
-code to translate or not) is drawn once per variant."""
+of nodes and edges), and what its repair loop checks each round (the tool check, then its own loop checks).
+Everything is drawn offline; an agent whose graph depends on the task is drawn once per variant."""
 
 from __future__ import annotations
 
@@ -39,6 +39,7 @@ class AgentDescription(BaseModel):
     needs: list[str]
     uses: list[str]
     options: list[str]
+    checks: list[str]  # what the repair loop checks each round, in order
     graphs: list[GraphDrawing]
 
 
@@ -67,7 +68,7 @@ def describe(spec: AgentSpec) -> AgentDescription:
     return AgentDescription(name=spec.name, description=spec.description,
                             supports=sorted(k.value for k in spec.supports), needs=list(spec.needs),
                             uses=list(spec.uses), options=OPTIONS["*"] + OPTIONS.get(spec.name, []),
-                            graphs=drawings(spec))
+                            checks=spec.check_description, graphs=drawings(spec))
 
 
 def _known(name: str) -> AgentSpec:
@@ -102,7 +103,8 @@ def show_agent(name: str = typer.Argument(..., help="Agent name (see `sysmo agen
         return
     lines = [f"{info.name}: {info.description}", f"task kinds: {', '.join(info.supports)}",
              f"needs: {', '.join(info.needs) or '-'}; uses when present: {', '.join(info.uses) or '-'}",
-             "options:", *(f"  {o}" for o in info.options)]
+             "options:", *(f"  {o}" for o in info.options),
+             "in-loop check, each round:", *(f"  {n}. {c}" for n, c in enumerate(info.checks, 1))]
     for g in info.graphs:
         title = f"graph ({g.variant})" if g.variant else "graph"
         lines += [f"{title} nodes: {', '.join(g.nodes)}", f"{title} edges:",

@@ -21,7 +21,10 @@ def stage_one(agent: str, task: Task) -> list[FakeReply]:
     if agent == "code_translation":
         if task.kind == TaskKind.TLA:
             reference = task.references.model
-            return [reply("Draft:\n```tla\n" + reference.main_text + "\n```")]
+            from sysmo.agents.code_translation import plan_of_spec
+
+            plan = plan_of_spec(reference.main_text).model_dump_json()
+            return [reply("Draft:\n```tla\n" + reference.main_text + "\n```"), reply(plan)]
         return [reply(json.dumps(intermediate_model(task)))]
     if agent == "metagpt":
         return [reply(ANALYSIS), reply(DESIGN)]

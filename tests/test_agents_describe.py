@@ -34,7 +34,10 @@ def test_show_draws_the_compiled_graphs_nodes_in_mermaid() -> None:
     assert drawn == set(compiled.nodes)
     assert "analyst -> architect" in result.output
     info = json.loads(runner.invoke(app, ["agents", "show", "code_translation", "--json"]).output)
-    assert {g["variant"] for g in info["graphs"]} == {"translate", "extract_model"}
+    assert [g["variant"] for g in info["graphs"]] == [""] and info["supports"] == ["tla"]
+    assert "translate -> check_translation" in runner.invoke(app, ["agents", "show", "code_translation"]).output
+    shown = json.loads(runner.invoke(app, ["agents", "show", "trace_learning", "--json"]).output)
+    assert shown["checks"][0].startswith("the tool check") and shown["checks"][1].startswith("trace validation")
     assert len(all_agents()) == len(AGENTS)
 
 

@@ -71,21 +71,23 @@ def test_reply_without_code_block_and_empty_reply_are_recorded_and_fed_back(
     assert "The reply was empty" in server.last_user_message(2)
 
 
-def test_truncated_intermediate_json_is_recorded_and_the_raw_reply_passed_on(
+def test_truncated_abstraction_plan_is_recorded_and_the_raw_reply_passed_on(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
-    task = text_task(TaskKind.UML_CLASS)
-    truncated = '{"entities": [{"name": "Recipe", "kind": "class", "attributes": [{"name": "tit'
-    server.push(reply(truncated), model_reply("code_translation", task.references.model))
+    task = lock_counter_task(tmp_path)
+    truncated = '{"operators": [{"name": "Acquire", "role": "action"}, {"name": "Rel'
+    draft = "```tla\n" + task.references.model.files["LockCounter.tla"] + "```"
+    server.push(reply(draft), reply(truncated), model_reply("code_translation", task.references.model))
+    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="code_translation")
 
-    attempt = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path)
+    attempt = run_attempt("code_translation", ctx, model_name="openai/fake-model")
 
     assert attempt.status == AttemptStatus.PASSED
-    assert attempt.extras["intermediate_model"] is None
-    assert "not a valid intermediate model" in attempt.extras["intermediate_error"]
-    assert truncated in server.last_user_message(1)  # stage 2 still saw what stage 1 understood
-    assert server.requests[0]["response_format"]["json_schema"]["name"] == "IntermediateModel"
-    assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["extract_model", "generate"]
+    assert attempt.extras["abstraction"] is None
+    assert "not a valid abstraction plan" in attempt.extras["abstraction_error"]
+    assert truncated in server.last_user_message(2)  # stage 3 still saw what stage 2 understood
+    assert server.requests[1]["response_format"]["json_schema"]["name"] == "AbstractionPlan"
+    assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["translate", "abstract", "generate"]
 
 
 def test_truncated_model_reply_is_checked_and_repaired(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -206,14 +208,14 @@ def test_rate_limit_is_retried_and_a_second_run_is_answered_from_the_cache(
 ) -> None:
     task = text_task(TaskKind.UML_CLASS)
     cache = tmp_path / "llm_cache.sqlite"
-    server.push(http_error(429, "slow down"), *replies_for("code_translation", task, [task.references.model]))
+    server.push(http_error(429, "slow down"), *replies_for("metagpt", task, [task.references.model]))
 
-    first = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
+    first = _attempt("metagpt", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
     calls_after_first = server.calls
-    second = _attempt("code_translation", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
+    second = _attempt("metagpt", TaskKind.UML_CLASS, server, tmp_path, cache=cache)
 
     assert first.status == second.status == AttemptStatus.PASSED
-    assert calls_after_first == 3  # the 429, then the two stages
+    assert calls_after_first == 4  # the 429, then the three stages
     assert server.calls == calls_after_first  # zero HTTP calls the second time
     assert all(c.cached for r in second.rounds for c in r.llm_calls)
     assert not any(c.cached for r in first.rounds for c in r.llm_calls)
@@ -225,30 +227,33 @@ LOOP_ROUND = ["generate", "check"]
 
 
 @pytest.mark.parametrize(
-    ("agent", "expected"),
+    ("agent", "kind", "expected"),
     [
-        ("base_modeling", ["first_request", *LOOP_ROUND, *LOOP_ROUND]),  # check also builds the repair request
+        ("base_modeling", TaskKind.ARCHITECTURE, ["first_request", *LOOP_ROUND, *LOOP_ROUND]),  # check also
+        # builds the repair request
         (
             "metagpt",  # its repair is a reviewer's model call: a node of its own
+            TaskKind.ARCHITECTURE,
             ["analyst", "architect", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND],
         ),
         (
             "code_translation",  # its repair fills a task's own correction prompt when it has one: a node of its own
-            ["extract_model", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND],
+            TaskKind.TLA,
+            ["translate", "check_translation", "abstract", "first_request", *LOOP_ROUND, "repair", *LOOP_ROUND],
         ),
-        ("openhands", ["setup", "step", "act", "step", "act"]),
+        ("openhands", TaskKind.ARCHITECTURE, ["setup", "step", "act", "step", "act"]),
     ],
 )
 def test_checkpoint_history_lists_every_node_visit(
-    agent: str, expected: list[str], server: FakeOpenAI, tmp_path: Path
+    agent: str, kind: TaskKind, expected: list[str], server: FakeOpenAI, tmp_path: Path
 ) -> None:
     from sysmo.agents.control_script import broken_artifact
 
-    task = text_task(TaskKind.ARCHITECTURE)
+    task = task_of(kind, tmp_path)
     server.push(*replies_for(agent, task, [broken_artifact(task), task.references.model]))
     db = tmp_path / "checkpoints.sqlite"
 
-    attempt = _attempt(agent, TaskKind.ARCHITECTURE, server, tmp_path, checkpoint_db=db, attempt_id="ck1")
+    attempt = _attempt(agent, kind, server, tmp_path, checkpoint_db=db, attempt_id="ck1")
 
     assert attempt.status == AttemptStatus.PASSED and attempt.checkpoint_db == str(db)
     steps = history(db, "ck1")
@@ -322,7 +327,9 @@ def test_unsupported_tasks_are_rejected_with_a_clear_message(tmp_path: Path) -> 
     no_traces.inputs.traces = None
     with pytest.raises(UnsupportedTaskError, match="traces"):
         get_agent("trace_learning").check_supports(no_traces)
-    get_agent("code_translation").check_supports(text_task(TaskKind.SYSML))  # text needs no code
+    for kind in (TaskKind.SYSML, TaskKind.UML_CLASS, TaskKind.ARCHITECTURE):  # no code to translate: not offered
+        with pytest.raises(UnsupportedTaskError, match=f"code_translation.*does not support {kind.value}"):
+            get_agent("code_translation").check_supports(text_task(kind))
 
 
 def test_trace_learning_prompt_has_traces_and_no_source(server: FakeOpenAI, tmp_path: Path) -> None:
@@ -345,7 +352,8 @@ def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(
 ) -> None:
     task = lock_counter_task(tmp_path)
     draft = "---- MODULE LockCounter ----\n\\* from lock_counter.py:work\nVARIABLE pc\n===="
-    server.push(reply(f"```tla\n{draft}\n```"), model_reply("code_translation", task.references.model))
+    plan = '{"operators": [{"name": "work", "role": "action"}], "state_variables": ["pc"]}'
+    server.push(reply(f"```tla\n{draft}\n```"), reply(plan), model_reply("code_translation", task.references.model))
     ctx = AgentContext(
         task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="code_translation"
     )
@@ -354,8 +362,14 @@ def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(
 
     assert attempt.status == AttemptStatus.PASSED
     assert "self.lock = threading.Lock()" in server.last_user_message(0)  # stage 1 reads the code
-    assert draft in server.last_user_message(1) and "Stage 2 of 2" in server.last_user_message(1)
-    assert attempt.extras["draft"].strip() == draft
+    assert draft in server.last_user_message(1) and "Stage 2 of 3" in server.last_user_message(1)
+    assert "Stage 3 of 3" in server.last_user_message(2) and draft in server.last_user_message(2)
+    assert '"name": "work"' in server.last_user_message(2)  # the plan, as stage 2 gave it
+    assert attempt.extras["draft"].strip() == draft and attempt.extras["abstraction"]["operators"][0]["name"] == "work"
+    # stage 1.a: SANY parsed the translation (the draft has no Init: still a module SANY accepts)
+    assert attempt.extras["draft_check"]["tool"].startswith("sany")
+    assert "SANY parses the translated spec" in server.last_user_message(1) or "rejects" in server.last_user_message(1)
+    assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["translate", "abstract", "generate"]
 
 
 # --- the command ---------------------------------------------------------------------------------
