@@ -200,7 +200,7 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
                           f"{trace.name}:\n" + "\n".join(tv_state(s) for s in path))
     verdicts = "\n".join(f"- {v.trace}: {'accepted' if v.accepted else 'rejected'}, {v.events_consumed}/"
                          f"{v.lines} lines matched; {v.reason}" for v in result.traces)
-    report = "\n".join([summary, verdicts, "mapping used:", result.mapping.model_dump_json(indent=1), *probes])
+    report = "\n".join([summary, verdicts, "mapping used:", json.dumps(result.mapping.model_dump(mode="json")), *probes])
     failed_run = next((r for v in result.traces if not v.accepted and v.run is not None
                        for r in [result.runs[v.run]]), result.runs[-1] if result.runs else None)
     return CheckResult(tool=TOOL, tool_version=version, outcome=Outcome.FAILED, diagnostics=diagnostics,
