@@ -154,9 +154,10 @@ def draft_check_text(scratch: dict[str, Any]) -> str:
     verdict = scratch.get("draft_check") or {}
     if not verdict:
         return "(not checked)"
+    tool = "SANY" if str(verdict.get("tool", "sany")).startswith("sany") else verdict["tool"]
     if verdict.get("outcome") == "ok":
-        return f"{verdict.get('tool', 'SANY')} parses the translated spec."
-    lines = [f"{verdict.get('tool', 'SANY')} rejects the translated spec ({verdict.get('outcome')}):"]
+        return f"{tool} parses the translated spec."
+    lines = [f"{tool} rejects the translated spec ({verdict.get('outcome')}):"]
     return "\n".join(lines + [f"- {d}" for d in verdict.get("diagnostics") or []])
 
 

@@ -10,7 +10,7 @@ from agent_tasks import starter_tasks
 from sysmo.agents.control_script import broken_artifact, build_control_script
 from sysmo.agents.registry import UnsupportedTaskError, all_agents
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import Task
+from sysmo.benchmarks.task import Task, TaskKind
 from sysmo.graphs.attempt import AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.llm import LLM, ModelRoles
@@ -45,7 +45,8 @@ def _run(model: str, pairs: list[tuple[str, Task]], llm: LLM) -> list[tuple[str,
 
 def test_starter_suite_has_references_for_the_controls() -> None:
     assert len(TASKS) >= 20
-    assert len(_pairs(TASKS)) >= 4 * len(TASKS)
+    tla = sum(task.kind == TaskKind.TLA for task in TASKS)  # trace_learning and code_translation: TLA+ only
+    assert len(_pairs(TASKS)) == 3 * len(TASKS) + 2 * tla
 
 
 @pytest.mark.slow

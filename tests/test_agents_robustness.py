@@ -366,10 +366,28 @@ def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(
     assert "Stage 3 of 3" in server.last_user_message(2) and draft in server.last_user_message(2)
     assert '"name": "work"' in server.last_user_message(2)  # the plan, as stage 2 gave it
     assert attempt.extras["draft"].strip() == draft and attempt.extras["abstraction"]["operators"][0]["name"] == "work"
-    # stage 1.a: SANY parsed the translation (the draft has no Init: still a module SANY accepts)
+    # stage 1.a: SANY parsed the translation (no Init yet, but a module SANY accepts), and stage 2 is told
     assert attempt.extras["draft_check"]["tool"].startswith("sany")
-    assert "SANY parses the translated spec" in server.last_user_message(1) or "rejects" in server.last_user_message(1)
+    assert "Syntax check of the translated spec: SANY parses the translated spec." in server.last_user_message(1)
     assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["translate", "abstract", "generate"]
+
+
+def test_code_translation_hands_sanys_verdict_on_the_translation_to_the_next_stages(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    task = lock_counter_task(tmp_path)
+    draft = "---- MODULE LockCounter ----\nVARIABLE pc\nInit == pc = undeclared\n===="
+    plan = '{"operators": [{"name": "Init", "role": "action"}]}'
+    server.push(reply(f"```tla\n{draft}\n```"), reply(plan), model_reply("code_translation", task.references.model))
+    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="code_translation")
+
+    attempt = run_attempt("code_translation", ctx, model_name="openai/fake-model")
+
+    assert attempt.status == AttemptStatus.PASSED
+    assert attempt.extras["draft_check"]["outcome"] == "failed"
+    for stage in (1, 2):  # the abstraction and the restructuring are both told what SANY found
+        prompt = server.last_user_message(stage)
+        assert "SANY rejects the translated spec (failed):" in prompt and "undeclared" in prompt
 
 
 # --- the command ---------------------------------------------------------------------------------
