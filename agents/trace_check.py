@@ -35,6 +35,7 @@ from sysmo.evals.metrics import tla_conformance, tla_runtime
 from sysmo.log import get_logger
 from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import trace_validation as tv
+from sysmo.tools.tla.source import prepare
 
 log = get_logger(__name__)
 
@@ -76,12 +77,13 @@ def mapping_text(mapping: tv.TraceMapping) -> str:
     return "\n".join(lines)
 
 
-def probe_spec_state(files: dict[str, str], main: str, cfg: str | None, trace: tv.Trace, mapping: tv.TraceMapping,
-                     consumed: int) -> tuple[dict[str, str] | None, list[dict[str, Any]]]:
+def probe_spec_state(files: dict[str, str], main: str, cfg: str | None, trace: tv.Trace,
+                     mapping: tv.TraceMapping, consumed: int) -> tuple[dict[str, str] | None, list[dict[str, Any]]]:
     """One state of the spec that matches the first ``consumed`` lines of ``trace`` (with no line matched: one
     of the spec's initial states), and TLC's path to it; None when TLC gives none in time."""
     if consumed == 0:  # nothing matched: the spec's own initial state, unconstrained by the log
-        prefix, used = tv.Trace(name=trace.name, lines=trace.lines[:1]), mapping.model_copy(update={"init_event": None})
+        prefix = tv.Trace(name=trace.name, lines=trace.lines[:1])
+        used = mapping.model_copy(update={"init_event": None})
     else:
         prefix, used = tv.Trace(name=trace.name, lines=trace.lines[:consumed]), mapping
     checking = tv.checking_module([prefix], used, main, cfg)
@@ -89,13 +91,33 @@ def probe_spec_state(files: dict[str, str], main: str, cfg: str | None, trace: t
     stop = f"{PROBE} == {tv.POSITION} < {consumed}\n"
     checking = checking.model_copy(update={"text": body + stop + "====\n",
                                            "cfg": checking.cfg.rstrip() + f"\nINVARIANT {PROBE}\n"})
-    run, _ = tv._run(files, checking, TIMEOUT_S)
+    run, _ = tv._run(files, checking, TIMEOUT_S)  # the replay's own TLC run (same limits and output reading)
     path = run.details.get("error_trace") or []
+    if not path:  # broken in an initial state: TLC prints that state inside its message, not as a trace
+        initial = initial_state_of(run.raw_output)
+        path = [{"number": 1, "action": "Initial predicate", "variables": initial}] if initial else []
     if not path:
         return None, []
     hidden = {"tv__t", tv.POSITION}
     state = {k: v for k, v in path[-1].get("variables", {}).items() if k not in hidden}
     return state, path
+
+
+def initial_state_of(output: str) -> dict[str, str]:
+    """The state of TLC's "Invariant ... is violated by the initial state:" message, variable -> value text."""
+    from sysmo.tools.tla.tlc_output import Code, split_messages
+
+    messages, _ = split_messages(output)
+    text = next((m.text for m in messages if m.code == Code.INVARIANT_VIOLATED_INITIAL), "")
+    state: dict[str, str] = {}
+    last = None
+    for line in text.splitlines()[1:]:
+        if line.startswith("/\\ ") and " = " in line:
+            last, value = line[3:].split(" = ", 1)
+            state[last.strip()] = value.strip()
+        elif last is not None and line.strip():  # a long value goes on over several lines
+            state[last.strip()] += " " + line.strip()
+    return state
 
 
 def _state_lines(title: str, state: dict[str, str] | None, variables: list[str]) -> str:
@@ -117,17 +139,13 @@ def rejection_message(trace: tv.Trace, verdict: tv.TraceVerdict, mapping: tv.Tra
              f"{line.event}{actor}{args}.", f"why: {verdict.reason}",
              f"mapping used: {mapping_for_event(mapping, line.event)}; {mapping_text(mapping)}"]
     after = logged_state(line, mapping)
+    every = variables + [v for v in spec_state or {} if v not in variables]  # the spec's unlogged ones too
     if index == 0:
-        parts.append(_state_lines("the spec's initial state (one of them)", spec_state, variables))
+        parts.append(_state_lines("the spec's initial state (one of them)", spec_state, every))
     else:
         before = logged_state(trace.lines[index - 1], mapping)
         parts.append(_state_lines(f"logged state after line {index}", before, variables))
-        parts.append(_state_lines(f"the spec's state matching lines 1-{index}", spec_state, variables))
-        if spec_state is not None:
-            differ = [v for v in variables if v in before and v in spec_state and before[v] != spec_state[v]]
-            if differ:
-                parts.append("(the spec's state and the logged state print differently for: "
-                             f"{', '.join(differ)})")
+        parts.append(_state_lines(f"the spec's state matching lines 1-{index}", spec_state, every))
     parts.append(_state_lines(f"logged state after line {index + 1} ({line.event})", after, variables))
     if index > 0:
         changed = [v for v in variables if v in after and after[v] != before.get(v)]
@@ -165,7 +183,8 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
     traces, trace_set = found
     try:
         config = tla_runtime.model_config(artifact, task)
-        main, files, _ = tv._spec_files(artifact, None)
+        spec = prepare(artifact)  # the files TLC reads (the replay's own module and cfg are added to them)
+        main, files = spec.main_module, {n: t for n, t in spec.files.items() if n.endswith(".tla")}
         cfg = tla_conformance.replay_cfg(task, trace_set, config, set(tv.signature(artifact).constants))
         result = tv.validate_traces(artifact, traces, cfg=cfg, timeout_s=TIMEOUT_S)
     except SysmoError as exc:  # no Spec/Init to replay, a trace value the spec cannot take: the model's to fix
@@ -200,7 +219,8 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
                           f"{trace.name}:\n" + "\n".join(tv_state(s) for s in path))
     verdicts = "\n".join(f"- {v.trace}: {'accepted' if v.accepted else 'rejected'}, {v.events_consumed}/"
                          f"{v.lines} lines matched; {v.reason}" for v in result.traces)
-    report = "\n".join([summary, verdicts, "mapping used:", json.dumps(result.mapping.model_dump(mode="json")), *probes])
+    mapping = json.dumps(result.mapping.model_dump(mode="json"))
+    report = "\n".join([summary, verdicts, "mapping used:", mapping, *probes])
     failed_run = next((r for v in result.traces if not v.accepted and v.run is not None
                        for r in [result.runs[v.run]]), result.runs[-1] if result.runs else None)
     return CheckResult(tool=TOOL, tool_version=version, outcome=Outcome.FAILED, diagnostics=diagnostics,

@@ -134,3 +134,43 @@ def test_full_feedback_carries_tlcs_error_trace_end_to_end(tmp_path: Path) -> No
     assert "Full tlc output (end):" in full and "Full tlc output" not in diagnostics
     assert "The behavior up to this point is:" in full.split("Full tlc output (end):")[1]
     assert "Progress(" not in full and "STARTMSG" not in full  # TLC's framing and reports left out
+
+
+def test_a_wrong_initial_state_is_set_against_the_logged_one(task: Task) -> None:
+    reference = task.references.model
+    wrong = Artifact(language=Language.TLA, files={**reference.files, "Spinlock.tla": reference.files[
+        "Spinlock.tla"].replace("Init == locked = FALSE", "Init == locked = TRUE")})
+    verdict = trace_validation_check(wrong, task)
+    message = verdict.diagnostics[0].message
+    assert verdict.outcome == Outcome.FAILED and f"trace {TRACE} is rejected at line 1 of" in message
+    assert "the spec's initial state (one of them): locked = TRUE, pc = " in message
+    assert "logged state after line 1 (Init): locked = FALSE" in message
+
+
+ENTRIES_SPEC = r"""---- MODULE Spinlock ----
+EXTENDS Naturals
+CONSTANT N
+Procs == 1..N
+VARIABLES locked, pc, entries
+vars == <<locked, pc, entries>>
+Init == locked = FALSE /\ pc = [p \in Procs |-> "idle"] /\ entries = 0
+Request(p) == pc[p] = "idle" /\ pc' = [pc EXCEPT ![p] = "spin"] /\ UNCHANGED <<locked, entries>>
+Acquire(p) == pc[p] = "spin" /\ ~locked /\ entries > 0 /\ locked' = TRUE /\ pc' = [pc EXCEPT ![p] = "cs"]
+              /\ entries' = entries + 1
+Spin(p) == pc[p] = "spin" /\ locked /\ UNCHANGED vars
+Release(p) == pc[p] = "cs" /\ locked' = FALSE /\ pc' = [pc EXCEPT ![p] = "idle"] /\ UNCHANGED entries
+Next == \E p \in Procs : Request(p) \/ Acquire(p) \/ Spin(p) \/ Release(p)
+Spec == Init /\ [][Next]_vars
+====
+"""
+
+
+def test_the_spec_state_shows_the_variables_the_trace_does_not_log(task: Task) -> None:
+    """A spec with a counter of its own (never logged) that wrongly guards Acquire: the spec's state says why."""
+    wrong = Artifact(language=Language.TLA, files={**task.references.model.files, "Spinlock.tla": ENTRIES_SPEC})
+    verdict = trace_validation_check(wrong, task)
+    message = verdict.diagnostics[0].message
+    assert "rejected at line 4 of" in message and "event Acquire (actor 3)" in message
+    assert "mapping used: Acquire -> Acquire(actor)" in message
+    assert "the spec's state matching lines 1-3: locked = FALSE, pc = " in message and "entries = 0" in message
+    assert "the logged step changes: locked, pc" in message
