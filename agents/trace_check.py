@@ -15,7 +15,8 @@ verdict (every trace, the whole mapping, the probe's path) is in ``details['trac
 replay's TLC output in ``raw_output``: what ``--feedback full`` adds.
 
 A replay that runs out of time counts as passed (as the loop's short simulation does); traces the task
-cannot read leave the tool check's verdict as it was.
+cannot read or write as TLA+ values, and a machine that cannot run TLC, leave the tool check's verdict as it
+was (logged, and noted in the round's check details).
 
 >>> check = trace_validation_check(artifact, task)
 >>> check.outcome, check.diagnostics[0].code
@@ -30,7 +31,7 @@ from typing import Any
 
 from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import Task
-from sysmo.errors import SysmoError
+from sysmo.errors import SandboxError, SysmoError, TaskError, ToolMissingError
 from sysmo.evals.metrics import tla_conformance, tla_runtime
 from sysmo.log import get_logger
 from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
@@ -187,7 +188,10 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
         main, files = spec.main_module, {n: t for n, t in spec.files.items() if n.endswith(".tla")}
         cfg = tla_conformance.replay_cfg(task, trace_set, config, set(tv.signature(artifact).constants))
         result = tv.validate_traces(artifact, traces, cfg=cfg, timeout_s=TIMEOUT_S)
-    except SysmoError as exc:  # no Spec/Init to replay, a trace value the spec cannot take: the model's to fix
+    except (TaskError, ToolMissingError, SandboxError) as exc:  # the task's traces or the machine, not the model
+        log.warning("trace_check.not_run", task=task.id, error=str(exc)[:300])
+        return CheckResult(tool=TOOL, outcome=Outcome.OK, details={"trace_validation": f"not run: {exc}"})
+    except SysmoError as exc:  # no Spec nor Init/Next to replay, constants it cannot be given: the model's to fix
         return CheckResult(tool=TOOL, outcome=Outcome.FAILED, diagnostics=[Diagnostic(
             tool=TOOL, code="trace-replay", message=f"the traces could not be replayed against the spec: {exc}")],
             details={"trace_validation": str(exc)})
