@@ -370,6 +370,13 @@ def test_code_translation_sends_the_statement_by_statement_draft_to_stage_two(
     assert attempt.extras["draft_check"]["tool"].startswith("sany")
     assert "Syntax check of the translated spec: SANY parses the translated spec." in server.last_user_message(1)
     assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["translate", "abstract", "generate"]
+    # each stage's prompt and reply is in the attempt's events, as every pre-stage's is
+    from sysmo.contracts.events import LLMCallEvent
+
+    calls = {e.purpose: e for e in attempt.events if isinstance(e, LLMCallEvent)}
+    assert "self.lock = threading.Lock()" in calls["translate"].messages[-1]["content"]
+    assert draft in calls["translate"].response["text"] and plan in calls["abstract"].response["text"]
+    assert "Stage 2 of 3" in calls["abstract"].messages[-1]["content"]
 
 
 def test_code_translation_hands_sanys_verdict_on_the_translation_to_the_next_stages(
