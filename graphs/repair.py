@@ -110,7 +110,8 @@ def printed_output(raw: str) -> str:
 
     messages, untagged = split_messages(raw)
     kept = [m.text for m in messages if m.code not in TLC_NOISE_CODES and m.text]
-    return "\n".join(kept + ([untagged.strip()] if untagged.strip() else []))
+    # the untagged lines (SANY's parsing log) come before the messages, as TLC prints them
+    return "\n".join(([untagged.strip()] if untagged.strip() else []) + kept)
 
 
 def full_report(artifact: Artifact | None, check: CheckResult) -> str:

@@ -89,3 +89,37 @@ def test_report_splits_agents_by_feedback_and_pairs_the_levels() -> None:
     assert len(pairs) == 1 and {pairs.iloc[0]["A"], pairs.iloc[0]["B"]} == set(frame["agent"])
     single = pd.DataFrame([r for r in rows if r["feedback"] == "bare"])
     assert set(split_by_feedback(single)["agent"]) == {"base_modeling"}
+
+
+FRAMED = """@!@!@STARTMSG 2262:0 @!@!@
+TLC2 Version 2.15
+@!@!@ENDMSG 2262 @!@!@
+Parsing file /box/Counter.tla
+@!@!@STARTMSG 2110:1 @!@!@
+Invariant TypeOK is violated.
+@!@!@ENDMSG 2110 @!@!@
+@!@!@STARTMSG 2121:1 @!@!@
+The behavior up to this point is:
+@!@!@ENDMSG 2121 @!@!@
+@!@!@STARTMSG 2217:4 @!@!@
+1: <Initial predicate>
+/\\ x = 0
+@!@!@ENDMSG 2217 @!@!@
+@!@!@STARTMSG 2201:0 @!@!@
+The coverage statistics at 2026-11-23 23:25:24
+@!@!@ENDMSG 2201 @!@!@
+@!@!@STARTMSG 2772:0 @!@!@
+<Next line 7, col 1 to line 7, col 4 of module Counter>: 3:11
+@!@!@ENDMSG 2772 @!@!@
+"""
+
+
+def test_full_feedback_shows_tlcs_messages_without_framing_progress_or_coverage() -> None:
+    from sysmo.graphs.repair import printed_output
+
+    shown = printed_output(FRAMED)
+    assert shown.splitlines() == ["Parsing file /box/Counter.tla", "Invariant TypeOK is violated.",
+                                  "The behavior up to this point is:", "1: <Initial predicate>", "/\\ x = 0"]
+    full = feedback_report(None, CheckResult(tool="tlc", outcome=Outcome.FAILED, raw_output=FRAMED), Feedback.FULL)
+    assert full.endswith("Full tlc output (end):\n" + shown)
+    assert printed_output(TLC_OUTPUT) == TLC_OUTPUT  # plain output is shown as it is
