@@ -184,13 +184,16 @@ def test_control_attempts_of_the_multi_stage_and_tool_calling_agents_replay_iden
     from sysmo.runner import ExperimentConfig, run_experiment
     from sysmo.store import Store
 
+    # code_translation is offered on TLA+ tasks only (there is code to translate there)
     config = ExperimentConfig(id="ctl", output_dir=tmp_path / "runs", agents=["metagpt", "openhands", "code_translation"],
                               models=["mockllm/control"], samples=1, concurrency=2,
-                              tasks=TaskSelection(benchmarks=["starter"], ids=[TASK]))
+                              tasks=TaskSelection(benchmarks=["starter"], ids=[TASK, "starter/tla/spinlock"]))
     run_experiment(config, progress=False)
     store = Store(tmp_path / "runs" / "ctl" / "results.sqlite")
     try:
-        for row in store.query("SELECT id, agent, n_rounds FROM attempts"):
+        rows = store.query("SELECT id, agent, task_id, n_rounds FROM attempts")
+        assert "code_translation" in {row["agent"] for row in rows}
+        for row in rows:
             result = replay_attempt(store, store.attempt(row["id"]))
             assert result.identical, (row["agent"], result.differences)
             assert result.model_calls_answered == result.model_calls_recorded >= 2 and result.score_compared
