@@ -27,12 +27,12 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sysmo.benchmarks.selection import TaskSelection
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError, SysmoError, describe_invalid_settings
 from sysmo.evals.cascade import ScoringContext, cascade_for
-from sysmo.evals.scorecard import ScoreCard
+from sysmo.contracts.scorecard import ScoreCard
 from sysmo.experiment_lock import experiment_lock
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.llm.endpoint import check_reachable
 from sysmo.log import get_logger
 from sysmo.store import Store

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from sysmo.benchmarks import ardoco, datadir, oodeval, r2abench, sysmbench, sysmobench
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.errors import TaskError, UnknownNameError
 from sysmo.log import get_logger
 

@@ -28,7 +28,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
     """Score one prediction file; per-prediction seconds per stage."""
-    from sysmo.artifact import Artifact, Language
+    from sysmo.contracts.artifact import Artifact, Language
     from sysmo.evals.cascades.sysml import _tree
     from sysmo.evals.metrics import elements, text
 

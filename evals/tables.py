@@ -27,7 +27,7 @@ from sysmo.evals.metric_scales import metric_scale
 from sysmo.evals.statistics import bootstrap_ci, pass_at_ks
 from sysmo.log import get_logger
 from sysmo.store import Store
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 # the metric that picks the best of n samples, per task kind (override in the experiment's selection_metric)
 DEFAULT_SELECTION_METRIC = {

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task
+from sysmo.contracts.check import CheckResult
 
 
 class ModelReply(Protocol):

@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 
 FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[ \t]*(?=\n|$)|\Z)", re.S)
 TLA_MODULE = re.compile(r"^-{4,}\s*MODULE\s+(\w+)\s*-{4,}.*?^={4,}[ \t]*$", re.S | re.M)

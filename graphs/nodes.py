@@ -9,15 +9,15 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import NotCoveredError, ReplayEndedError, SysmoError
-from sysmo.graphs.attempt import LLMCallSummary, Round
+from sysmo.contracts.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.extract import extract_artifact
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.repair import repair_request
 from sysmo.graphs.state import AgentState
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
 

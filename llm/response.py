@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.contracts.events import LLMCallEvent
 from sysmo.errors import LLMError
 

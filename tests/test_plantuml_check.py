@@ -13,7 +13,7 @@ import pytest
 
 from sysmo.sandbox.plantuml_server import plantuml_server
 from sysmo.tools.plantuml.check import check, check_batch, render_svg, self_check
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 VALID = """@startuml
 class Order {

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.sysml.validate import validate
 
 GOOD = "package P { part def A; part a : A; }"

@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError
-from sysmo.evals.scorecard import ScoreCard
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome
+from sysmo.contracts.scorecard import ScoreCard
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 
 SUFFIXES = {".tla": Language.TLA, ".cfg": Language.TLA, ".sysml": Language.SYSML, ".puml": Language.PLANTUML,
             ".plantuml": Language.PLANTUML, ".pu": Language.PLANTUML, ".wsd": Language.PLANTUML}

@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 
 IN_LOOP_SIMULATION = {"num": 10, "depth": 30, "timeout_s": 30.0}
 
