@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import time
 
-from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.server import plantuml_server
 from sysmo.tools.install import java_binary, plantuml_jar
 from sysmo.tools.plantuml.check import check, check_batch
 

@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
 from sysmo.tools.sysml.element_tree import element_tree
 from sysmo.tools.sysml.validate import validate
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.server import plantuml_server
 from sysmo.tools.plantuml.check import check
 from sysmo.tools.plantuml.lint import lint
 from sysmo.tools.plantuml.source import diagram_source

@@ -35,7 +35,7 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import ToolCrashError
 from sysmo.log import get_logger
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
 from sysmo.contracts.check import CheckResult
 from sysmo.tools.sysml.validate import model_files, run_files
 

@@ -23,7 +23,7 @@ from pathlib import Path
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
-from sysmo.sandbox.opensysml_kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
+from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
