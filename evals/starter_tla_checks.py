@@ -5,7 +5,7 @@ module only frames them as pass/fail checks of the suite: every reference passes
 known-buggy variant loses exactly the stage that exposes its bug. No LLM is used: the invariant templates'
 ``tla_example`` definitions are written against the reference's names.
 
-    python -m sysmo.benchmarks.starter.tla.checks          # a table: task/variant x stage
+    python -m sysmo.evals.starter_tla_checks          # a table: task/variant x stage
 """
 
 from __future__ import annotations
