@@ -9,16 +9,13 @@ from typing import Any, Protocol
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import Task
 from sysmo.contracts.check import CheckResult
-
-
-class ModelReply(Protocol):
-    text: str
+from sysmo.llm.response import LLMResponse
 
 
 class ChatClient(Protocol):
     """The slice of ``sysmo.llm.LLM`` the graphs need: one chat completion, awaited on the event loop."""
 
-    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMResponse: ...
 
 
 Checker = Callable[[Artifact, Task], CheckResult]
