@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sysmo.agents.registry import AGENT_NAMES as ALL_AGENTS
 from sysmo.benchmarks.selection import TaskSelection
 from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError, SysmoError, describe_invalid_settings
@@ -42,7 +43,6 @@ if TYPE_CHECKING:  # langgraph's SQLite saver is imported when an experiment fir
 
 log = get_logger(__name__)
 
-ALL_AGENTS = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
 CONTROL_MODELS = ["reference", "mockllm/control"]
 
 

@@ -15,7 +15,9 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError, UnknownNameError
 from sysmo.graphs.context import AgentContext
 
-AGENT_MODULES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
+# the one list of agents: each is the module sysmo.agents.<name> registering the agent <name>; the order is the
+# default `sysmo run` order and the CLI's
+AGENT_NAMES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
 
 
 class UnsupportedTaskError(SysmoError):
@@ -77,12 +79,8 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
 
 
 def _load_all() -> None:
-    for module in AGENT_MODULES:
-        try:
-            importlib.import_module(f"sysmo.agents.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"sysmo.agents.{module}":
-                raise
+    for name in AGENT_NAMES:
+        importlib.import_module(f"sysmo.agents.{name}")
 
 
 def get_agent(name: str) -> AgentSpec:

@@ -27,10 +27,8 @@ def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
     cfgs = [n for n in artifact.files if n.endswith(".cfg")]
     if not cfgs:
         return parsed
-    try:
-        from sysmo.tools.tla import tlc
-    except ImportError:
-        return parsed
+    from sysmo.tools.tla import tlc
+
     run = tlc.simulate(artifact, num=IN_LOOP_SIMULATION["num"], depth=IN_LOOP_SIMULATION["depth"],
                        timeout_s=IN_LOOP_SIMULATION["timeout_s"], module=parsed.details.get("module"))
     if run.outcome == Outcome.INCONCLUSIVE:  # no error found within the budget: good enough for the loop
