@@ -163,3 +163,11 @@ def test_an_upward_import_is_named_with_file_and_line(monkeypatch: pytest.Monkey
     problems = upward_imports()
     lines = len(real_read(victim).splitlines())
     assert f"sandbox/base.py:{lines + 3}: imports tools/install.py (layer tools/)" in "\n".join(problems)
+
+
+def test_contracts_import_nothing_but_contracts() -> None:
+    """The bottom layer is pure data: no sysmo import outside ``contracts/`` (not even errors or log)."""
+    outside = [f"{path.relative_to(ROOT)}:{imp.line}: {imp.module}"
+               for path in sorted((ROOT / "contracts").glob("*.py")) for imp in imports_of(path)
+               if imp.module.startswith(f"{PACKAGE}.") and not imp.module.startswith(f"{PACKAGE}.contracts.")]
+    assert not outside, "\n".join(outside)
