@@ -1,6 +1,6 @@
 """OpenSysML validation speed: median and p95 per validation, cold (a fresh kernel per check) and warm.
 
-Run: ``python benchmarks_speed/sysml_speed.py [--warm-rounds N] [--cold N] [--data-dir DIR]``.
+Run: ``python speed/sysml_speed.py [--warm-rounds N] [--cold N] [--data-dir DIR]``.
 Warm: every SysMBench reference model (151, valid and invalid) validated on one running kernel.
 Cold: start a fresh confined kernel and validate one model, as a first check after start-up does.
 Target on a 2-core machine: warm <= 100 ms per validation.

@@ -1,6 +1,6 @@
 """Cost of LangGraph step checkpoints per attempt: recording while the graph runs, and saving to SQLite.
 
-Run: python benchmarks_speed/checkpoint_speed.py [--attempts 300] [--nodes 8] [--state-kb 4]
+Run: python speed/checkpoint_speed.py [--attempts 300] [--nodes 8] [--state-kb 4]
 
 A graph of ``--nodes`` nodes in a line, each adding ``--state-kb`` KB of text to the state (as a round adds a
 prompt, a reply and diagnostics), runs ``--attempts`` times with a ``StepRecorder``, and each attempt's steps are
