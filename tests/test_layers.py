@@ -4,7 +4,8 @@ The layer order is the code block of the README's "Layout" section, lowest first
 folders (``name/``), root modules (``name.py``) or path patterns (``*/commands.py``) of one layer. Imports are
 read with ``ast`` from every module of the package (tests excepted): module-level and function-level
 ``import`` / ``from ... import`` (relative ones resolved), and imports by string, i.e. any string constant that
-names a sysmo module (``importlib.import_module("sysmo.x")``, ``"sysmo.x.y:function"`` references).
+names a sysmo module (``importlib.import_module("sysmo.x")``, ``"sysmo.x.y:function"`` references, and the
+package an f-string such as ``f"sysmo.agents.{name}"`` starts with).
 """
 
 from __future__ import annotations
@@ -99,6 +100,10 @@ def imports_of(path: Path) -> list[Import]:
             found += [Import(f"{module}.{alias.name}", node.lineno) for alias in node.names]
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and MODULE_STRING.match(node.value):
             found.append(Import(node.value.split(":")[0], node.lineno))
+        elif (isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)
+              and MODULE_STRING.match(str(node.values[0].value).rstrip("."))):
+            # f"sysmo.agents.{name}": at least the package before the first placeholder
+            found.append(Import(str(node.values[0].value).rstrip("."), node.lineno))
     return found
 
 
@@ -143,6 +148,7 @@ def test_no_import_points_upward() -> None:
     ("def f():\n    import sysmo.agents.registry\n", "sysmo.agents.registry"),
     ("SCRIPTS = {'c': 'sysmo.agents.control_script:build'}\n", "sysmo.agents.control_script"),
     ("from ..evals import scorecard\n", "sysmo.evals.scorecard"),
+    ("importlib.import_module(f'sysmo.agents.{name}')\n", "sysmo.agents"),
 ])
 def test_the_walk_sees_every_kind_of_import(tmp_path: Path, source: str, expected: str,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
