@@ -23,7 +23,7 @@ app = typer.Typer(
 )
 console = Console(stderr=True)
 
-# (module, attribute, name on the command line, help); a group whose module is absent is not offered
+# (module, attribute, name on the command line, help)
 COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
     ("sysmo.tools.commands", "app", "tools", "Install, locate and self-check the language tools."),
     ("sysmo.benchmarks.commands", "app", "tasks", "List, filter and show benchmark tasks."),
@@ -40,21 +40,9 @@ COMMANDS: list[tuple[str, str]] = [
 
 def _wire() -> None:
     for module_name, attr, name, help_text in COMMAND_GROUPS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        app.add_typer(getattr(module, attr), name=name, help=help_text)
+        app.add_typer(getattr(importlib.import_module(module_name), attr), name=name, help=help_text)
     for module_name, attr in COMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            continue
-        getattr(module, attr)(app)
+        getattr(importlib.import_module(module_name), attr)(app)
 
 
 @app.callback()

@@ -13,8 +13,8 @@ from typing import Any
 
 from sysmo.contracts.events import EventAdapter
 from sysmo.errors import ConfigError
-from sysmo.graphs.attempt import Attempt, AttemptStatus
-from sysmo.evals.scorecard import ScoreCard
+from sysmo.contracts.attempt import Attempt, AttemptStatus
+from sysmo.contracts.scorecard import ScoreCard
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
@@ -25,7 +25,7 @@ def _run_unit_payload(config_json: str, directory: str, task_json: str, agent: s
     """Executed on a Ray worker: one attempt and its score, as JSON."""
     from pathlib import Path
 
-    from sysmo.benchmarks.task import Task
+    from sysmo.contracts.task import Task
     from sysmo.runner import ExperimentConfig, UnitRunner, WorkUnit
 
     config = ExperimentConfig.model_validate_json(config_json)

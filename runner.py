@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sysmo.agents.registry import AGENT_NAMES as ALL_AGENTS
 from sysmo.benchmarks.selection import TaskSelection
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError, SysmoError, describe_invalid_settings
 from sysmo.evals.cascade import ScoringContext, cascade_for
-from sysmo.evals.scorecard import ScoreCard
+from sysmo.contracts.scorecard import ScoreCard
 from sysmo.experiment_lock import experiment_lock
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.llm.endpoint import check_reachable
 from sysmo.log import get_logger
 from sysmo.store import Store
@@ -42,7 +43,6 @@ if TYPE_CHECKING:  # langgraph's SQLite saver is imported when an experiment fir
 
 log = get_logger(__name__)
 
-ALL_AGENTS = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
 CONTROL_MODELS = ["reference", "mockllm/control"]
 
 

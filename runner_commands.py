@@ -214,10 +214,8 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]stopped early:[/] {summary.stopped}. Continue with "
                           f"`sysmo run --resume {summary.experiment_id} -o {output_dir}`")
         if not no_report:
-            try:
-                from sysmo.evals.report import write_report
-            except ModuleNotFoundError:
-                return
+            from sysmo.evals.report import write_report
+
             paths = write_report(summary.directory)
             console.print(f"report: {paths.get('markdown')}  html: {paths.get('html')}")
         console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {output_dir}")
@@ -278,7 +276,7 @@ def register(app: typer.Typer) -> None:
         no_score: bool = typer.Option(False, "--no-score", help="Compare the artifacts only."),
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
     ) -> None:
-        from sysmo.evals.attempt_replay import replay_attempt
+        from sysmo.replay import replay_attempt
 
         store, attempt = _find_attempt(ref, output_dir)
         try:

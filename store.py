@@ -23,8 +23,8 @@ from typing import Any, Iterator
 
 from sysmo.contracts.events import EventAdapter
 from sysmo.errors import SysmoError
-from sysmo.evals.scorecard import ScoreCard
-from sysmo.graphs.attempt import Attempt
+from sysmo.contracts.scorecard import ScoreCard
+from sysmo.contracts.attempt import Attempt
 from sysmo.sqlite_setup import set_up_shared
 
 SCHEMA = """

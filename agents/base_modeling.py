@@ -7,7 +7,7 @@ from typing import Any
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.task_prompt import task_prompt
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.task import TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph

@@ -34,8 +34,8 @@ from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
 from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
@@ -44,7 +44,7 @@ from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.check import CheckResult
 from sysmo.tools.tla.source import module_name as declared_module
 
 NAME = "code_translation"

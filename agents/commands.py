@@ -7,6 +7,7 @@ from pathlib import Path
 
 import typer
 from rich.console import Console
+from sysmo.agents.registry import AGENT_NAMES
 from sysmo.errors import ConfigError
 
 
@@ -31,7 +32,7 @@ def attempt(
         ..., "--task", help="Task id, e.g. starter/sysml/coffee_machine (see `sysmo tasks list`)."
     ),
     agent: str = typer.Option(
-        ..., "--agent", help="base_modeling, code_translation, trace_learning, metagpt, openhands."
+        ..., "--agent", help=", ".join(AGENT_NAMES) + "."
     ),
     model: str = typer.Option(
         ..., "--model", help="litellm model string, `reference` or `mockllm/<script>`."

@@ -20,8 +20,8 @@ import json
 import re
 from collections.abc import Iterable
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.llm.mockllm import MockAnswer, MockCondition, MockScript
 from sysmo.llm.reference import format_reference
 from sysmo.log import get_logger

@@ -13,7 +13,7 @@ import typer
 from pydantic import BaseModel
 from rich.console import Console
 from sysmo.agents.registry import AgentSpec, all_agents
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.task import TaskKind
 
 OPTIONS = {  # the options every agent takes (sysmo run / sysmo attempt), and the agent-specific ones
     "*": ["--max-rounds N (repair rounds, default 3)",

@@ -14,8 +14,8 @@ from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
 from sysmo.agents.task_prompt import task_prompt
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import TaskKind
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.inline import runs_inline
@@ -23,7 +23,7 @@ from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.nodes import LANGUAGE_NAMES
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.check import CheckResult
 
 NAME = "metagpt"
 SYSTEM = "You are the {role} of a modelling team. Answer in plain text for the next role of the team."

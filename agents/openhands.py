@@ -19,18 +19,18 @@ from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
-from sysmo.graphs.attempt import LLMCallSummary, Round
+from sysmo.contracts.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 log = get_logger(__name__)
 

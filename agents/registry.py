@@ -15,14 +15,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError, UnknownNameError
 from sysmo.graphs.context import AgentContext, Checker
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.check import CheckResult
 
 TOOL_CHECK = "the tool check (TLA+: SANY, then a short TLC simulation; SysML v2: OpenSysML; PlantUML: server + lint)"
 
-AGENT_MODULES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
+# the one list of agents: each is the module sysmo.agents.<name> registering the agent <name>; the order is the
+# default `sysmo run` order and the CLI's
+AGENT_NAMES = ["base_modeling", "code_translation", "trace_learning", "metagpt", "openhands"]
 
 
 class UnsupportedTaskError(SysmoError):
@@ -123,12 +125,8 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
 
 
 def _load_all() -> None:
-    for module in AGENT_MODULES:
-        try:
-            importlib.import_module(f"sysmo.agents.{module}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"sysmo.agents.{module}":
-                raise
+    for name in AGENT_NAMES:
+        importlib.import_module(f"sysmo.agents.{name}")
 
 
 def get_agent(name: str) -> AgentSpec:

@@ -12,7 +12,7 @@ from typing import Any
 from sysmo.agents.registry import AgentSpec, get_agent
 from sysmo.contracts.events import ErrorEvent, EventLog, GraphStepEvent, ToolCallEvent, collecting, emit
 from sysmo.errors import NotCoveredError, SysmoError
-from sysmo.graphs.attempt import Attempt, AttemptStatus, Round
+from sysmo.contracts.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state

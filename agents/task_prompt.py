@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 
 from sysmo.agents.prompts import Prompt, load_prompt
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 
 MAX_SOURCE_CHARS = 60_000
 MAX_TRACE_EVENTS = 60

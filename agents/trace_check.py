@@ -29,12 +29,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task
 from sysmo.errors import SandboxError, SysmoError, TaskError, ToolMissingError
 from sysmo.evals.metrics import tla_conformance, tla_runtime
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import trace_validation as tv
 from sysmo.tools.tla.source import prepare
 

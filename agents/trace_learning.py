@@ -24,7 +24,7 @@ from sysmo.agents.registry import LoopCheck, register_agent
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import task_prompt
 from sysmo.agents.trace_check import trace_validation_check
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.state import AgentState

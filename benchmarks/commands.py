@@ -13,7 +13,7 @@ from rich.table import Table
 
 from sysmo.benchmarks import datadir, registry
 from sysmo.benchmarks.selection import TaskSelection, selection_from_options
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()

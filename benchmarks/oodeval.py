@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TaskReferences
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
 from sysmo.log import get_logger
 

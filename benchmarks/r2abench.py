@@ -30,8 +30,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TaskReferences
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
 from sysmo.log import get_logger
 

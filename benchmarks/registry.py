@@ -8,19 +8,17 @@
 from __future__ import annotations
 
 import difflib
-import importlib
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pydantic import BaseModel
 
-from sysmo.benchmarks import ardoco, datadir, oodeval, r2abench, sysmbench, sysmobench
-from sysmo.benchmarks.task import Task
+from sysmo.benchmarks import ardoco, datadir, oodeval, r2abench, starter, sysmbench, sysmobench
+from sysmo.contracts.task import Task
 from sysmo.errors import TaskError, UnknownNameError
 from sysmo.log import get_logger
 
 STARTER = "starter"
-STARTER_MODULE = "sysmo.benchmarks.starter"
 log = get_logger(__name__)
 
 
@@ -49,19 +47,8 @@ class FamilyStatus(BaseModel):
 
 
 def load_starter_tasks() -> list[Task]:
-    """The project's own tasks; none while ``sysmo.benchmarks.starter`` does not exist yet."""
-    try:
-        module = importlib.import_module(STARTER_MODULE)
-    except ModuleNotFoundError as exc:
-        if exc.name != STARTER_MODULE:
-            raise
-        log.debug("starter.absent")
-        return []
-    loader = getattr(module, "load_starter_tasks", None)
-    if loader is None:
-        log.info("starter.no_loader", module=STARTER_MODULE)
-        return []
-    return list(loader())
+    """The project's own tasks (``sysmo.benchmarks.starter``)."""
+    return starter.load_starter_tasks()
 
 
 def family_statuses(data_dir: Path | None) -> list[FamilyStatus]:

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TaskReferences
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import DataMissingError, TaskError
 from sysmo.log import get_logger
 

@@ -23,9 +23,9 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks.paths import inside
-from sysmo.benchmarks.task import (
+from sysmo.contracts.task import (
     BuggyVariant,
     InvariantTemplate,
     SourceRef,

@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
-from sysmo.errors import SysmoError, UnknownNameError
-from sysmo.evals.scorecard import ScoreCard, StageResult
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
+from sysmo.errors import SysmoError
+from sysmo.contracts.scorecard import ScoreCard, StageResult
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 log = get_logger(__name__)
 
@@ -113,8 +113,5 @@ def cascade_for(kind: TaskKind | str) -> Cascade:
 
     kind = TaskKind(kind)
     if kind.value not in _CASCADES:
-        try:
-            importlib.import_module(f"sysmo.evals.cascades.{CASCADE_MODULES[kind]}")
-        except ModuleNotFoundError as exc:
-            raise UnknownNameError(f"no scoring cascade for {kind.value} tasks yet") from exc
+        importlib.import_module(f"sysmo.evals.cascades.{CASCADE_MODULES[kind]}")
     return _CASCADES[kind.value]()

@@ -15,7 +15,7 @@ import math
 from pathlib import Path
 
 from pydantic import BaseModel, Field
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 
 
 class SamplePoint(BaseModel):

@@ -33,13 +33,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks import datadir
 from sysmo.benchmarks.registry import get_task
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import DataMissingError
 from sysmo.evals.cascade import ScoringContext, cascade_for
-from sysmo.evals.scorecard import ScoreCard
+from sysmo.contracts.scorecard import ScoreCard
 from sysmo.log import get_logger
 
 log = get_logger(__name__)

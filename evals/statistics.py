@@ -10,14 +10,11 @@ the tool check, repair rounds included) and "single-shot pass@k" (OODEval's: the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from math import comb
-from typing import TypeVar
 
 import numpy as np
 from pydantic import BaseModel
-
-T = TypeVar("T")
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -43,21 +40,12 @@ def pass_at_ks(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dict[int
     return {k: float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in ks if 1 <= k <= n_min}
 
 
-def mean_pass_at_k(counts: Sequence[tuple[int, int]], k: int) -> float:
-    """Mean pass@k over tasks given (n, c) per task; tasks with n < k are skipped."""
-    values = [pass_at_k(n, c, k) for n, c in counts if n >= k]
-    return float(np.mean(values)) if values else float("nan")
-
-
-def best_of_n(items: Sequence[T], key: Callable[[T], float | None]) -> T | None:
-    """The item with the highest declared metric (None values lose; ties go to the earliest sample)."""
-    best: T | None = None
-    best_value = -np.inf
-    for item in items:
-        value = key(item)
-        if value is not None and value > best_value:
-            best, best_value = item, value
-    return best
+def best_of_n(values_per_task: Sequence[Sequence[float | None]]) -> float | None:
+    """Best-of-n: each task's best sample by the declared metric, averaged over the tasks that have a value
+    (None / NaN values lose; None when no task has one)."""
+    best = [max(v) for v in ([x for x in values if x is not None and not np.isnan(x)] for values in values_per_task)
+            if v]
+    return float(np.mean(best)) if best else None
 
 
 class ConfidenceInterval(BaseModel):

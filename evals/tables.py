@@ -24,10 +24,10 @@ from typing import Any
 import pandas as pd
 
 from sysmo.evals.metric_scales import metric_scale
-from sysmo.evals.statistics import bootstrap_ci, pass_at_ks
+from sysmo.evals.statistics import best_of_n, bootstrap_ci, pass_at_ks
 from sysmo.log import get_logger
 from sysmo.store import Store
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 # the metric that picks the best of n samples, per task kind (override in the experiment's selection_metric)
 DEFAULT_SELECTION_METRIC = {
@@ -186,9 +186,8 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
             digits = metric_scale(col).decimals
             row[f"{col[6:]}"] = ci.mean
             row[f"{col[6:]} CI"] = f"[{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
-        if metric in group.columns and group[metric].notna().any():
-            best = per_task[metric].max()
-            row[f"best-of-n {selection[kind]}"] = float(best.mean())
+        if metric in group.columns and (best := best_of_n([list(g) for _, g in per_task[metric]])) is not None:
+            row[f"best-of-n {selection[kind]}"] = best
         solved = group[group["passed"] == 1]
         row["mean rounds to pass"] = float(solved["passed_round"].mean() + 1) if not solved.empty else None
         row["cost $"] = float(group["cost_usd"].sum())

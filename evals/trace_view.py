@@ -17,11 +17,11 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from sysmo.artifact import Artifact
-from sysmo.evals.scorecard import ScoreCard
-from sysmo.graphs.attempt import Attempt, Round
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.scorecard import ScoreCard
+from sysmo.contracts.attempt import Attempt, Round
 from sysmo.graphs.checkpoint import CheckpointStep, history
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.check import CheckResult
 
 FOLD_CHARS = 600
 SYNTAX = {"tla": "text", "sysml": "text", "plantuml": "text"}

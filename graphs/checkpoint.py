@@ -1,12 +1,14 @@
 """LangGraph checkpoints of every step of an attempt, in SQLite, so each step can be listed and forked.
 
-An attempt's steps are checkpointed in memory while it runs (``StepRecorder``) and written to SQLite in one
-transaction when it ends (also when it fails), in LangGraph's own ``SqliteSaver`` format: ``SqliteSaver`` (and ``history``) read
-them back, and an agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
-runs with ``ainvoke``) resumes or forks from any of them. Writing per step instead would
-cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM calls come
-from the cache), so nothing the deferred write could have kept is lost. The local runner writes an attempt's
-steps while the next attempt runs, always before the attempt's record, so a stored attempt has its steps.
+An attempt's steps are checkpointed in memory while it runs (``StepRecorder``, a ``BaseCheckpointSaver`` of its
+own) and written to SQLite in one transaction when it ends (also when it fails), through LangGraph's own
+``SqliteSaver.put`` / ``put_writes``: ``SqliteSaver`` (and ``history``) read them back, and an agent graph with
+LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it runs with ``ainvoke``) resumes or forks
+from any of them. Only the savers' public interface is used (``put``, ``put_writes``, ``delete_thread``,
+``list``, the ``Checkpoint`` fields), never their SQL. Writing per step instead would cost a commit per node
+visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM calls come from the cache), so nothing
+the deferred write could have kept is lost. The local runner writes an attempt's steps while the next attempt
+runs, always before the attempt's record, so a stored attempt has its steps.
 
 One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
 """
@@ -15,63 +17,91 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.base import (
+    BaseCheckpointSaver,
+    ChannelVersions,
+    Checkpoint,
+    CheckpointMetadata,
+    CheckpointTuple,
+)
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
+
 from sysmo.sqlite_setup import set_up_shared
 
 
-class _RecordingCursor:
-    """Stands in for a SQLite cursor: keeps each statement and its parameters instead of running them."""
 
-    def __init__(self, statements: list[tuple[bool, str, Any]]) -> None:
-        self._statements = statements
-
-    def execute(self, query: str, params: Sequence[Any] = ()) -> None:
-        self._statements.append((False, query, tuple(params)))
-
-    def executemany(self, query: str, rows: Iterable[Sequence[Any]]) -> None:
-        self._statements.append((True, query, [tuple(r) for r in rows]))
+def _reserved(name: str) -> bool:
+    """LangGraph's own pseudo-nodes (``__input__``, ``__start__``, ``__interrupt__``): not steps of the agent's graph."""
+    return name.startswith("__") and name.endswith("__")
 
 
-class StepRecorder(SqliteSaver):
-    """The checkpointer of one running attempt: LangGraph's own ``SqliteSaver`` code serialises every step,
-    but its statements are kept in memory, for ``CheckpointStore.save`` to run on the file in one go.
+@dataclass
+class _Put:
+    config: RunnableConfig
+    checkpoint: tuple[str, bytes]  # serialised when recorded: later changes to the state cannot reach it
+    metadata: CheckpointMetadata
 
-    The rows are exactly ``SqliteSaver``'s, each serialised once, and no disk is touched while the attempt runs.
+
+@dataclass
+class _PutWrites:
+    config: RunnableConfig
+    writes: list[tuple[str, tuple[str, bytes]]]  # (channel, serialised value)
+    task_id: str
+    task_path: str
+
+
+class StepRecorder(BaseCheckpointSaver[str]):
+    """The checkpointer of one running attempt: every ``put`` / ``put_writes`` LangGraph makes is kept in memory,
+    serialised as it comes, for ``CheckpointStore.save`` to hand to a ``SqliteSaver`` in one transaction.
+
     It only records: an attempt starts a fresh thread, so there is nothing to read back during the run (read
     the steps from the file afterwards, with ``history`` or a ``SqliteSaver``). ``destination`` names the file
     the steps are meant for (``CheckpointStore.recorder``)."""
 
     def __init__(self, destination: Path | None = None) -> None:
-        super().__init__(conn=None)  # type: ignore[arg-type]
-        self.is_setup = True
+        super().__init__()
         self.destination = destination
-        self.statements: list[tuple[bool, str, Any]] = []  # (executemany?, query, parameters)
-
-    @contextmanager
-    def cursor(self, transaction: bool = True) -> Iterator[Any]:
-        yield _RecordingCursor(self.statements)
+        self.calls: list[_Put | _PutWrites] = []  # in the order LangGraph made them
 
     @property
     def steps(self) -> int:
         """How many checkpoints were recorded."""
-        return sum(1 for many, query, _ in self.statements if not many and "INTO checkpoints" in query)
+        return sum(isinstance(c, _Put) for c in self.calls)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        if self.statements:
+        if self.calls:
             raise NotImplementedError("a StepRecorder only records an attempt's steps; read them from the "
                                       "checkpoint file once it is saved (graphs.checkpoint.history, SqliteSaver)")
         return None  # a fresh thread: the run starts from its input
 
     def list(self, *args: Any, **kwargs: Any) -> Iterator[CheckpointTuple]:
         raise NotImplementedError("a StepRecorder only records; list the steps from the checkpoint file once saved")
+
+    def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+            new_versions: ChannelVersions) -> RunnableConfig:
+        configurable = config["configurable"]
+        self.calls.append(_Put({"configurable": dict(configurable)}, self.serde.dumps_typed(checkpoint), metadata))
+        return {"configurable": {"thread_id": configurable["thread_id"],
+                                 "checkpoint_ns": configurable.get("checkpoint_ns", ""),
+                                 "checkpoint_id": checkpoint["id"]}}
+
+    def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                   task_path: str = "") -> None:
+        self.calls.append(_PutWrites({"configurable": dict(config["configurable"])},
+                                     [(channel, self.serde.dumps_typed(value)) for channel, value in writes],
+                                     task_id, task_path))
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        # channel versions in the format of the saver that will hold them (a fork continues them)
+        return SqliteSaver.get_next_version(self, current, channel)  # type: ignore[arg-type]
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         return self.get_tuple(config)
@@ -84,6 +114,37 @@ class StepRecorder(SqliteSaver):
                           task_path: str = "") -> None:
         self.put_writes(config, writes, task_id, task_path)
 
+    def replay_into(self, saver: BaseCheckpointSaver) -> None:
+        """Make the recorded calls on ``saver``, in order."""
+        for call in self.calls:
+            if isinstance(call, _Put):
+                saver.put(call.config, self.serde.loads_typed(call.checkpoint), call.metadata, {})
+            else:
+                saver.put_writes(call.config, [(ch, self.serde.loads_typed(v)) for ch, v in call.writes],
+                                 call.task_id, call.task_path)
+
+
+class _OneTransaction(sqlite3.Connection):
+    """A connection whose ``commit`` waits while ``held``: a saver's per-call commits become one transaction."""
+
+    held = False
+
+    def commit(self) -> None:
+        if not self.held:
+            super().commit()
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.held = True
+        try:
+            yield
+        except BaseException:
+            self.held = False
+            self.rollback()
+            raise
+        self.held = False
+        self.commit()
+
 
 class CheckpointStore:
     """A SQLite file of LangGraph checkpoints shared by the attempts of an experiment (thread-safe)."""
@@ -91,9 +152,11 @@ class CheckpointStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._conn = sqlite3.connect(str(self.path), check_same_thread=False)
+        self._conn: _OneTransaction = sqlite3.connect(str(self.path), check_same_thread=False,
+                                                      factory=_OneTransaction)
         self._conn.execute("PRAGMA busy_timeout=30000")
-        set_up_shared(self._conn, SqliteSaver(self._conn).setup)  # LangGraph's tables (its WAL switch: a no-op)
+        self._saver = SqliteSaver(self._conn)
+        set_up_shared(self._conn, self._saver.setup)  # LangGraph's tables (its WAL switch: a no-op)
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()
@@ -105,19 +168,9 @@ class CheckpointStore:
     def save(self, steps: StepRecorder, thread_id: str) -> int:
         """Write the steps recorded for ``thread_id`` in one transaction, replacing what the file held for that
         thread (an attempt run again after an interruption); returns how many checkpoints."""
-        with self._write_lock:
-            cur = self._conn.cursor()
-            try:
-                cur.execute("DELETE FROM checkpoints WHERE thread_id = ?", (thread_id,))
-                cur.execute("DELETE FROM writes WHERE thread_id = ?", (thread_id,))
-                for many, query, params in _merged(steps.statements):
-                    (cur.executemany if many else cur.execute)(query, params)
-                self._conn.commit()
-            except BaseException:
-                self._conn.rollback()
-                raise
-            finally:
-                cur.close()
+        with self._write_lock, self._conn.transaction():
+            self._saver.delete_thread(thread_id)
+            steps.replay_into(self._saver)
         return steps.steps
 
     def close(self) -> None:
@@ -129,20 +182,6 @@ class CheckpointStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _merged(statements: list[tuple[bool, str, Any]]) -> Iterator[tuple[bool, str, Any]]:
-    """Consecutive statements with the same query as one ``executemany`` (the order of the rows is kept)."""
-    query: str | None = None
-    rows: list[Any] = []
-    for many, q, params in statements:
-        if q != query and rows:
-            yield True, query, rows  # type: ignore[misc]
-            rows = []
-        query = q
-        rows.extend(params if many else [params])
-    if rows:
-        yield True, query, rows  # type: ignore[misc]
 
 
 class CheckpointStep(BaseModel):
@@ -157,26 +196,33 @@ class CheckpointStep(BaseModel):
 
 
 def history(path: Path, thread_id: str) -> list[CheckpointStep]:
-    """Every checkpoint of an attempt, oldest first: which node ran, what comes next."""
+    """Every checkpoint of an attempt, oldest first (forks included): which node ran, what comes next.
+
+    The node that produced a checkpoint is the one whose ``versions_seen`` (the channel versions each node has
+    read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint; ``next`` holds the nodes of
+    its children (empty for the last one)."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
-        saver = SqliteSaver(conn)
-        steps = []
-        for tup in saver.list({"configurable": {"thread_id": thread_id}}):
-            meta = tup.metadata or {}
-            values = tup.checkpoint.get("channel_values", {})
-            steps.append(CheckpointStep(
-                step=int(meta.get("step", -1)),
-                node=None,
-                next=[k.split(":", 2)[-1] for k in values if k.startswith("branch:to:")],
-                checkpoint_id=tup.checkpoint["id"],
-                status=values.get("status"),
-                round_index=values.get("round_index"),
-            ))
-        steps.sort(key=lambda s: s.step)
-        # the node that produced a checkpoint is the one the previous checkpoint scheduled next
-        for before, after in zip(steps, steps[1:]):
-            after.node = before.next[0] if before.next else None
-        return steps
+        tuples = list(SqliteSaver(conn).list({"configurable": {"thread_id": thread_id}}))
     finally:
         conn.close()
+    by_id = {t.checkpoint["id"]: t for t in tuples}
+    steps: dict[str, CheckpointStep] = {}
+    children: dict[str, list[str]] = {}
+    for tup in tuples:
+        parent_id = (tup.parent_config or {}).get("configurable", {}).get("checkpoint_id")
+        parent = by_id.get(parent_id) if parent_id else None
+        seen = tup.checkpoint.get("versions_seen", {})
+        seen_before = parent.checkpoint.get("versions_seen", {}) if parent else {}
+        ran = [n for n, versions in seen.items() if not _reserved(n) and seen_before.get(n) != versions]
+        values = tup.checkpoint.get("channel_values", {})
+        steps[tup.checkpoint["id"]] = CheckpointStep(
+            step=int((tup.metadata or {}).get("step", -1)), node=ran[0] if ran else None, next=[],
+            checkpoint_id=tup.checkpoint["id"], status=values.get("status"), round_index=values.get("round_index"))
+        if parent_id:
+            children.setdefault(parent_id, []).append(tup.checkpoint["id"])
+    for parent_id, kids in children.items():
+        if parent_id in steps:
+            nodes = [steps[k].node for k in sorted(kids)]
+            steps[parent_id].next = list(dict.fromkeys(n for n in nodes if n))
+    return sorted(steps.values(), key=lambda s: (s.step, s.checkpoint_id))  # ids are time-ordered (uuid6)

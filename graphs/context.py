@@ -6,19 +6,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task
-from sysmo.tools.result import CheckResult
-
-
-class ModelReply(Protocol):
-    text: str
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task
+from sysmo.contracts.check import CheckResult
+from sysmo.llm.response import LLMResponse
 
 
 class ChatClient(Protocol):
     """The slice of ``sysmo.llm.LLM`` the graphs need: one chat completion, awaited on the event loop."""
 
-    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> Any: ...
+    async def acomplete(self, messages: list[dict[str, Any]], **kwargs: Any) -> LLMResponse: ...
 
 
 Checker = Callable[[Artifact, Task], CheckResult]

@@ -6,14 +6,13 @@
 
 from __future__ import annotations
 
-import json
 import re
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.llm.response import FENCE, json_payload
 
-FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[ \t]*(?=\n|$)|\Z)", re.S)
 TLA_MODULE = re.compile(r"^-{4,}\s*MODULE\s+(\w+)\s*-{4,}.*?^={4,}[ \t]*$", re.S | re.M)
 TLA_MODULE_HEAD = re.compile(r"-{4,}\s*MODULE\s+(\w+)\s*-{4,}")
 CFG_KEYWORDS = re.compile(r"^\s*(SPECIFICATION|INIT|NEXT|CONSTANTS?|INVARIANTS?|PROPERT(Y|IES)|SYMMETRY|VIEW|CONSTRAINTS?|ACTION_CONSTRAINTS?|CHECK_DEADLOCK)\b", re.M)
@@ -47,21 +46,13 @@ def _fences(text: str) -> list[tuple[str, str, bool, int]]:
 
 
 def _json_payload(text: str) -> dict[str, str] | None:
-    """A reply that is (or contains) a JSON object with the files, e.g. {"spec": ..., "cfg": ...}."""
-    candidates = [text.strip()]
-    candidates += [body for info, body, _, _ in _fences(text) if info in ("json", "")]
-    for candidate in candidates:
-        if not candidate.startswith("{"):
-            continue
-        try:
-            data = json.loads(candidate)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(data, dict):
-            files = data.get("files") if isinstance(data.get("files"), dict) else data
-            strings = {str(k): v for k, v in files.items() if isinstance(v, str) and v.strip()}
-            if strings:
-                return strings
+    """A reply that is (or holds, in a json / untagged block) a JSON object with the files, e.g. {"spec": ..., "cfg": ...}."""
+    data = json_payload(text, within_prose=False)
+    if isinstance(data, dict):
+        files = data.get("files") if isinstance(data.get("files"), dict) else data
+        strings = {str(k): v for k, v in files.items() if isinstance(v, str) and v.strip()}
+        if strings:
+            return strings
     return None
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import NotCoveredError, ReplayEndedError, SysmoError
-from sysmo.graphs.attempt import LLMCallSummary, Round
+from sysmo.contracts.attempt import LLMCallSummary, Round
 from sysmo.graphs.context import AgentContext
+from sysmo.llm.response import CallContext
 from sysmo.graphs.extract import extract_artifact
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.repair import repair_request
 from sysmo.graphs.state import AgentState
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 LANGUAGE_NAMES = {"tla": "TLA+", "sysml": "SysML v2", "plantuml": "PlantUML"}
 
@@ -33,14 +34,9 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
                      round_index: int | None = None, **kwargs: Any) -> tuple[str, LLMCallSummary, Any]:
     """One model call through the context's client, awaited on the event loop (``acomplete``); returns
     (text, cost summary, raw response)."""
-    params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index}
-    try:
-        from sysmo.llm.response import CallContext
-
-        params["context"] = CallContext(task=ctx.task, round=round_index, agent=ctx.agent, attempt_id=ctx.attempt_id,
-                                        purpose=purpose)
-    except ImportError:  # the LLM layer is optional for graph unit tests with a plain client
-        pass
+    params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index,
+                              "context": CallContext(task=ctx.task, round=round_index, agent=ctx.agent,
+                                                     attempt_id=ctx.attempt_id, purpose=purpose)}
     if ctx.temperature is not None and role == "generator":
         params["temperature"] = ctx.temperature
     if ctx.max_tokens is not None and role == "generator":

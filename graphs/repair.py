@@ -14,8 +14,8 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any
 
-from sysmo.artifact import Artifact
-from sysmo.tools.result import CheckResult, Diagnostic
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.check import CheckResult, Diagnostic
 
 CONTEXT_LINES = 2
 MAX_DIAGNOSTICS = 15

@@ -8,9 +8,9 @@ Models: any litellm provider string (``openai/...``, ``anthropic/...``, ``ollama
 with ``api_base`` for an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy), and two
 offline controls, ``mockllm/<script>`` (see ``sysmo.llm.mockllm``) and ``reference`` (see
 ``sysmo.llm.reference``), labelled ``is_control`` in every response and record. Responses are cached in
-SQLite by model, server, messages, parameters and sample index. LangGraph agents that want a LangChain
-chat model use ``sysmo.llm.langchain_chat.chat_model``. litellm is imported when a hosted model is first
-called, never by ``import sysmo.llm``.
+SQLite by model, server, messages, parameters and sample index. LangGraph nodes call ``LLM`` directly
+(tool calling included: ``tools=`` and ``LLMResponse.tool_calls``); there is no LangChain chat-model adapter.
+litellm is imported when a hosted model is first called, never by ``import sysmo.llm``.
 """
 
 from __future__ import annotations

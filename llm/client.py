@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from sysmo.contracts.events import collecting_now, emit
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import ConfigError, LLMError, ReplayEndedError, SysmoError
 from sysmo.llm.cache import ResponseCache
 from sysmo.llm.limits import SHARED_LIMITS, ConcurrencyLimits

@@ -13,7 +13,8 @@ Script format (YAML or JSON; a bare list is the ``responses``; a bare string ite
 Each call takes the first unused answer whose ``when`` matches (no ``when`` matches every call).
 ``mockllm/<name>`` finds its script at ``RoleConfig.script``, else at the path ``<name>``, else at
 ``$SYSMO_MOCKLLM_DIR/<name>.yaml|.yml|.json`` (default ``<settings().home>/mockllm``), else a script built
-in code (``BUILT_IN_SCRIPTS``: ``mockllm/control`` is the offline control experiment's script).
+in code and registered by name (``register_script``: the agents package registers ``control``, the offline
+control experiment's script, so this layer never imports the agents).
 ``mockllm/default`` without a file answers "Default output from mockllm/default." to every call.
 """
 
@@ -24,6 +25,7 @@ import json
 import os
 import re
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -109,8 +111,13 @@ def mock_dir() -> Path:
     return Path(os.environ.get("SYSMO_MOCKLLM_DIR") or settings().home / "mockllm")
 
 
-# scripts built in code when no file of that name exists: name -> "module:function" returning a MockScript
-BUILT_IN_SCRIPTS: dict[str, str] = {"control": "sysmo.agents.control_script:build_control_script"}
+# scripts built in code when no file of that name exists: name -> a function returning the MockScript
+BUILT_IN_SCRIPTS: dict[str, Callable[[], MockScript]] = {}
+
+
+def register_script(name: str, build: Callable[[], MockScript]) -> None:
+    """``mockllm/<name>`` answers from ``build()`` when no script file of that name exists."""
+    BUILT_IN_SCRIPTS[name] = build
 
 
 def find_script(name: str, explicit: Path | None = None) -> MockScript:
@@ -121,10 +128,7 @@ def find_script(name: str, explicit: Path | None = None) -> MockScript:
         if path.is_file():
             return MockScript.load(path)
     if name in BUILT_IN_SCRIPTS:
-        import importlib
-
-        module, function = BUILT_IN_SCRIPTS[name].split(":")
-        return getattr(importlib.import_module(module), function)()
+        return BUILT_IN_SCRIPTS[name]()
     if name == "default":
         return MockScript(responses=[MockAnswer(text="Default output from mockllm/default.")])
     raise UnknownNameError(

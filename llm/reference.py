@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import LLMError
 from sysmo.llm.mockllm import control_response
 from sysmo.llm.request import LLMRequest

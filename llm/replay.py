@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, ValidationError
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import ConfigError, DataMissingError, LLMError, NotCoveredError, ReplayEndedError
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, Usage

@@ -10,12 +10,39 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, ValidationError
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.contracts.events import LLMCallEvent
 from sysmo.errors import LLMError
 
 T = TypeVar("T", bound=BaseModel)
-JSON_FENCE = re.compile(r"```(?:json)?[ \t]*\n(.*?)\n?```", re.S)
+# a fenced code block (``` or ~~~, any info string); an unclosed one runs to the end (a truncated reply)
+FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[ \t]*(?=\n|$)|\Z)",
+                   re.S)
+JSON_START = re.compile(r"[\[{]")
+
+
+def json_payload(text: str | None, *, within_prose: bool = True) -> Any:
+    """The first JSON value in a model's reply, or None: from a ```json (or untagged) block first, else the text.
+
+    With ``within_prose`` the value may start after prose (the first ``{`` or ``[`` that decodes as JSON);
+    without it the block, or the whole reply, must begin with the value. Text after the value is ignored.
+    The one JSON reader for replies: ``LLMResponse.parse`` and the artifact extractor use it.
+
+    >>> json_payload('Sure:\\n```json\\n{"a": 1}\\n```')
+    {'a': 1}
+    """
+    text = text or ""
+    chunks = [m.group("body") for m in FENCE.finditer(text) if m.group("info").strip().lower() in ("json", "")]
+    decoder = json.JSONDecoder()
+    for chunk in [*chunks, text]:
+        chunk = chunk.strip()
+        starts = [m.start() for m in JSON_START.finditer(chunk)] if within_prose else [0] * bool(JSON_START.match(chunk))
+        for start in starts:
+            try:
+                return decoder.raw_decode(chunk, start)[0]
+            except json.JSONDecodeError:
+                continue
+    return None
 
 
 class Usage(BaseModel):
@@ -107,13 +134,13 @@ class LLMResponse(BaseModel):
     raw: dict[str, Any] = Field(default_factory=dict)
 
     def parse(self, schema: type[T]) -> T:
-        """The text as ``schema`` (structured output), tolerating a ```json fence around it."""
-        text = self.text.strip()
-        fenced = JSON_FENCE.search(text)
-        if fenced:
-            text = fenced.group(1)
+        """The text as ``schema`` (structured output): the reply's JSON (``json_payload``: fenced or bare, prose
+        around it tolerated)."""
+        value = json_payload(self.text)
+        if value is None:
+            raise LLMError(f"{self.model} did not answer with a valid {schema.__name__}: no JSON in the reply")
         try:
-            return schema.model_validate_json(text)
+            return schema.model_validate(value)
         except ValidationError as exc:
             raise LLMError(f"{self.model} did not answer with a valid {schema.__name__}: {exc}") from exc
 

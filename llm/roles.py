@@ -71,9 +71,6 @@ class RoleConfig(BaseModel):
         None  # (input, output) USD per million tokens, overrides litellm's map
     )
     script: Path | None = None  # mockllm: the script file (default: found from the name)
-    client: Literal["litellm", "langchain-openai"] = (
-        "litellm"  # which LangChain chat model chat_model() builds
-    )
 
     @model_validator(mode="before")
     @classmethod

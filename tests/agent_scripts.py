@@ -6,8 +6,8 @@ import json
 
 from fake_openai import FakeReply, reply, tool_reply
 from sysmo.agents.control_script import intermediate_model
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.llm import LLM, ModelRoles, RoleConfig
 from sysmo.llm.reference import format_reference
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks.registry import load_tasks
-from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TaskReferences, TraceSet
+from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences, TraceSet
 
 STARTER = Path(__file__).resolve().parents[1] / "benchmarks" / "starter"
 # one small task per text kind, the same across tests so the warm tool servers see few distinct models

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task
 from sysmo.evals.metrics.tla_syntax import split_module
 from sysmo.tools.tla import trace_validation as tv
 

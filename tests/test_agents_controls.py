@@ -10,13 +10,13 @@ from agent_tasks import starter_tasks
 from sysmo.agents.control_script import broken_artifact, build_control_script
 from sysmo.agents.registry import UnsupportedTaskError, all_agents
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import Task, TaskKind
-from sysmo.graphs.attempt import AttemptStatus
+from sysmo.contracts.task import Task, TaskKind
+from sysmo.contracts.attempt import AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.llm import LLM, ModelRoles
 from sysmo.llm.mockllm import find_script
 from sysmo.tools.checkers import check_artifact
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 TASKS = [t for t in starter_tasks() if t.references.model is not None]
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from sysmo.agents.registry import LoopCheck, get_agent
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 OK = CheckResult(tool="tlc", outcome=Outcome.OK, details={"reason": "simulated"})
 FAILED = CheckResult(tool="sany", outcome=Outcome.FAILED)

@@ -15,11 +15,11 @@ from fake_openai import FakeOpenAI
 from sysmo.agents.control_script import broken_artifact
 from sysmo.agents.registry import all_agents
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import TaskKind
-from sysmo.graphs.attempt import AttemptStatus
+from sysmo.contracts.task import TaskKind
+from sysmo.contracts.attempt import AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 # what the real tools say about the mistakes broken_artifact makes (a dropped `;`/`}`, no @enduml, ...)
 TOOL_MESSAGES = {

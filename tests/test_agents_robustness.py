@@ -13,8 +13,8 @@ from agent_tasks import lock_counter_task, task_of, text_task
 from fake_openai import FakeOpenAI, http_error, reply, tool_reply
 from sysmo.agents.registry import UnsupportedTaskError, get_agent
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import TaskKind
-from sysmo.graphs.attempt import AttemptStatus
+from sysmo.contracts.task import TaskKind
+from sysmo.contracts.attempt import AttemptStatus
 from sysmo.graphs.checkpoint import history
 from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact

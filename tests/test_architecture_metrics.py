@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks import ardoco
 from sysmo.benchmarks.registry import load_tasks
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.metrics import architecture as arch
 from sysmo.evals.metrics.embedding import ExactSimilarity

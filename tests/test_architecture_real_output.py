@@ -134,7 +134,7 @@ def test_a_container_matched_on_its_name_alone_earns_no_edge():
 def test_the_similarity_option_chooses_the_aligner_and_is_recorded(choice):
     from pathlib import Path
 
-    from sysmo.artifact import Artifact, Language
+    from sysmo.contracts.artifact import Artifact, Language
     from sysmo.benchmarks import r2abench
     from sysmo.evals.cascade import ScoringContext, cascade_for
 

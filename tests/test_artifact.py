@@ -1,5 +1,5 @@
-from sysmo.artifact import Artifact
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 
 
 def test_artifact_hash_depends_on_content_and_names():

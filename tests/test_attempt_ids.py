@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.cli import _wire, app
 from sysmo.errors import SysmoError
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.runner import WorkUnit
 from sysmo.store import Store
 

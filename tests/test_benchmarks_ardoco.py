@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sysmo.benchmarks import ardoco
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 
 # (components, interfaces, uml:Usage elements) per project, as counted in the model files
 COUNTS = {"bigbluebutton": (12, 12, 12), "jabref": (6, 0, 0), "mediastore": (14, 9, 16),

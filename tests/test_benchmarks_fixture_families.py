@@ -10,7 +10,7 @@ import pytest
 
 from sysmo.benchmarks import oodeval, r2abench
 from sysmo.benchmarks.r2abench import Ablation
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.task import TaskKind
 from sysmo.errors import TaskError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sysmo.benchmarks import ardoco, oodeval, r2abench
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

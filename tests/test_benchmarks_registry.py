@@ -87,11 +87,6 @@ def test_no_data_dir_is_fine_for_the_starter_suite(clean_env: pytest.MonkeyPatch
         registry.load_tasks(families=["sysmbench"])
 
 
-def test_starter_module_absent_means_no_starter_tasks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(registry, "STARTER_MODULE", "sysmo.benchmarks.no_such_suite")
-    assert registry.load_starter_tasks() == []
-
-
 def test_unknown_family_and_task_id_are_named(data_dir: Path) -> None:
     with pytest.raises(UnknownNameError, match="sysmobench"):
         registry.load_tasks(data_dir, families=["sysmobenchh"])

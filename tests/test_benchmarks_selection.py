@@ -9,7 +9,7 @@ import yaml
 
 from sysmo.benchmarks import r2abench, sysmbench, sysmobench
 from sysmo.benchmarks.selection import TaskSelection, selection_from_options
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import ConfigError
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Language
+from sysmo.contracts.artifact import Language
 from sysmo.benchmarks import sysmbench
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 
 
 @pytest.fixture(scope="module")

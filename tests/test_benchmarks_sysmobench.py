@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Language
+from sysmo.contracts.artifact import Language
 from sysmo.benchmarks import sysmobench
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import DataMissingError
 
 NAMES = ["curp", "dqueue", "etcd", "locksvc", "mutex", "raftkvs", "redisraft", "ringbuffer", "rwmutex", "spin", "zookeeper"]

@@ -7,9 +7,9 @@ import re
 import numpy as np
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks.registry import load_tasks
-from sysmo.benchmarks.task import Task, TaskKind, TaskReferences
+from sysmo.contracts.task import Task, TaskKind, TaskReferences
 from sysmo.errors import ConfigError
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.metrics import clue, relation_lut

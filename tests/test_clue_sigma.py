@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind, TaskReferences
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind, TaskReferences
 from sysmo.errors import ConfigError
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.metrics import clue

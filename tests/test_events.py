@@ -12,10 +12,10 @@ from agent_scripts import fake_llm, model_reply, replies_for
 from agent_tasks import task_of, text_task
 from fake_openai import FakeOpenAI, http_error, reply
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.task import TaskKind
 from sysmo.contracts.events import (EVENTS_SCHEMA_VERSION, ErrorEvent, EventAdapter, GraphStepEvent, LLMCallEvent,
                                     ToolCallEvent)
-from sysmo.graphs.attempt import AttemptStatus
+from sysmo.contracts.attempt import AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.store import Store
 from sysmo.tools.checkers import check_artifact
@@ -114,7 +114,7 @@ def test_a_rerun_from_the_cache_keeps_the_cost_and_spends_nothing(server: FakeOp
 def test_a_store_written_before_events_gains_the_table_and_the_spend_column(tmp_path: Path) -> None:
     import sqlite3
 
-    from sysmo.graphs.attempt import Attempt
+    from sysmo.contracts.attempt import Attempt
 
     db = tmp_path / "results.sqlite"
     with sqlite3.connect(db) as conn:  # the attempts table as stores had it before spend_usd

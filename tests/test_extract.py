@@ -1,6 +1,6 @@
 """Artifact extraction from realistic (and broken) LLM replies."""
 
-from sysmo.artifact import Language
+from sysmo.contracts.artifact import Language
 from sysmo.graphs.extract import extract_artifact
 
 TLA = "---- MODULE Spin ----\nEXTENDS Naturals\nVARIABLE x\nInit == x = 0\nNext == x' = x + 1\n===="

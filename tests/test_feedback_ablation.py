@@ -12,11 +12,11 @@ from agent_tasks import task_of
 from fake_openai import FakeOpenAI
 from sysmo.agents.control_script import broken_artifact
 from sysmo.agents.run import run_attempt
-from sysmo.benchmarks.task import TaskKind
+from sysmo.contracts.task import TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.repair import Feedback, feedback_report
 from sysmo.tools.checkers import check_artifact
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 
 
 @pytest.fixture

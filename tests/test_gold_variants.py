@@ -14,7 +14,7 @@ import pytest
 from gold_variants import ScriptedHelper, Variant, merge_actions, split_action, variant
 from sysmo.benchmarks import sysmobench
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
 from sysmo.evals.metrics import tla_conformance

@@ -1,5 +1,6 @@
-"""StepRecorder + CheckpointStore: an attempt's steps recorded in memory and saved in one transaction are the
-rows LangGraph's own SqliteSaver would have written while the graph ran."""
+"""StepRecorder + CheckpointStore: an attempt's steps recorded in memory and saved in one transaction (through
+SqliteSaver's public put / put_writes) are the rows LangGraph's own SqliteSaver would have written while the graph
+ran, and a graph forks from any of them."""
 
 from __future__ import annotations
 
@@ -93,14 +94,43 @@ def test_a_recorder_only_records(tmp_path: Path) -> None:
         list(recorder.list(config))
 
 
-def test_a_failed_save_leaves_the_file_as_it_was(tmp_path: Path) -> None:
+def test_a_failed_save_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with CheckpointStore(tmp_path / "c.sqlite") as store:
         good = StepRecorder()
         asyncio.run(graph_with(good).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
         store.save(good, "a")
-        broken = StepRecorder()
-        asyncio.run(graph_with(broken).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
-        broken.statements.append((False, "INSERT INTO no_such_table VALUES (?)", (1,)))
-        with pytest.raises(sqlite3.OperationalError, match="no_such_table"):
-            store.save(broken, "a")
-    assert len(history(tmp_path / "c.sqlite", "a")) == 4  # the earlier steps, not deleted
+        saved = [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")]
+        again = StepRecorder()
+        asyncio.run(graph_with(again).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
+        real_put = SqliteSaver.put
+        calls = []
+
+        def put_then_fail(self: SqliteSaver, *args: Any) -> Any:  # the disk fills up after two checkpoints
+            calls.append(1)
+            if len(calls) > 2:
+                raise sqlite3.OperationalError("database or disk is full")
+            return real_put(self, *args)
+
+        monkeypatch.setattr(SqliteSaver, "put", put_then_fail)
+        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+            store.save(again, "a")
+    assert len(saved) == 4 and [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")] == saved
+
+
+def test_a_graph_forks_from_a_saved_step(tmp_path: Path) -> None:
+    recorder = StepRecorder()
+    asyncio.run(graph_with(recorder).ainvoke({"log": []}, {"configurable": {"thread_id": "t"}}))
+    with CheckpointStore(tmp_path / "c.sqlite") as store:
+        store.save(recorder, "t")
+    after_draft = next(s for s in history(tmp_path / "c.sqlite", "t") if s.node == "draft")
+    assert after_draft.next == ["review"] and after_draft.status == "running"
+
+    async def fork() -> dict[str, Any]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "c.sqlite")) as saver:
+            config = {"configurable": {"thread_id": "t", "checkpoint_id": after_draft.checkpoint_id}}
+            return await graph_with(saver).ainvoke(None, config)
+
+    assert asyncio.run(fork()) == {"log": ["draft", "review"], "status": "passed"}  # review ran again from there
+    steps = history(tmp_path / "c.sqlite", "t")
+    assert len(steps) == 6 and steps[-1].node == "review"  # the fork's steps joined the thread
+    assert next(s for s in steps if s.checkpoint_id == after_draft.checkpoint_id).next == ["review"]

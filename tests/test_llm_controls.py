@@ -8,8 +8,8 @@ import json
 import textwrap
 
 import pytest
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskReferences
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskReferences
 from sysmo.errors import ConfigError, LLMError, UnknownNameError
 from sysmo.llm import LLM, CallContext, LLMCallRecord, MockScript, ModelRoles, RoleConfig, format_reference
 

@@ -181,7 +181,7 @@ def test_a_sysmobench_example_spec_replays_through_sany_and_tlc(shared_benchmark
 
 
 def test_the_replay_judge_gives_the_stored_sysmeval_answers_the_right_way_round(shared_benchmarks: Path) -> None:
-    from sysmo.artifact import Artifact, Language
+    from sysmo.contracts.artifact import Artifact, Language
     from sysmo.benchmarks import sysmbench
     from sysmo.evals.cascade import ScoringContext
     from sysmo.evals.cascades.sysml import sysmeval_stage

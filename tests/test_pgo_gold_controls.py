@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from sysmo.benchmarks import sysmobench
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
 from sysmo.evals.metrics.tla_runtime import stutter_only

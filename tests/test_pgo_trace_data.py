@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sysmo.artifact import Artifact, Language
-from sysmo.tools.result import Outcome
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla import trace_validation as tv
 from sysmo.tools.tla.pgo_trace import local_writes, read_pgo_run, validation_cfg
 

@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.server import plantuml_server
 from sysmo.tools.plantuml.check import check, check_batch, render_svg, self_check
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 VALID = """@startuml
 class Order {
@@ -251,7 +251,7 @@ def test_concurrent_checks_share_one_server_and_keep_their_own_lines():
 def test_a_lax_security_profile_is_refused(monkeypatch):
     from sysmo.config import settings
     from sysmo.errors import ConfigError
-    from sysmo.sandbox.plantuml_server import security_profile
+    from sysmo.tools.plantuml.server import security_profile
 
     monkeypatch.setenv("SYSMO_TOOLS__PLANTUML_SECURITY_PROFILE", "UNSECURE")
     settings.cache_clear()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.server import plantuml_server
 from sysmo.tools.plantuml.check import check
 from sysmo.tools.plantuml.lint import lint
 from sysmo.tools.plantuml.source import diagram_source
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 SWALLOWED = """@startuml
 class Order {

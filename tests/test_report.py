@@ -8,14 +8,14 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.evals.report import write_report
-from sysmo.evals.scorecard import ScoreCard, StageResult
+from sysmo.contracts.scorecard import ScoreCard, StageResult
 from sysmo.evals.tables import attempts_frame, summary_frame
 from sysmo.evals.trace_view import attempt_json, render_attempt
-from sysmo.graphs.attempt import Attempt, AttemptStatus, LLMCallSummary, Round
+from sysmo.contracts.attempt import Attempt, AttemptStatus, LLMCallSummary, Round
 from sysmo.store import Store
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 
 BROKEN = "@startuml\nclass A {\n  x : int\nclass B\n@enduml"
 FIXED = "@startuml\nclass A {\n  x : int\n}\nclass B\n@enduml"

@@ -9,9 +9,9 @@ import pytest
 
 from sysmo.evals.leaderboard import error_counts, leaderboards, metric_lines
 from sysmo.evals.report import plot_rounds, write_report
-from sysmo.evals.scorecard import ScoreCard, StageResult
+from sysmo.contracts.scorecard import ScoreCard, StageResult
 from sysmo.evals.tables import attempts_frame, summary_frame
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.store import Store
 
 UML = {"benchmark": "starter", "kind": "uml_class"}

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks import sysmbench
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades.sysml import sysmeval_stage

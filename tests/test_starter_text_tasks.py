@@ -9,11 +9,11 @@ import pytest
 
 from sysmo.benchmarks.r2abench import sections
 from sysmo.benchmarks.starter import STARTER_DIR, load_starter_tasks
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.tools.plantuml.architecture import parse_architecture
 from sysmo.tools.plantuml.class_model import ClassKind, RelationType
 from sysmo.tools.plantuml.parse_class import parse_class_diagram
-from sysmo.tools.result import Outcome, Severity
+from sysmo.contracts.check import Outcome, Severity
 
 TEXT_KINDS = {TaskKind.SYSML: ".sysml", TaskKind.UML_CLASS: ".puml", TaskKind.ARCHITECTURE: ".puml"}
 MINIMUM = {TaskKind.SYSML: 8, TaskKind.UML_CLASS: 8, TaskKind.ARCHITECTURE: 5}

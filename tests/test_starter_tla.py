@@ -11,7 +11,7 @@ import yaml
 
 from sysmo.benchmarks.starter import STARTER_DIR, load_starter_tasks, load_task_folder
 from sysmo.benchmarks.starter.tla import record
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import TaskError
 
 TLA_TASKS = ["bounded_buffer", "leader_election", "spinlock", "two_phase_commit"]

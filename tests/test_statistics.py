@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sysmo.evals.statistics import best_of_n, bootstrap_ci, mean_pass_at_k, pass_at_k, paired_comparison
+from sysmo.evals.statistics import best_of_n, bootstrap_ci, pass_at_k, pass_at_ks, paired_comparison
 
 
 def test_pass_at_k_hand_computed():
@@ -16,7 +16,8 @@ def test_pass_at_k_hand_computed():
     assert pass_at_k(5, 2, 3) == pytest.approx(0.9)  # 1 - C(3,3)/C(5,3) = 1 - 1/10
     assert pass_at_k(5, 1, 5) == 1.0
     assert pass_at_k(10, 3, 2) == pytest.approx(1 - math.comb(7, 2) / math.comb(10, 2))
-    assert mean_pass_at_k([(5, 1), (5, 0), (5, 5)], k=1) == pytest.approx((0.2 + 0 + 1) / 3)
+    assert pass_at_ks([(5, 1), (5, 0), (5, 5)], ks=[1])[1] == pytest.approx((0.2 + 0 + 1) / 3)
+    assert pass_at_ks([(5, 1), (3, 3)], ks=[1, 5]) == {1: pytest.approx(0.6)}  # k beyond a task's n: left out
     with pytest.raises(ValueError):
         pass_at_k(5, 6, 1)
 
@@ -29,10 +30,9 @@ def test_pass_at_k_is_monotone_in_k(n, data):
     assert all(b >= a - 1e-12 for a, b in zip(values, values[1:]))
 
 
-def test_best_of_n_uses_declared_metric_and_first_on_ties():
-    samples = [{"i": 0, "s": 0.5}, {"i": 1, "s": None}, {"i": 2, "s": 0.9}, {"i": 3, "s": 0.9}]
-    assert best_of_n(samples, key=lambda x: x["s"])["i"] == 2
-    assert best_of_n([{"s": None}], key=lambda x: x["s"]) is None
+def test_best_of_n_averages_each_tasks_best_sample():
+    assert best_of_n([[0.5, None, 0.9], [0.2, float("nan")], [None]]) == pytest.approx((0.9 + 0.2) / 2)
+    assert best_of_n([[None], []]) is None
 
 
 def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks.registry import load_tasks
-from sysmo.benchmarks.task import Task, TaskKind, TaskReferences
+from sysmo.contracts.task import Task, TaskKind, TaskReferences
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.cascades.sysml import NO_JUDGE, sysmeval_stage
 from sysmo.evals.metrics import sysmeval, text

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.tools.result import Severity
+from sysmo.contracts.check import Severity
 from sysmo.tools.sysml.validate import failing_files, validate, validate_folder
 
 OMG_SRC = Path("sysml-v2-release") / "sysml" / "src"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sysmo.artifact import Artifact
-from sysmo.tools.result import Outcome
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.check import Outcome
 from sysmo.tools.sysml.element_tree import ElementKind, ElementTree, element_tree
 
 BICYCLE = """package 'BicycleDefinition' {

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
-from sysmo.tools.result import Outcome
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
+from sysmo.contracts.check import Outcome
 from sysmo.tools.sysml.validate import validate
 
 GOOD = "package P { part def A; part a : A; }"
@@ -121,7 +121,7 @@ def test_stop_ends_every_kernel_process(kernel: OpenSysMLKernel):
 def test_the_kernel_is_shut_down_when_the_python_process_exits():
     script = (
         "from sysmo.tools.sysml.validate import validate\n"
-        "from sysmo.sandbox.opensysml_kernel import shared_kernel\n"
+        "from sysmo.tools.sysml.kernel import shared_kernel\n"
         "assert validate('package P { part def A; }').ok\n"
         "print(' '.join(map(str, shared_kernel().kernel_pids())))\n"
         "print(shared_kernel().scratch)\n"

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import SysmoError
-from sysmo.tools.result import Outcome, Severity
+from sysmo.contracts.check import Outcome, Severity
 from sysmo.tools.sysml.diagnostics import parse_load_output, split_hint
 from sysmo.tools.sysml.validate import failing_files, self_check, validate
 

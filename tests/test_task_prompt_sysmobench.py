@@ -10,7 +10,7 @@ from sysmo.agents.registry import get_agent
 from sysmo.agents.run import run_attempt
 from sysmo.agents.task_prompt import fill_harness, task_prompt
 from sysmo.benchmarks import sysmobench
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.task import Task
 from sysmo.graphs.context import AgentContext
 from sysmo.llm import LLM, ModelRoles
 from sysmo.runner import ExperimentConfig, missing_inputs

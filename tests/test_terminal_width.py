@@ -10,7 +10,7 @@ import sys
 
 from rich.console import Console
 
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.store import Store
 from sysmo.terminal import print_records
 from sysmo.tools.commands import print_statuses

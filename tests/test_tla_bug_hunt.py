@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla import bug_hunt, tlc
 
 BUDGET_S = 240.0

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
-from sysmo.benchmarks.task import InvariantTemplate, Task, TaskKind, TaskReferences, TraceSet
+from sysmo.contracts.task import InvariantTemplate, Task, TaskKind, TaskReferences, TraceSet
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.cascades import tla
 from sysmo.evals.metrics import tla_runtime, tla_syntax

@@ -8,7 +8,7 @@ import pytest
 
 from sysmo.benchmarks import sysmobench
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.cascades import tla
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sysmo.evals.metrics.tla_consistency import per_action
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla.trace_validation import Trace, TraceLine, TraceVerdict
 
 

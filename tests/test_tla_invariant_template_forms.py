@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks import sysmobench
-from sysmo.benchmarks.task import InvariantTemplate
+from sysmo.contracts.task import InvariantTemplate
 from sysmo.evals.metrics import tla_invariants, tla_runtime
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 SPEC = """---- MODULE Turns ----
 EXTENDS Naturals

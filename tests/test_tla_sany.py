@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import TaskError
 from sysmo.tools.tla import sany
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.tools.tla import tlc
 
 COUNTER = """---- MODULE Counter ----

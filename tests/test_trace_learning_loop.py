@@ -16,13 +16,13 @@ from fake_openai import FakeOpenAI
 from sysmo.agents.registry import get_agent
 from sysmo.agents.run import run_attempt
 from sysmo.agents.trace_check import trace_validation_check
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task
 from sysmo.contracts.events import ToolCallEvent
 from sysmo.graphs.attempt import Attempt, AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 pytestmark = pytest.mark.slow  # real SANY + TLC + trace replays, a few seconds per attempt
 

@@ -21,7 +21,7 @@ def test_pgo_survey_names_every_event(shared_benchmarks: Path) -> None:
 
 
 def test_ndjson_survey_still_uses_the_event_key(tmp_path: Path) -> None:
-    from sysmo.benchmarks.task import Task, TaskInputs, TaskKind, TraceSet
+    from sysmo.contracts.task import Task, TaskInputs, TaskKind, TraceSet
 
     trace = tmp_path / "t.ndjson"
     trace.write_text('{"event": "Acquire", "actor": 1}\n{"event": "Release", "actor": 1}\n{"x": 1}\n')

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
 from sysmo.errors import TaskError
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla import trace_validation as tv
 
 SPINLOCK = STARTER_DIR / "tla" / "spinlock"

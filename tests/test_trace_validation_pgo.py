@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import TaskError
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla import trace_validation as tv
 from sysmo.tools.tla.pgo_trace import read_pgo_run, validation_cfg
 

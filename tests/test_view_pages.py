@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from starlette.testclient import TestClient
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.evals.error_kinds import error_kind
-from sysmo.evals.scorecard import ScoreCard, StageResult
-from sysmo.graphs.attempt import Attempt, AttemptStatus, LLMCallSummary, Round
+from sysmo.contracts.scorecard import ScoreCard, StageResult
+from sysmo.contracts.attempt import Attempt, AttemptStatus, LLMCallSummary, Round
 from sysmo.store import Store
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 from sysmo.view import gather
 from sysmo.view.app import create_app
 from sysmo.view.models import AttemptFilters

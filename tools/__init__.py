@@ -1,5 +1,1 @@
-"""Language tools (SANY, TLC, PlantUML, OpenSysML) behind one result type."""
-
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
-
-__all__ = ["CheckResult", "Diagnostic", "Outcome", "Severity"]
+"""Language tools (SANY, TLC, PlantUML, OpenSysML); each returns ``sysmo.contracts.check.CheckResult``."""

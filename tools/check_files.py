@@ -3,7 +3,8 @@
 A path's suffix names its language: ``.tla`` (with the ``.cfg`` of the same name beside it, and the sibling
 modules it EXTENDS or INSTANCEs), ``.sysml``, ``.puml`` / ``.plantuml`` / ``.pu`` / ``.wsd``. A ``.cfg``
 given alone means the ``.tla`` of the same name. Each file gets the check an agent's repair loop runs
-(``sysmo.tools.checkers.check_artifact``), or with a task the task's whole scoring cascade.
+(``sysmo.tools.checkers.check_artifact``); with a task, ``sysmo.evals.score_files.score_path`` runs the task's
+whole scoring cascade instead.
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import ConfigError
-from sysmo.evals.scorecard import ScoreCard
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 
 SUFFIXES = {".tla": Language.TLA, ".cfg": Language.TLA, ".sysml": Language.SYSML, ".puml": Language.PLANTUML,
             ".plantuml": Language.PLANTUML, ".pu": Language.PLANTUML, ".wsd": Language.PLANTUML}
@@ -104,57 +103,3 @@ def check_path(path: Path) -> FileVerdict:
     return FileVerdict(path=str(path), language=artifact.language, passed=result.outcome == Outcome.OK,
                        outcome=result.outcome.value, tool=result.tool, tool_version=result.tool_version,
                        diagnostics=_with_file(result, artifact.main_file or path.name))
-
-
-def stage_passed(stage: dict[str, Any]) -> bool:
-    """A stage passes when it passed, or was skipped for what the task lacks (not blocked by a gate)."""
-    if stage["outcome"] == "skipped":
-        return not stage.get("detail", {}).get("gated", False)
-    return bool(stage["passed"])
-
-
-RENDERED = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+)(?::(?P<column>\d+))?: (?P<severity>\w+)"
-                      r"(?:\[(?P<code>[^\]]+)\])?: (?P<message>.*)$", re.DOTALL)
-
-
-def _stage_diagnostics(stage: Any) -> list[Diagnostic]:
-    """A failing stage's diagnostics (parsed back from their rendered lines), or one line saying why."""
-    found = []
-    for text in stage.detail.get("diagnostics") or []:
-        match = RENDERED.match(str(text))
-        if match and match["severity"] in ("error", "warning", "typing", "info"):
-            found.append(Diagnostic(tool=stage.stage, severity=match["severity"], file=match["file"],
-                                    line=int(match["line"]),
-                                    column=int(match["column"]) if match["column"] else None,
-                                    code=match["code"], message=match["message"]))
-        else:
-            found.append(Diagnostic(tool=stage.stage, message=str(text)))
-    if not found:
-        why = stage.skipped_because or stage.detail.get("error") or f"value {stage.value:.3f}"
-        found.append(Diagnostic(tool=stage.stage, code=stage.outcome,
-                                message=f"{stage.stage} {stage.outcome}: {why}"))
-    return found
-
-
-def score_path(path: Path, task: Task, stages: list[str] | None = None) -> FileVerdict:
-    """The task's scoring cascade on one file, ``stages`` only (the earlier ones still run: they gate)."""
-    from sysmo.evals.cascade import Cascade, ScoringContext, cascade_for
-
-    artifact = artifact_of(path)
-    if artifact.language != task.language:
-        raise ConfigError(
-            f"{path}: a {artifact.language.value} file, but {task.id} wants {task.language.value}")
-    cascade = cascade_for(task.kind)
-    if stages is not None:
-        names = [s.name for s in cascade.stages]
-        last = max(names.index(s) for s in stages)
-        cascade = Cascade(name=cascade.name, stages=cascade.stages[: last + 1])
-    card: ScoreCard = cascade.score(artifact, task, ScoringContext())
-    shown = [s for s in card.stages if stages is None or s.stage in stages]
-    rows = [s.model_dump(mode="json") for s in shown]
-    diagnostics = [d for s in shown if not stage_passed(s.model_dump(mode="json"))
-                   for d in _stage_diagnostics(s)]
-    passed = all(stage_passed(r) for r in rows)
-    worst = next((s.outcome for s in shown if not stage_passed(s.model_dump(mode="json"))), "ok")
-    return FileVerdict(path=str(path), language=artifact.language, passed=passed, outcome=worst,
-                       tool=f"cascade:{card.cascade}", diagnostics=diagnostics, stages=rows)

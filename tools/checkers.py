@@ -8,9 +8,9 @@
 
 from __future__ import annotations
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 
 IN_LOOP_SIMULATION = {"num": 10, "depth": 30, "timeout_s": 30.0}
 
@@ -27,10 +27,8 @@ def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
     cfgs = [n for n in artifact.files if n.endswith(".cfg")]
     if not cfgs:
         return parsed
-    try:
-        from sysmo.tools.tla import tlc
-    except ImportError:
-        return parsed
+    from sysmo.tools.tla import tlc
+
     run = tlc.simulate(artifact, num=IN_LOOP_SIMULATION["num"], depth=IN_LOOP_SIMULATION["depth"],
                        timeout_s=IN_LOOP_SIMULATION["timeout_s"], module=parsed.details.get("module"))
     if run.outcome == Outcome.INCONCLUSIVE:  # no error found within the budget: good enough for the loop

@@ -87,7 +87,8 @@ def check(
     Exit code 0 when every file passes, 1 when one fails, 2 on a usage error.
     """
     from sysmo.errors import ConfigError
-    from sysmo.tools.check_files import check_path, score_path
+    from sysmo.evals.score_files import score_path
+    from sysmo.tools.check_files import check_path
 
     if not paths:
         raise ConfigError("give at least one file to check (e.g. sysmo check Spec.tla)")

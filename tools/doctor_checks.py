@@ -36,11 +36,11 @@ def isolation_of(tool: str) -> list[str] | None:
         sandbox = get_sandbox()
         return [getattr(sandbox, "mode", sandbox.name)]
     if tool == "plantuml":
-        from sysmo.sandbox.plantuml_server import plantuml_server
+        from sysmo.tools.plantuml.server import plantuml_server
 
         return list(plantuml_server().isolation)
     if tool == "opensysml":
-        from sysmo.sandbox.opensysml_kernel import shared_kernel
+        from sysmo.tools.sysml.kernel import shared_kernel
 
         return list(shared_kernel().isolation)
     return None

@@ -14,12 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import SysmoError
 from sysmo.evals.error_kinds import error_kind
-from sysmo.evals.scorecard import ScoreCard, StageResult
+from sysmo.contracts.scorecard import ScoreCard, StageResult
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
-from sysmo.graphs.attempt import Attempt, Round
+from sysmo.contracts.attempt import Attempt, Round
 from sysmo.store import Store
 from sysmo.view.models import (
     FILTER_FIELDS,

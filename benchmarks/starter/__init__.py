@@ -15,10 +15,10 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks.paths import inside
 from sysmo.benchmarks.sysmobench import load_invariants
-from sysmo.benchmarks.task import (
+from sysmo.contracts.task import (
     BuggyVariant,
     SourceRef,
     Task,

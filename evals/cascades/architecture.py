@@ -32,13 +32,13 @@ replication package's weighted worst case, default; "paper"), ``antipatterns.inh
 
 from __future__ import annotations
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import ConfigError
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import architecture as arch
 from sysmo.evals.metrics.embedding import MINILM, resolve_similarity
-from sysmo.evals.scorecard import StageResult
+from sysmo.contracts.scorecard import StageResult
 from sysmo.log import get_logger
 from sysmo.tools.plantuml import check, parse_architecture
 

@@ -27,15 +27,15 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import elements as element_metrics
 from sysmo.evals.metrics import sysmeval as sysmeval_metrics
 from sysmo.evals.metrics import text as text_metrics
-from sysmo.evals.scorecard import StageResult
+from sysmo.contracts.scorecard import StageResult
 from sysmo.log import get_logger
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 
 log = get_logger(__name__)
 

@@ -49,12 +49,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
 from sysmo.evals.metrics import tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax
-from sysmo.evals.scorecard import StageResult
-from sysmo.tools.result import Outcome
+from sysmo.contracts.scorecard import StageResult
+from sysmo.contracts.check import Outcome
 
 MAX_DIAGNOSTICS = 20
 NO_TRACES = "the task has no traces"

@@ -23,12 +23,12 @@ with ``sysmo.tools.plantuml.parse_class_diagram``.
 
 from __future__ import annotations
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import clue as clue_metric
 from sysmo.evals.metrics.embedding import EXACT
-from sysmo.evals.scorecard import StageResult
+from sysmo.contracts.scorecard import StageResult
 from sysmo.log import get_logger
 from sysmo.tools.plantuml import check, parse_class_diagram
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TraceSet
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TraceSet
 from sysmo.errors import LLMError, TaskError
 from sysmo.evals.metrics.tla_runtime import ModelConfig
 from sysmo.log import get_logger

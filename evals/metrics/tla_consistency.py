@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla.trace_validation import INIT_EVENT, Trace, TraceVerdict
 
 

@@ -45,13 +45,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
-from sysmo.benchmarks.task import InvariantTemplate
+from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.task import InvariantTemplate
 from sysmo.errors import LLMError
 from sysmo.evals.metrics.tla_runtime import ModelConfig, default_parallel, without_checks
 from sysmo.evals.metrics.tla_syntax import blank_comments, check_modules, split_module
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 from sysmo.tools.tla import bug_hunt
 from sysmo.tools.tla import cfg as tlc_cfg
 from sysmo.tools.tla import tlc

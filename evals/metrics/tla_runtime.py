@@ -37,12 +37,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError
 from sysmo.evals.metrics.tla_syntax import blank_comments, split_module
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Outcome
+from sysmo.contracts.check import CheckResult, Outcome
 from sysmo.tools.tla import cfg as tlc_cfg
 from sysmo.tools.tla import tlc
 from sysmo.tools.tla.source import prepare

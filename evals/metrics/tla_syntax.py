@@ -39,10 +39,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits
-from sysmo.tools.result import CheckResult, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Outcome, Severity
 from sysmo.tools.tla import sany
 from sysmo.tools.tla.jvm import SANY_JVM_FLAGS, run_java
 from sysmo.tools.tla.source import MODULE_HEADER, prepare

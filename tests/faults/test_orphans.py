@@ -18,8 +18,8 @@ from sysmo.sandbox.reaper import sweep_stale
 # A sysmo process that starts both tool servers, prints their processes, folders and cgroups, and waits.
 CHILD = r"""
 import json, sys, time
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
-from sysmo.sandbox.plantuml_server import PlantUMLServer
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
+from sysmo.tools.plantuml.server import PlantUMLServer
 plantuml, kernel = PlantUMLServer(), OpenSysMLKernel()
 assert plantuml.render("@startuml\nclass A\n@enduml").status == 200
 assert kernel.execute("1+1").status == "ok"

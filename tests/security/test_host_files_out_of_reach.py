@@ -44,7 +44,8 @@ def test_a_command_sees_neither_the_home_nor_the_work_area(mode, markers, skip_m
 @pytest.fixture(params=MODES)
 def server_mode(request, monkeypatch, skip_missing) -> str:
     """Each isolation mode for the tool servers (both where bubblewrap is installed, as in CI)."""
-    from sysmo.sandbox import opensysml_kernel, plantuml_server
+    from sysmo.tools.plantuml import server as plantuml_server
+    from sysmo.tools.sysml import kernel as opensysml_kernel
 
     mode = request.param
     if mode == "bwrap" and not bwrap_usable():
@@ -70,7 +71,7 @@ def _no_caps_and_no_home(pid: int) -> None:
 
 @pytest.mark.slow
 def test_a_diagram_cannot_include_a_planted_file(markers, server_mode):
-    from sysmo.sandbox.plantuml_server import PlantUMLServer
+    from sysmo.tools.plantuml.server import PlantUMLServer
 
     secret, planted = markers
     server = PlantUMLServer()
@@ -89,7 +90,7 @@ def test_a_diagram_cannot_include_a_planted_file(markers, server_mode):
 
 @pytest.mark.slow
 def test_a_sysml_model_cannot_load_a_planted_file(markers, server_mode):
-    from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
+    from sysmo.tools.sysml.kernel import OpenSysMLKernel
 
     secret, planted = markers
     kernel = OpenSysMLKernel()

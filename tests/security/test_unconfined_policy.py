@@ -24,7 +24,8 @@ def nothing_confines(monkeypatch):
 
 
 def test_the_servers_refuse_to_start_unconfined_and_say_how_to_fix_it(nothing_confines, monkeypatch):
-    from sysmo.sandbox import opensysml_kernel, plantuml_server
+    from sysmo.tools.plantuml import server as plantuml_server
+    from sysmo.tools.sysml import kernel as opensysml_kernel
 
     monkeypatch.setattr(plantuml_server, "confinement_level", lambda: "none")
     monkeypatch.setattr(opensysml_kernel, "confinement_level", lambda: "none")

@@ -17,11 +17,11 @@ from pathlib import Path
 from sysmo.errors import ToolCrashError, ToolMissingError
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits, get_sandbox
-from sysmo.sandbox.plantuml_server import plantuml_server, security_profile
+from sysmo.tools.plantuml.server import plantuml_server, security_profile
 from sysmo.tools.install import java_binary, plantuml_jar
 from sysmo.tools.plantuml.lint import lint
 from sysmo.tools.plantuml.source import DiagramBlock, diagram_source
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 
 log = get_logger(__name__)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from sysmo.tools.plantuml.source import ANY_START_RE, END_RE, diagram_source
-from sysmo.tools.result import Diagnostic, Severity
+from sysmo.contracts.check import Diagnostic, Severity
 
 TOOL = "plantuml-lint"
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from sysmo.tools.result import Diagnostic, Severity
+from sysmo.contracts.check import Diagnostic, Severity
 
 TOOL = "opensysml"
 

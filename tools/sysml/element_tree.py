@@ -32,11 +32,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import ToolCrashError
 from sysmo.log import get_logger
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
-from sysmo.tools.result import CheckResult
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
+from sysmo.contracts.check import CheckResult
 from sysmo.tools.sysml.validate import model_files, run_files
 
 log = get_logger(__name__)

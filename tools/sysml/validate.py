@@ -20,11 +20,11 @@ import time
 from functools import lru_cache
 from pathlib import Path
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
-from sysmo.sandbox.opensysml_kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
 

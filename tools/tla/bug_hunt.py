@@ -32,9 +32,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.log import get_logger
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import tlc
 from sysmo.tools.tla.cfg import TlcConfig, make_compatible
 from sysmo.tools.tla.source import prepare

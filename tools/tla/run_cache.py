@@ -7,7 +7,7 @@ library contents. Only runs that ended on their own are stored: a timeout, an ou
 killed for any reason is never cached (another machine or a quieter moment may finish it).
 
 Off unless ``SYSMO_TLA_RUN_CACHE`` names a directory (``sysmo reproduce sysmobench`` and
-``benchmarks_speed/tla_cascade_speed.py`` turn it on under ``<home>/tla-run-cache``). Entries are JSON files
+``speed/tla_cascade_speed.py`` turn it on under ``<home>/tla-run-cache``). Entries are JSON files
 named by their key; delete the directory to empty it.
 
 >>> with enabled(Path("/tmp/cache")):

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import re
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits
 from sysmo.tools.install import tla2tools_jar
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.tla.jvm import SANY_JVM_FLAGS, jar_revision, run_java
 from sysmo.tools.tla.source import PreparedSpec, prepare

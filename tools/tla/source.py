@@ -11,7 +11,7 @@ import re
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.errors import TaskError
 from sysmo.tools.tla.unicode import Normalised, normalise
 

@@ -28,13 +28,13 @@ from __future__ import annotations
 import random
 import re
 
-from sysmo.artifact import Artifact
+from sysmo.contracts.artifact import Artifact
 from sysmo.config import settings
 from sysmo.errors import ConfigError
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits
 from sysmo.tools.install import tla2tools_jar
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.tla import sany
 from sysmo.tools.tla.cfg import CompatibleCfg, TlcConfig, make_compatible

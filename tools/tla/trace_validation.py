@@ -28,12 +28,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 from sysmo.config import settings
 from sysmo.errors import TaskError
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits
-from sysmo.tools.result import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import cfg as tlc_cfg
 from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, run_java
 from sysmo.tools.tla.source import module_name, prepare

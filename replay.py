@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from sysmo.errors import SysmoError
-from sysmo.evals.scorecard import ScoreCard
-from sysmo.graphs.attempt import Attempt
+from sysmo.contracts.scorecard import ScoreCard
+from sysmo.contracts.attempt import Attempt
 from sysmo.log import get_logger
 
 log = get_logger(__name__)

@@ -1,6 +1,6 @@
 """Harness overhead per attempt in the offline control experiment: wall time minus LLM latency and tool time.
 
-Run: python benchmarks_speed/harness_overhead.py [--samples 1] [--kinds uml_class,sysml,architecture,tla]
+Run: python speed/harness_overhead.py [--samples 1] [--kinds uml_class,sysml,architecture,tla]
                                                  [--checkpoints steps,none] [--repeat 1]
 
 For each checkpoint mode (``steps``: LangGraph's checkpoint of every step, the default of ``sysmo run``;

@@ -1,6 +1,6 @@
 """Scoring every published DesignBench prediction without a judge: validity, BLEU, ROUGE, element P/R.
 
-Run: ``python benchmarks_speed/designbench_scoring_speed.py [--data-dir DIR] [--files N] [--per-file N]
+Run: ``python speed/designbench_scoring_speed.py [--data-dir DIR] [--files N] [--per-file N]
 [--workers W]``. Default: all 72 prediction files x 151 predictions (10,872), on ``--workers`` processes (default
 2), each with its own OpenSysML kernel. Per prediction: one OpenSysML load gives the validity and the element
 tree (``sysmo.evals.cascades.sysml``'s path); BLEU (paper: NLTK sentence, method3), character ROUGE-L (paper) and
@@ -28,7 +28,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
     """Score one prediction file; per-prediction seconds per stage."""
-    from sysmo.artifact import Artifact, Language
+    from sysmo.contracts.artifact import Artifact, Language
     from sysmo.evals.cascades.sysml import _tree
     from sysmo.evals.metrics import elements, text
 

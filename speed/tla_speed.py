@@ -1,6 +1,6 @@
 """SANY and TLC speed: median and p95 of a SANY check per module (cold: one sandboxed JVM per check) and of TLC runs.
 
-Run: ``python benchmarks_speed/tla_speed.py [--runs N] [--data DIR]``.
+Run: ``python speed/tla_speed.py [--runs N] [--data DIR]``.
 Target on a 2-core machine: SANY <= 1 s per module. There is no warm path for SANY/TLC (each check is
 one JVM in a fresh sandbox work dir, because SANY extracts its standard modules to a temp dir).
 """

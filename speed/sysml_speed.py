@@ -1,6 +1,6 @@
 """OpenSysML validation speed: median and p95 per validation, cold (a fresh kernel per check) and warm.
 
-Run: ``python benchmarks_speed/sysml_speed.py [--warm-rounds N] [--cold N] [--data-dir DIR]``.
+Run: ``python speed/sysml_speed.py [--warm-rounds N] [--cold N] [--data-dir DIR]``.
 Warm: every SysMBench reference model (151, valid and invalid) validated on one running kernel.
 Cold: start a fresh confined kernel and validate one model, as a first check after start-up does.
 Target on a 2-core machine: warm <= 100 ms per validation.
@@ -15,7 +15,7 @@ import statistics
 import time
 from pathlib import Path
 
-from sysmo.sandbox.opensysml_kernel import OpenSysMLKernel
+from sysmo.tools.sysml.kernel import OpenSysMLKernel
 from sysmo.tools.sysml.element_tree import element_tree
 from sysmo.tools.sysml.validate import validate
 

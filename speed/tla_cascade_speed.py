@@ -1,6 +1,6 @@
 """Full TLA+ cascade time per spec: each PGo gold spec and each SysMoBench example spec, seconds per stage.
 
-Run: ``python benchmarks_speed/tla_cascade_speed.py [--data DIR] [--system locksvc ...] [--kind gold|example]
+Run: ``python speed/tla_cascade_speed.py [--data DIR] [--system locksvc ...] [--kind gold|example]
 [--option KEY=VALUE ...] [--jvm-profile] [--cache DIR]``.
 Target on a 2-core machine: at most 60 s per spec for the whole cascade (syntax, runtime, conformance,
 invariants), with SysMoBench's settings (20 runtime simulations of 50 x 50 steps, every trace, every

@@ -12,8 +12,8 @@ from pydantic import BaseModel, Field
 
 from sysmo.contracts.events import Event, LLMCallEvent
 
-from sysmo.artifact import Artifact
-from sysmo.tools.result import CheckResult
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.check import CheckResult
 
 
 def utcnow() -> str:

@@ -1,6 +1,6 @@
 """PlantUML check speed: median and p95 per check, cold (one sandboxed JVM per check) and warm (the server).
 
-Run: ``python benchmarks_speed/plantuml_speed.py [--warm N] [--cold N]``.
+Run: ``python speed/plantuml_speed.py [--warm N] [--cold N]``.
 Targets on a 2-core machine: warm <= 80 ms per check, warm at least 10x faster than cold.
 """
 
@@ -11,7 +11,7 @@ import statistics
 import subprocess
 import time
 
-from sysmo.sandbox.plantuml_server import plantuml_server
+from sysmo.tools.plantuml.server import plantuml_server
 from sysmo.tools.install import java_binary, plantuml_jar
 from sysmo.tools.plantuml.check import check, check_batch
 

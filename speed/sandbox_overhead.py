@@ -1,6 +1,6 @@
 """Measures what the sandbox costs per command: `true` and `java -version`, run directly and through each backend.
 
-    /work/venv/bin/python benchmarks_speed/sandbox_overhead.py -n 30 --modes bwrap unshare --json out.json
+    /work/venv/bin/python speed/sandbox_overhead.py -n 30 --modes bwrap unshare --json out.json
 
 Prints the median and p95 wall time per (command, runner) and the overhead of the median over the direct
 run. Nothing is asserted: the numbers are for reading (and for comparing machines and versions).

@@ -5,7 +5,7 @@ module only frames them as pass/fail checks of the suite: every reference passes
 known-buggy variant loses exactly the stage that exposes its bug. No LLM is used: the invariant templates'
 ``tla_example`` definitions are written against the reference's names.
 
-    python -m sysmo.benchmarks.starter.tla.checks          # a table: task/variant x stage
+    python -m sysmo.evals.starter_tla_checks          # a table: task/variant x stage
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sys
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact
-from sysmo.benchmarks.task import Task, TaskKind
+from sysmo.contracts.artifact import Artifact
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import TaskError
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.cascades import tla as tla_cascade
 from sysmo.evals.metrics import tla_conformance, tla_invariants, tla_runtime
-from sysmo.tools.result import Outcome
+from sysmo.contracts.check import Outcome
 from sysmo.tools.tla.trace_validation import ConformanceResult
 
 STAGES = ("syntax", "runtime", "conformance", "invariants")

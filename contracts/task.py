@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from sysmo.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact, Language
 
 
 class TaskKind(StrEnum):
