@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -182,3 +183,42 @@ def test_a_timeout_is_inconclusive_never_a_pass() -> None:
     result = tv.validate_traces(_spinlock(), [TRACE], timeout_s=0.05)
     assert result.traces[0].outcome == Outcome.INCONCLUSIVE and not result.traces[0].accepted
     assert result.outcome == Outcome.INCONCLUSIVE and result.score == 0.0
+
+
+@pytest.mark.slow
+def test_concurrent_replays_give_the_same_verdicts_and_runs_as_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    spec = """---- MODULE Counter ----
+EXTENDS Naturals
+VARIABLE x
+Init == x = 0
+Inc == x' = x + 1
+Crash == x' = CHOOSE y \\in {} : TRUE
+Next == Inc \\/ Crash
+====
+"""
+    artifact = Artifact(language=Language.TLA, files={"Counter.tla": spec})
+    good = [{"event": "Init", "state": {"x": 0}}] + [{"event": "Inc", "state": {"x": i}} for i in (1, 2)]
+    crash = good[:2] + [{"event": "Crash", "state": {"x": 5}}]
+    wrong = good[:2] + [{"event": "Inc", "state": {"x": 7}}]
+    traces = [_trace(good, "good"), _trace(crash, "crash"), _trace(wrong, "wrong"), _trace(good[:2], "prefix")]
+    sequential = tv.validate_traces(artifact, traces, batch_size=2, parallel=1)
+
+    started = threading.Barrier(2, timeout=60)  # the two batches of the first wave must be running at once
+    calls: list[int] = []
+    real_run = tv._run
+
+    def together(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        if len(calls) <= 2:
+            started.wait()
+        return real_run(*args, **kwargs)
+
+    monkeypatch.setattr(tv, "_run", together)
+    concurrent = tv.validate_traces(artifact, traces, batch_size=2, parallel=2)
+    assert len(calls) == 3  # [good, crash] and [wrong, prefix] at once, then crash alone
+    assert [v.model_dump() for v in concurrent.traces] == [v.model_dump() for v in sequential.traces]
+    assert [(r.outcome, r.details["traces"]) for r in concurrent.runs] == \
+        [(r.outcome, r.details["traces"]) for r in sequential.runs]
+    verdicts = {v.trace: (v.accepted, v.outcome) for v in concurrent.traces}
+    assert verdicts == {"good": (True, Outcome.OK), "crash": (False, Outcome.FAILED),
+                        "wrong": (False, Outcome.FAILED), "prefix": (True, Outcome.OK)}

@@ -179,6 +179,7 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         config,
         helper=ctx.helper,
         timeout_s=_option(ctx, "conformance.timeout_s", tla_conformance.DEFAULT_TIMEOUT_S, float),
+        parallel=_option(ctx, "tlc.parallel", None, int),
     )
     result = score.result
     outcome = result.outcome

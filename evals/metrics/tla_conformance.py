@@ -149,6 +149,7 @@ def score(
     helper: Any = None,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     mapping: tv.TraceMapping | None = None,
+    parallel: int | None = None,
 ) -> ConformanceScore:
     """Replay every trace of the task; raises ``TaskError`` when the task has none (callers skip first)."""
     traces = task_traces(task)
@@ -159,7 +160,7 @@ def score(
     cfg = replay_cfg(task, traces, config, set(tv.signature(artifact).constants))
     proposer = HelperMapping(helper, task.id) if helper is not None and mapping is None else None
     result = tv.validate_traces(
-        artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s
+        artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s, parallel=parallel
     )
     return ConformanceScore(
         result=result,

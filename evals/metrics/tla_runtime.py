@@ -30,7 +30,6 @@ are read in both forms TLC prints (``sysmo.tools.tla.tlc_output.COVERAGE``).
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import re
 from concurrent.futures import ThreadPoolExecutor
@@ -44,7 +43,7 @@ from sysmo.evals.metrics.tla_syntax import blank_comments, split_module
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 from sysmo.tools.tla import cfg as tlc_cfg
-from sysmo.tools.tla import tlc
+from sysmo.tools.tla import jvm, tlc
 from sysmo.tools.tla.source import prepare
 from sysmo.tools.tla.tlc_output import TlcReport, parse_output
 from sysmo.tools.tla.trace_validation import signature
@@ -61,7 +60,7 @@ DEFAULT_SEED = 1
 
 def default_parallel() -> int:
     """TLC processes a stage runs at once (each TLC run uses one worker thread)."""
-    return max(1, min(2, os.cpu_count() or 1))
+    return jvm.default_parallel()
 
 
 # ------------------------------------------------------------------------------------- configuration

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -17,6 +18,11 @@ LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 # 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec); TLC's long runs want the parallel collector instead.
 SANY_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m"]
 TLC_JVM_FLAGS = ["-XX:+UseParallelGC", "-Xss16m"]
+
+
+def default_parallel() -> int:
+    """SANY/TLC processes a stage runs at once: one per core, at most 2 (each TLC run uses one worker)."""
+    return max(1, min(2, os.cpu_count() or 1))
 
 
 def library_dir() -> Path:

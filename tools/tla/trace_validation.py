@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal
 
@@ -35,7 +36,7 @@ from sysmo.log import get_logger
 from sysmo.sandbox import Limits
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import cfg as tlc_cfg
-from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, run_java
+from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, default_parallel, run_java
 from sysmo.tools.tla.source import module_name, prepare
 from sysmo.tools.tla.tlc_output import parse_output
 
@@ -624,13 +625,16 @@ def _batches(traces: Sequence[Trace], constants: dict[str, Any] | None, size: in
 def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mapping: TraceMapping | None = None,
                     proposer: MappingProposer | None = None, module: str | None = None,
                     constants: dict[str, Any] | None = None, cfg: str | None = None,
-                    timeout_s: float = DEFAULT_TIMEOUT_S, batch_size: int = 16) -> ConformanceResult:
+                    timeout_s: float = DEFAULT_TIMEOUT_S, batch_size: int = 16,
+                    parallel: int | None = None) -> ConformanceResult:
     """Conformance: score = accepted traces / traces, with the mapping recorded and the first failing line.
 
     ``mapping`` defaults to the name-based one (gaps filled by ``proposer`` when given); ``cfg`` (default:
     the artifact's ``<Main>.cfg``) supplies constants the traces' Init lines do not. Traces sharing a
     configuration are replayed in one TLC run; if the spec fails to evaluate during a shared run, the
     traces it left undecided are replayed alone so that the failure is attributed to the right trace.
+    The TLC runs are independent: up to ``parallel`` of them run at once (default: one per core, at most
+    2, as the other TLC stages). Verdicts, runs and their order are the same as when run one at a time.
     """
     loaded = [t if isinstance(t, Trace) else read_trace(t) for t in traces]
     main, files, own_cfg = _spec_files(artifact, module)
@@ -639,16 +643,20 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
     result = ConformanceResult(mapping=used)
     verdicts: dict[str, TraceVerdict] = {}
     pending = _batches(loaded, constants, max(1, batch_size))
-    while pending:
-        batch = pending.pop(0)
-        checking = checking_module(batch, used, main, base_cfg, constants)
-        run, reached = _run(files, checking, timeout_s)
-        result.runs.append(run)
-        for trace, verdict in zip(batch, _verdicts(batch, run, reached, len(result.runs) - 1), strict=True):
-            if verdict.outcome == Outcome.ERROR and run.outcome == Outcome.FAILED and len(batch) > 1:
-                pending.append([trace])  # an evaluation error stopped the shared run: replay this one alone
-            else:
-                verdicts[trace.name] = verdict
+
+    def replay(batch: list[Trace]) -> tuple[CheckResult, dict[int, int]]:
+        return _run(files, checking_module(batch, used, main, base_cfg, constants), timeout_s)
+
+    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+        while pending:  # one wave of independent runs, then their retries (same order as one at a time)
+            wave, pending = pending, []
+            for batch, (run, reached) in zip(wave, pool.map(replay, wave), strict=True):
+                result.runs.append(run)
+                for trace, verdict in zip(batch, _verdicts(batch, run, reached, len(result.runs) - 1), strict=True):
+                    if verdict.outcome == Outcome.ERROR and run.outcome == Outcome.FAILED and len(batch) > 1:
+                        pending.append([trace])  # an evaluation error stopped the shared run: replay it alone
+                    else:
+                        verdicts[trace.name] = verdict
     result.traces = [verdicts[t.name] for t in loaded]
     log.info("trace_validation.done", module=main, traces=len(loaded), accepted=result.accepted,
              runs=len(result.runs), outcome=result.outcome.value, mapping=used.source)
