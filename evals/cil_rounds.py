@@ -33,6 +33,8 @@ class LoopRounds(BaseModel):
     rounds_compared: int = 0
     rounds_agreeing: int = 0
     disagreements: list[str] = Field(default_factory=list)  # "id round k: SysIDE valid, OpenSysML invalid"
+    model: str = ""  # the replay model in the experiment (replay/cil:<loop>)
+    attempts: list[str] = Field(default_factory=list)  # the attempts of the transcripts compared
 
 
 class CILRounds(BaseModel):
@@ -40,7 +42,7 @@ class CILRounds(BaseModel):
     experiment: str
 
     def reproduction(self):
-        from sysmo.evals.reproductions import Compared, Reproduction, ReproTable
+        from sysmo.evals.reproductions import Compared, Evidence, Reproduction, ReproTable
 
         tables = []
         for loop in self.loops:
@@ -50,8 +52,9 @@ class CILRounds(BaseModel):
             for k in range(n):
                 ours = loop.ours_valid_after[min(k, len(loop.ours_valid_after) - 1)]
                 theirs = loop.source_valid_after[min(k, len(loop.source_valid_after) - 1)]
-                table.rows.append({"round k": str(k), "valid after k": Compared(
-                    ours=ours, published=f"{theirs:.2f}", agrees=abs(ours - theirs) <= CURVE_TOLERANCE)})
+                table.add({"round k": str(k), "valid after k": Compared(
+                    ours=ours, published=f"{theirs:.2f}", agrees=abs(ours - theirs) <= CURVE_TOLERANCE)},
+                    Evidence(experiment_dir=self.experiment, model=loop.model, attempts=loop.attempts))
             share = loop.rounds_agreeing / loop.rounds_compared if loop.rounds_compared else 0.0
             table.notes = [f"{loop.samples} transcripts; per-round verdicts agree on {loop.rounds_agreeing}/"
                            f"{loop.rounds_compared} rounds ({share:.0%}); curves agree within "
@@ -79,7 +82,7 @@ def cil_rounds(data_dir: Path | str | None = None, *, loops: list[str] | None = 
     for name, run in replayed.items():
         experiment = str(run.directory)
         source = CILSource(data, models[name], None)
-        loop = LoopRounds(loop=models[name])
+        loop = LoopRounds(loop=models[name], model=name)
         ours_first: list[int | None] = []
         theirs_first: list[int | None] = []
         longest = 0
@@ -88,6 +91,7 @@ def cil_rounds(data_dir: Path | str | None = None, *, loops: list[str] | None = 
             if output is None or attempt.status == "not_covered":
                 continue
             loop.samples += 1
+            loop.attempts.append(attempt.attempt_id)
             loop.generator = loop.generator or output.served_model
             longest = max(longest, len(output.verdicts), len(attempt.rounds))
             theirs_first.append(next((v.round for v in output.verdicts if v.valid), None))
@@ -100,7 +104,7 @@ def cil_rounds(data_dir: Path | str | None = None, *, loops: list[str] | None = 
                     else:
                         loop.disagreements.append(
                             f"sysmbench/{sample_id} round {k}: SysIDE {'valid' if output.verdicts[k].valid else 'invalid'}"
-                            f", OpenSysML {'valid' if rnd.valid else 'invalid'}")
+                            f", OpenSysML {'valid' if rnd.valid else 'invalid'} (attempt {attempt.attempt_id})")
         n = loop.samples or 1
         loop.source_valid_after = [sum(f is not None and f <= k for f in theirs_first) / n for k in range(longest)]
         loop.ours_valid_after = [sum(f is not None and f <= k for f in ours_first) / n for k in range(longest)]
