@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
-from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt
+from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt_for
 from sysmo.artifact import Artifact
 from sysmo.benchmarks.task import TaskKind
 from sysmo.graphs import nodes
@@ -162,7 +162,7 @@ async def extract_model(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 @runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system = load_prompt(NAME, "system")
-    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     scratch = state.get("scratch") or {}
     if ctx.task.kind == TaskKind.TLA:
         prompt = load_prompt(NAME, "restructure_tla")
