@@ -394,7 +394,9 @@ def cil_rounds_reproduction(options: ReproduceOptions) -> Reproduction:
 def judge_vs_deterministic(options: ReproduceOptions) -> Reproduction:
     from sysmo.evals.judge_agreement import agreement, points
 
-    result = agreement(points(options.data_dir, ids=frozenset(options.ids) if options.ids else None))
+    undecided: list[str] = []
+    result = agreement(points(options.data_dir, ids=frozenset(options.ids) if options.ids else None,
+                              undecided=undecided))
     from sysmo.evals.reproduce import published_dir
 
     files = Evidence(file=str(published_dir(options.data_dir) / "<model>" / "<strategy>.jsonl"),
@@ -407,6 +409,9 @@ def judge_vs_deterministic(options: ReproduceOptions) -> Reproduction:
                "element F1": result.kendall_runs_element_f1, "validity": result.kendall_runs_validity}, files)
     table.notes = ["No anchor reports this. Where they part ways most (judge high, elements low):",
                    *result.examples]
+    if undecided:
+        table.notes.append(f"{len(undecided)} samples left out: OpenSysML gave no verdict within its time limit "
+                           f"({', '.join(undecided[:5])}{', ...' if len(undecided) > 5 else ''})")
     return Reproduction(name="judge-vs-deterministic", title="SysMEval judge against deterministic metrics (new)",
                         source="stored GPT-4.1 SysMEval answers of DesignBench (33 runs x 151)", tables=[table])
 

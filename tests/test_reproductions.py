@@ -97,7 +97,7 @@ def test_judge_agreement_on_real_stored_answers(shared_benchmarks: Path) -> None
     from sysmo.evals.judge_agreement import agreement, points
 
     pts = points(shared_benchmarks, runs=[("gpt_4.1", "direct"), ("qwen3", "direct"), ("gemma-2-9b-it", "direct")],
-                 ids=frozenset({1, 2, 3}))
+                 ids=frozenset({1, 2, 3}), workers=1)
     assert len(pts) == 9 and all(0 <= p.judge_f1 <= 1 for p in pts)
     assert agreement(pts).kendall_runs_element_f1 is not None
 
