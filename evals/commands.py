@@ -407,7 +407,7 @@ def reproduce_all(
 
     options = ReproduceOptions(data_dir=data_dir, output_dir=output_dir, from_files=from_files, ids=ids or None,
                                r2abench_dir=r2abench_dir)
-    registered = sorted(discover())
+    registered = list(discover())  # in registration order: SysMBench, CIL, judge, then the other families
     names = only or registered
     earlier = load_report(out) if only else []
     reproductions = []

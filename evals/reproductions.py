@@ -215,8 +215,9 @@ def markdown(reproductions: list[Reproduction]) -> str:
         if rep.error:
             lines.append(f"Not run: {rep.error}\n")
         if rep.experiments:
-            lines.append("Attempts behind these numbers: " + ", ".join(f"`{e}`" for e in rep.experiments)
-                         + " (`sysmo trace <experiment> -o <dir>`).\n")
+            lines.append("Attempts behind these numbers: " + "; ".join(
+                f"`{e}` (`sysmo trace {Path(e).name} --all -o {Path(e).parent}`, `sysmo view {Path(e).parent}`)"
+                for e in rep.experiments) + ".\n")
         for table in rep.tables:
             lines.append(f"### {table.title}\n")
             linked = any(table.row_evidence)
