@@ -77,6 +77,15 @@ def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     assert "SysMEval precision/recall swapped" in text and "| gpt-4.1 |" in text
     assert (tmp_path / "rep" / "reproduction.html").is_file()
+    # from the files, each row refers to the published file and the samples it was computed on
+    assert "/published/designbench/gpt_4.1/direct.jsonl` samples 1-2 |" in text
+    # a second table run into the same folder joins the report; the first stays, with its agreement
+    command[command.index("sysmbench-table2")] = "sysmbench-breakdowns"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "rep" / "reproduction.md").read_text()
+    table2_line = next(line for line in text.splitlines() if line.startswith("| sysmbench-table2 | Table 2"))
+    assert not table2_line.endswith("| 0/0 |") and "| sysmbench-breakdowns | by difficulty" in text
 
 
 def test_judge_agreement_ranks_and_correlates_the_points() -> None:
