@@ -66,7 +66,8 @@ def published_inputs(data_dir: Path | str | None) -> Path:
     missing = [f for f in (*PUBLISHED_FILES.values(), GRAMMAR_FILE, EXAMPLE_FILE) if not (folder / f).is_file()]
     if missing:
         raise DataMissingError(f"--strategy on SysML tasks uses SysMBench's published templates, not found in "
-                               f"{folder} (missing {', '.join(missing)}): pass --data-dir holding published/designbench")
+                               f"{folder} (missing {', '.join(missing)}): "
+                               "pass --data-dir holding published/designbench")
     return folder
 
 

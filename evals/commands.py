@@ -382,7 +382,8 @@ def sysmbench_strategies_command(
 )
 def reproduce_all(
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."),
-    out: Path = typer.Option(Path("reproduction"), "--out", help="Folder for reproduction.md / .html / .json (with --only, added to the report already there)."),
+    out: Path = typer.Option(Path("reproduction"), "--out", help="Folder for reproduction.md / .html / .json "
+                             "(with --only, added to the report already there)."),
     only: Optional[list[str]] = typer.Option(None, "--only", help="Only these reproductions (names)."),
     from_files: bool = typer.Option(False, "--from-files", help="Score published files directly (no replay runs)."),
     ids: Optional[list[int]] = typer.Option(None, "--id", help="Only these SysMBench sample ids (quick runs)."),

@@ -57,7 +57,7 @@ def test_sysml_strategies_are_the_published_templates(shared_benchmarks: Path) -
 def test_the_grammar_strategy_really_inserts_the_grammar(shared_benchmarks: Path) -> None:
     task = text_task(TaskKind.SYSML)
     published = _published(shared_benchmarks, "grammar.txt")
-    heading = "––––– SysML\u202fv2 BNF (subset) –––––\n"  # a narrow no-break space, as the authors wrote it
+    heading = "––––– SysML\u202fv2 BNF (subset) –––––\n"  # a narrow no-break space, as written
     # the published template's grammar section is empty: the heading is followed by the closing rule at once
     after = published.split(heading, 1)[1]
     assert after.startswith("\n––––")
@@ -75,7 +75,8 @@ def test_other_kinds_get_sysmos_prompt_plus_exactly_the_strategy(kind: TaskKind,
     own, own_template = task_prompt(task)
     assert task_prompt(task, strategy="zero-shot")[0] == own
     additions = {}
-    for strategy, name in (("few-shot", f"few_shot_{kind.value}"), ("cot", "cot"), ("grammar", f"grammar_{kind.value}")):
+    names = (("few-shot", f"few_shot_{kind.value}"), ("cot", "cot"), ("grammar", f"grammar_{kind.value}"))
+    for strategy, name in names:
         text, template = task_prompt(task, strategy=strategy)
         assert text.startswith(own.rstrip("\n") + "\n")
         additions[strategy] = text[len(own.rstrip("\n")) + 1:]
