@@ -51,6 +51,9 @@ def test_cil_rounds_sets_our_verdicts_beside_the_transcripts(shared_benchmarks: 
     assert loop.source_valid_after == [0.0, 0.5, 1.0]
     assert loop.rounds_compared >= 3 and len(loop.ours_valid_after) == 3
     assert loop.rounds_compared - loop.rounds_agreeing == len(loop.disagreements)
+    # typing checks as warnings: never fewer valid, never fewer rounds agreeing with SysIDE
+    assert all(a >= b for a, b in zip(loop.ours_parse_valid_after, loop.ours_valid_after, strict=True))
+    assert loop.rounds_agreeing_typing_as_warnings >= loop.rounds_agreeing
     table = result.reproduction().tables[0]
     assert [row["round k"] for row in table.rows] == ["0", "1", "2"]
     # every row refers to the two replayed attempts, which sysmo trace opens from the experiment's store
