@@ -37,6 +37,10 @@ class JudgeAgreement(BaseModel):
     spearman_validity: float | None = None
     kendall_runs_element_f1: float | None = None
     kendall_runs_validity: float | None = None
+    n_valid: int = 0  # predictions OpenSysML accepts (only these have an element tree to compare)
+    spearman_element_f1_valid: float | None = None  # over the valid predictions only
+    judge_mean_valid: float | None = None  # mean judge F1 of the predictions OpenSysML accepts ...
+    judge_mean_invalid: float | None = None  # ... and of those it rejects
     examples: list[str] = Field(default_factory=list)  # "model/strategy sysmbench/id: judge F1 0.80, elements 0.00"
 
 
@@ -113,6 +117,12 @@ def agreement(pts: list[SamplePoint]) -> JudgeAgreement:
     result = JudgeAgreement(n_samples=len(pts), n_runs=len({(p.model, p.strategy) for p in pts}),
                             spearman_element_f1=rho(judge, [p.element_f1 for p in pts]),
                             spearman_validity=rho(judge, [float(p.valid) for p in pts]))
+    valid = [p for p in pts if p.valid]
+    invalid = [p for p in pts if not p.valid]
+    result.n_valid = len(valid)
+    result.spearman_element_f1_valid = rho([p.judge_f1 for p in valid], [p.element_f1 for p in valid])
+    result.judge_mean_valid = sum(p.judge_f1 for p in valid) / len(valid) if valid else None
+    result.judge_mean_invalid = sum(p.judge_f1 for p in invalid) / len(invalid) if invalid else None
     by_run: dict[tuple[str, str], list[SamplePoint]] = {}
     for p in pts:
         by_run.setdefault((p.model, p.strategy), []).append(p)

@@ -408,6 +408,12 @@ def judge_vs_deterministic(options: ReproduceOptions) -> Reproduction:
                "element F1": result.spearman_element_f1, "validity": result.spearman_validity}, files)
     table.add({"measure": f"Kendall tau of the run rankings ({result.n_runs} model x strategy runs)",
                "element F1": result.kendall_runs_element_f1, "validity": result.kendall_runs_validity}, files)
+    table.add({"measure": f"Spearman rho over the predictions OpenSysML accepts (n={result.n_valid})",
+               "element F1": result.spearman_element_f1_valid, "validity": None}, files)
+    table.add({"measure": "mean judge F1 of the accepted / rejected predictions",
+               "element F1": None, "validity": (f"{result.judge_mean_valid:.3f} / {result.judge_mean_invalid:.3f}"
+                                                if result.judge_mean_valid is not None
+                                                and result.judge_mean_invalid is not None else None)}, files)
     table.notes = ["No anchor reports this. Where they part ways most (judge high, elements low):",
                    *result.examples]
     if undecided:

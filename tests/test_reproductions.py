@@ -102,6 +102,8 @@ def test_judge_agreement_ranks_and_correlates_the_points() -> None:
     assert 0 < result.spearman_element_f1 < 1
     assert result.kendall_runs_element_f1 == pytest.approx(1 / 3)  # c's judge mean is above b's, its elements not
     assert result.examples[0].startswith("c/direct sysmbench/1: judge F1 0.95, element F1 0.00, invalid")
+    assert result.n_valid == 2 and result.spearman_element_f1_valid == pytest.approx(1.0)
+    assert result.judge_mean_valid == pytest.approx(0.8) and result.judge_mean_invalid == pytest.approx(0.4625)
 
 
 @pytest.mark.slow
