@@ -67,7 +67,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=0, help="only the first N prediction files (0: all 72)")
     parser.add_argument("--per-file", type=int, default=0, help="only the first N predictions of each file (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--opensysml-timeout", type=float, default=0.0,
+                        help="OpenSysML time limit per load in s (0: the kernel's default, 60); a prediction that "
+                             "hangs the parser costs the whole limit and a kernel restart")
     args = parser.parse_args()
+    if args.opensysml_timeout:
+        import os
+
+        os.environ["SYSMO_OPENSYSML_TIMEOUT_S"] = str(args.opensysml_timeout)  # read by each worker's kernel
     files = sorted((args.data_dir / "published" / "designbench").glob("*/*.jsonl"))[: args.files or None]
     started = time.perf_counter()
     merged: dict[str, list[float]] = {}

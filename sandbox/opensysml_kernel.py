@@ -362,10 +362,16 @@ _shared: OpenSysMLKernel | None = None
 _shared_lock = threading.Lock()
 
 
+TIMEOUT_ENV = "SYSMO_OPENSYSML_TIMEOUT_S"  # the shared kernel's time limit per request (batch scoring)
+
+
 def shared_kernel() -> OpenSysMLKernel:
-    """The process-wide kernel (started on first use, stopped at exit)."""
+    """The process-wide kernel (started on first use, stopped at exit); ``$SYSMO_OPENSYSML_TIMEOUT_S`` sets its
+    time limit per request (default 60 s): a model that hangs the parser costs the whole limit and a restart,
+    so batch scoring of many published predictions may want less."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = OpenSysMLKernel()
+            limit = os.environ.get(TIMEOUT_ENV)
+            _shared = OpenSysMLKernel(request_timeout_s=float(limit) if limit else DEFAULT_REQUEST_TIMEOUT_S)
         return _shared
