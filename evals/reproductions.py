@@ -8,6 +8,15 @@ benchmark family's reproduction plugs in by registering itself, without edits he
 A ``Reproduction`` is tables of rows, each cell either a plain value or a ``Compared`` (ours beside the
 published value, with whether they agree within the table's tolerance); the agreement of a table is the
 share of compared cells that agree. ``flaws`` are the anchors' mistakes the reproduction corrects.
+
+Each row (``ReproTable.add(row, evidence)``), or a single cell, carries an ``Evidence``: the replay attempts its
+numbers come from (experiment folder, model filter, attempt ids) or the published file and samples scored
+directly. The Markdown report names them in an "attempts / source" column (with the ``sysmo trace`` command);
+the HTML links each number to ``sysmo view`` (the attempt, or the experiment filtered to the model).
+
+A reproduction registered with ``heavy=`` (how long it takes, how to run it) is left out of ``all`` unless
+named with ``--only`` or ``--heavy``, and listed as not run. ``load_report``/``merged`` let runs of single
+reproductions into the same folder build up one report.
 """
 
 from __future__ import annotations
