@@ -69,6 +69,7 @@ class ExperimentConfig(BaseModel):
     samples: int = Field(default=5, ge=1)
     max_rounds: int = Field(default=3, ge=0)
     feedback: Literal["none", "bare", "diagnostics", "full"] = "diagnostics"  # repair feedback ablation
+    strategy: Literal["zero-shot", "few-shot", "cot", "grammar"] | None = None  # prompting strategy (None: own)
     temperature: float | None = 0.2
     max_tokens: int | None = None
     seed: int = 0
@@ -308,7 +309,8 @@ class UnitRunner:
         return AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
                             attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
                             max_rounds=self.config.max_rounds, temperature=self.config.temperature,
-                            max_tokens=self.config.max_tokens, feedback=self.config.feedback)
+                            max_tokens=self.config.max_tokens, feedback=self.config.feedback,
+                            strategy=self.config.strategy, data_dir=self.config.data_dir)
 
     def _checkpoint_store(self) -> CheckpointStore | None:
         return self.checkpoints() if self.config.checkpoints == "steps" else None

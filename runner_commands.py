@@ -109,6 +109,9 @@ def register(app: typer.Typer) -> None:
         max_rounds: Optional[int] = typer.Option(None, help="Repair rounds after the first answer; default 3."),
         feedback: Optional[str] = typer.Option(None, "--feedback", help="Repair feedback: none (one shot), bare "
             "(\"check failed\" only), diagnostics (default: line-anchored messages), full (plus TLC output/trace diffs)."),
+        strategy: Optional[str] = typer.Option(None, "--strategy", help="Prompting strategy of the first request: "
+            "zero-shot, few-shot, cot or grammar (SysML: SysMBench's published templates, the grammar inserted; "
+            "default: sysmo's own task prompt)."),
         temperature: Optional[float] = typer.Option(None, help="Generator temperature; default 0.2."),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output token limit per model call."),
         seed: Optional[int] = typer.Option(None, help="Seed for task sampling."),
@@ -169,9 +172,13 @@ def register(app: typer.Typer) -> None:
                 data["models"] = [{"model": m, "api_base": api_base} if api_base else m for m in model]
             elif api_base:
                 raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
+            if strategy is not None:
+                from sysmo.agents.strategies import parse_strategy
+
+                parse_strategy(strategy)  # an unknown name is one line listing the four
             for key, value in (("helper", helper), ("judge", judge), ("data_dir", data_dir), ("sources_dir", sources_dir),
                                ("samples", samples), ("max_tokens", max_tokens),
-                               ("max_rounds", max_rounds), ("feedback", feedback), ("temperature", temperature), ("seed", seed),
+                               ("max_rounds", max_rounds), ("feedback", feedback), ("strategy", strategy), ("temperature", temperature), ("seed", seed),
                                ("concurrency", concurrency), ("id", exp_id), ("executor", executor),
                                ("ray_address", address), ("checkpoints", checkpoints)):
                 if value is not None:

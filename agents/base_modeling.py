@@ -6,7 +6,7 @@ from typing import Any
 
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
-from sysmo.agents.task_prompt import task_prompt
+from sysmo.agents.task_prompt import task_prompt_for
 from sysmo.contracts.task import TaskKind
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.inline import runs_inline
@@ -19,7 +19,7 @@ NAME = "base_modeling"
 @runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system = load_prompt(NAME, "system")
-    user, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    user, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     ctx.prompt_hashes.update({system.key: system.sha256, template.key: template.sha256})
     messages = [{"role": "system", "content": system.text}, {"role": "user", "content": user}]
     return {"pending": messages}

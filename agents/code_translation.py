@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
-from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt
+from sysmo.agents.task_prompt import harness_correction, module_name, source_section, task_prompt_for
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
@@ -186,7 +186,7 @@ def plan_text(scratch: dict[str, Any]) -> str:
 @runs_inline
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Stage 3: restructure the translation into a declarative spec, following the plan."""
-    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     scratch = state.get("scratch") or {}
     prompt = load_prompt(NAME, "restructure_tla")
     user = task_text + "\n" + prompt.fill(draft=(scratch.get("draft") or "").strip(),

@@ -13,7 +13,7 @@ from typing import Any
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
-from sysmo.agents.task_prompt import task_prompt
+from sysmo.agents.task_prompt import task_prompt_for
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import TaskKind
 from sysmo.graphs import nodes
@@ -58,7 +58,7 @@ async def _role_call(
 
 
 async def analyst(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     remember(ctx, template)
     text, update = await _role_call(state, ctx, "Requirements Analyst", "analyst", "analyst", task=task_text)
     if text is not None:
@@ -80,7 +80,7 @@ async def architect(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 def modeler_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     roles = _roles(state)
     prompt = load_prompt(NAME, "modeler")
-    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     remember(ctx, prompt, template)
     user = prompt.fill(
         language=_language(ctx),

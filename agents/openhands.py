@@ -18,7 +18,7 @@ from langgraph.graph import END, START, StateGraph
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import remember, with_scratch
-from sysmo.agents.task_prompt import module_name, task_prompt
+from sysmo.agents.task_prompt import module_name, task_prompt_for
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import TaskKind
 from sysmo.errors import SysmoError
@@ -111,7 +111,7 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
 @runs_inline
 def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
-    task_text, template = task_prompt(ctx.task, include_source=True, include_traces=False)
+    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
     remember(ctx, system, task_template, template)
     files = main_files(ctx)
     extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""

@@ -115,6 +115,7 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds, feedback=ctx.feedback,
+                      strategy=ctx.strategy,
                       is_control=is_control_model(model_name), kind=model_kind(model_name),
                       checkpoint_db=str(steps.destination) if steps is not None and steps.destination else None)
     started = time.monotonic()

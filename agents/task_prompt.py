@@ -31,8 +31,13 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from typing import TYPE_CHECKING
+
 from sysmo.agents.prompts import Prompt, load_prompt
 from sysmo.contracts.task import Task, TaskKind
+
+if TYPE_CHECKING:
+    from sysmo.graphs.context import AgentContext
 
 MAX_SOURCE_CHARS = 60_000
 MAX_TRACE_EVENTS = 60
@@ -233,8 +238,30 @@ def harness_correction(task: Task, *, spec: str, cfg: str, errors: list[str], sy
     return fill_harness(template, values) + CORRECTION_FORMAT
 
 
-def task_prompt(task: Task, *, include_source: bool = True, include_traces: bool = False) -> tuple[str, Prompt]:
-    """The user message asking for the model, and the template it came from (for its hash)."""
+def task_prompt_for(ctx: AgentContext, *, include_source: bool = True,
+                    include_traces: bool = False) -> tuple[str, Prompt]:
+    """``task_prompt`` for the context's task, stated with the context's ``--strategy`` (if any)."""
+    return task_prompt(ctx.task, include_source=include_source, include_traces=include_traces,
+                       strategy=ctx.strategy, data_dir=ctx.data_dir)
+
+
+def task_prompt(task: Task, *, include_source: bool = True, include_traces: bool = False,
+                strategy: str | None = None, data_dir: Path | str | None = None) -> tuple[str, Prompt]:
+    """The user message asking for the model, and the template it came from (for its hash); ``strategy``
+    (``sysmo.agents.strategies``) restates it zero-shot, few-shot, chain-of-thought or grammar-guided."""
+    text, template = _own_task_prompt(task, include_source=include_source, include_traces=include_traces)
+    if strategy is None:
+        return text, template
+    from sysmo.agents.strategies import apply_strategy
+
+    text, used = apply_strategy(task, text, strategy, data_dir)
+    if task.kind == TaskKind.SYSML:  # the published template replaces sysmo's own
+        return text, used[0]
+    return text, Prompt(agent=template.agent, name=f"{template.name}+{strategy}",
+                        text=template.text + "".join(p.text for p in used))
+
+
+def _own_task_prompt(task: Task, *, include_source: bool, include_traces: bool) -> tuple[str, Prompt]:
     if task.kind == TaskKind.TLA:
         found = harness_template(task, include_traces)
         if found is not None:

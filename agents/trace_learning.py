@@ -22,7 +22,7 @@ from typing import Any
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import LoopCheck, register_agent
 from sysmo.agents.stages import remember, with_scratch
-from sysmo.agents.task_prompt import task_prompt
+from sysmo.agents.task_prompt import task_prompt_for
 from sysmo.agents.trace_check import trace_validation_check
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.graphs.context import AgentContext
@@ -100,7 +100,7 @@ def survey(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, learn = load_prompt(NAME, "system"), load_prompt(NAME, "learn")
-    task_text, template = task_prompt(ctx.task, include_source=False, include_traces=True)
+    task_text, template = task_prompt_for(ctx, include_source=False, include_traces=True)
     remember(ctx, system, learn, template)
     found = (state.get("scratch") or {}).get("trace_survey") or survey_traces(ctx.task)
     user = learn.fill(task=task_text, survey=survey_text(found))

@@ -81,6 +81,7 @@ class Attempt(BaseModel):
     sample_index: int = 0
     max_rounds: int = 3
     feedback: str = "diagnostics"  # --feedback level (sysmo.graphs.repair.Feedback); "none": one shot, no repair
+    strategy: str | None = None  # --strategy (sysmo.agents.strategies.Strategy); None: sysmo's own task prompt
     status: AttemptStatus = AttemptStatus.RUNNING
     rounds: list[Round] = Field(default_factory=list)
     final_artifact: Artifact | None = None

@@ -27,7 +27,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,9 @@ from sysmo.benchmarks import datadir
 from sysmo.errors import DataMissingError
 from sysmo.evals.metrics import sysmeval, text
 from sysmo.log import get_logger
+
+if TYPE_CHECKING:
+    from sysmo.evals.reproduce_replay import ReplayedRun
 
 log = get_logger(__name__)
 
@@ -353,19 +356,40 @@ def table2_row(run: RunScores, stored: SummaryRow) -> Table2Row:
     )
 
 
-def replayed_replies(
+def replayed_runs(
     data_dir: Path | str | None, runs: list[tuple[str, str]], *, output_dir: Path | None = None,
     ids: frozenset[int] | None = None,
-) -> dict[tuple[str, str], dict[int, str]]:
-    """(model, strategy) -> sample id -> the reply its ``replay/designbench:<model>/<strategy>`` attempt stored,
-    from one replay experiment through ``sysmo run`` (resumed when it exists)."""
+) -> dict[tuple[str, str], ReplayedRun]:
+    """(model, strategy) -> the attempts of ``replay/designbench:<model>/<strategy>`` in one replay experiment
+    through ``sysmo run`` (resumed when it exists)."""
     from sysmo.evals.reproduce_replay import replay_experiment
 
     names = {f"replay/designbench:{m}/{s}": (m, s) for m, s in runs}
     task_ids = [f"sysmbench/{i}" for i in sorted(ids)] if ids is not None else None
     replayed = replay_experiment(list(names), data_dir=data_dir, output_dir=output_dir, ids=task_ids,
                                  name=f"reproduce-designbench-{len(names)}")
-    return {names[name]: run.replies() for name, run in replayed.items()}
+    return {names[name]: run for name, run in replayed.items()}
+
+
+def replayed_replies(
+    data_dir: Path | str | None, runs: list[tuple[str, str]], *, output_dir: Path | None = None,
+    ids: frozenset[int] | None = None,
+) -> dict[tuple[str, str], dict[int, str]]:
+    """(model, strategy) -> sample id -> the reply its replay attempt stored (see ``replayed_runs``)."""
+    return {run: replayed.replies() for run, replayed in
+            replayed_runs(data_dir, runs, output_dir=output_dir, ids=ids).items()}
+
+
+def _table2_rows(folder: Path, strategy: str, models: list[str] | None) -> list[SummaryRow]:
+    return [r for r in summary(folder)
+            if r.strategy == strategy and r.paper_model is not None and r.paper_bleu_pct is not None
+            and (models is None or r.model in models)]
+
+
+def table2_runs(data_dir: Path | str | None = None, *, strategy: str = "direct",
+                models: list[str] | None = None) -> list[tuple[str, str]]:
+    """The (model, strategy) runs behind Table 2's rows."""
+    return [(r.model, strategy) for r in _table2_rows(published_dir(data_dir), strategy, models)]
 
 
 def table2(
@@ -377,22 +401,21 @@ def table2(
     models: list[str] | None = None,
     ids: frozenset[int] | None = None,
     output_dir: Path | None = None,
+    replayed: dict[tuple[str, str], ReplayedRun] | None = None,
 ) -> list[Table2Row]:
     """Our numbers beside the paper's Table 2 for every paper model (rows with Table 2 values), in summary order.
 
     ``via_replay``: the predictions come from attempts of ``replay/designbench:<model>/direct`` run through
     ``sysmo run`` (stored in ``output_dir``), not straight from the files: the same numbers, now linked to
-    attempts. ``models`` / ``ids`` restrict the rows / samples."""
+    attempts. ``models`` / ``ids`` restrict the rows / samples; ``replayed`` gives runs already replayed (from
+    ``replayed_runs`` over ``table2_runs``), so the caller can link the rows to their attempts."""
     folder = published_dir(data_dir)
     refs = references(data_dir)
-    wanted = [
-        r
-        for r in summary(folder)
-        if r.strategy == strategy and r.paper_model is not None and r.paper_bleu_pct is not None
-        and (models is None or r.model in models)
-    ]
+    wanted = _table2_rows(folder, strategy, models)
     runs = [(r.model, strategy) for r in wanted]
-    replies = replayed_replies(data_dir, runs, output_dir=output_dir, ids=ids) if via_replay and runs else None
+    if replayed is None and via_replay and runs:
+        replayed = replayed_runs(data_dir, runs, output_dir=output_dir, ids=ids)
+    replies = {run: r.replies() for run, r in replayed.items()} if replayed is not None else None
     scored = score_runs(folder, refs, runs, workers=workers, replies=replies, ids=ids)
     rows = []
     for stored, run in zip(wanted, scored, strict=True):

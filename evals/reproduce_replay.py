@@ -26,6 +26,7 @@ log = get_logger(__name__)
 class ReplayedRound(BaseModel):
     response: str
     valid: bool | None = None  # our OpenSysML verdict on the round's model (None: nothing was checked)
+    typing_only: bool = False  # rejected for OpenSysML's strict typing checks alone (other tools do not make them)
 
 
 class ReplayedAttempt(BaseModel):
@@ -80,7 +81,8 @@ def replay_experiment(models: list[str], *, data_dir: Path | str | None = None, 
     store = Store(directory / "results.sqlite")
     try:
         for attempt in store.attempts(summary.experiment_id):
-            rounds = [ReplayedRound(response=r.response, valid=r.check.ok if r.check is not None else None)
+            rounds = [ReplayedRound(response=r.response, valid=r.check.ok if r.check is not None else None,
+                                    typing_only=bool(r.check is not None and r.check.details.get("typing_only")))
                       for r in attempt.rounds]
             replayed = ReplayedAttempt(attempt_id=attempt.id, task_id=attempt.task_id, status=attempt.status.value,
                                        rounds=rounds)

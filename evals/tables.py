@@ -72,6 +72,23 @@ def _feedback_levels(store: Store, experiment_id: str) -> dict[str, str]:
     return {r["id"]: r["feedback"] or "diagnostics" for r in rows}
 
 
+def _strategies(store: Store, experiment_id: str) -> dict[str, str]:
+    rows = store.query("SELECT id, json_extract(attempt_json, '$.strategy') AS strategy FROM attempts "
+                       "WHERE experiment_id=?", (experiment_id,))
+    return {r["id"]: r["strategy"] or "default" for r in rows}
+
+
+def split_by_strategy(frame: pd.DataFrame) -> pd.DataFrame:
+    """As ``split_by_feedback`` for ``--strategy``: with more than one prompting strategy in an experiment the
+    agent column names it (``base_modeling [strategy=cot]``; ``default``: sysmo's own task prompt), so the
+    groupings and the paired comparisons split and compare the strategies."""
+    if "strategy" not in frame.columns or frame["strategy"].nunique() < 2:
+        return frame
+    frame = frame.copy()
+    frame["agent"] = frame["agent"] + " [strategy=" + frame["strategy"] + "]"
+    return frame
+
+
 def split_by_feedback(frame: pd.DataFrame) -> pd.DataFrame:
     """When an experiment used more than one ``--feedback`` level, the agent column names the level
     (``base_modeling [feedback=bare]``): every grouping by agent, and the paired comparisons between agents
@@ -102,7 +119,8 @@ def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
     frame["single_shot"] = frame["id"].map(_single_shot(store, experiment_id)).fillna(0).astype(int)
     frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
     frame["feedback"] = frame["id"].map(_feedback_levels(store, experiment_id)).fillna("diagnostics")
-    frame = split_by_feedback(frame)
+    frame["strategy"] = frame["id"].map(_strategies(store, experiment_id)).fillna("default")
+    frame = split_by_strategy(split_by_feedback(frame))
     return frame.sort_values(["task_id", "agent", "model", "sample_index"]).reset_index(drop=True)
 
 

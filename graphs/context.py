@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from sysmo.contracts.artifact import Artifact
@@ -37,6 +38,8 @@ class AgentContext:
     prompt_hashes: dict[str, str] = field(default_factory=dict)
     max_steps: int | None = None  # tool-calling agents: defaults to an equivalent of the repair budget
     feedback: str = "diagnostics"  # sysmo.graphs.repair.Feedback; "none" forces max_rounds to 0 (one shot)
+    strategy: str | None = None  # --strategy (sysmo.agents.strategies.Strategy); None: sysmo's own task prompt
+    data_dir: Path | None = None  # benchmark data (the published SysMBench templates of --strategy)
 
     def __post_init__(self) -> None:
         if self.feedback == "none":

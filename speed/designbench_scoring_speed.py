@@ -6,7 +6,8 @@ Run: ``python speed/designbench_scoring_speed.py [--data-dir DIR] [--files N] [-
 tree (``sysmo.evals.cascades.sysml``'s path); BLEU (paper: NLTK sentence, method3), character ROUGE-L (paper) and
 word ROUGE-L against the reference; element precision/recall/F1 against the reference's tree (cached).
 Target on 2 cores: all 10,872 in at most 10 minutes. Prints total wall time, predictions/s and ms per prediction
-(median and p95 of the per-prediction times), per stage.
+(median and p95 of the per-prediction times), per stage, and the predictions OpenSysML gave no verdict on
+within its time limit (each costs the whole limit and a kernel restart).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
     refs = {row["id"]: row["reference_model"] for row in map(json.loads, lines)}
     rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
     rows = rows[: per_file or None]
-    times: dict[str, list[float]] = {"text": [], "opensysml": [], "elements": [], "total": []}
+    times: dict[str, list[float]] = {"text": [], "opensysml": [], "elements": [], "total": [], "undecided": []}
     for row in rows:
         ref, cand = refs[row["id"]], row["prediction"]
         t0 = time.perf_counter()
@@ -51,6 +52,8 @@ def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
         if ref_tree.complete:
             elements.compare(ref_tree, cand_tree)
         t3 = time.perf_counter()
+        if cand_tree.check is not None and cand_tree.check.outcome.value not in ("ok", "failed"):
+            times["undecided"].append(t2 - t1)  # a timeout (the kernel is restarted): no verdict
         times["text"].append(t1 - t0)
         times["opensysml"].append(t2 - t1)
         times["elements"].append(t3 - t2)
@@ -64,7 +67,14 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=0, help="only the first N prediction files (0: all 72)")
     parser.add_argument("--per-file", type=int, default=0, help="only the first N predictions of each file (0: all)")
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--opensysml-timeout", type=float, default=0.0,
+                        help="OpenSysML time limit per load in s (0: the kernel's default, 60); a prediction that "
+                             "hangs the parser costs the whole limit and a kernel restart")
     args = parser.parse_args()
+    if args.opensysml_timeout:
+        import os
+
+        os.environ["SYSMO_OPENSYSML_TIMEOUT_S"] = str(args.opensysml_timeout)  # read by each worker's kernel
     files = sorted((args.data_dir / "published" / "designbench").glob("*/*.jsonl"))[: args.files or None]
     started = time.perf_counter()
     merged: dict[str, list[float]] = {}
@@ -76,6 +86,8 @@ def main() -> None:
     n = len(merged.get("total", []))
     print(f"{len(files)} prediction files, {n} predictions, {args.workers} workers: {wall:.1f} s wall, "
           f"{n / wall:.1f} predictions/s, {1000 * wall / max(n, 1) * args.workers:.1f} ms per prediction per worker")
+    undecided = merged.pop("undecided", [])
+    print(f"  no verdict (OpenSysML timeout): {len(undecided)} predictions, {sum(undecided):.0f} s")
     for stage, values in merged.items():
         print(f"  {stage:<10} median {1000 * statistics.median(values):7.1f} ms   p95 "
               f"{1000 * _percentile(values, 0.95):7.1f} ms")

@@ -51,8 +51,21 @@ def test_cil_rounds_sets_our_verdicts_beside_the_transcripts(shared_benchmarks: 
     assert loop.source_valid_after == [0.0, 0.5, 1.0]
     assert loop.rounds_compared >= 3 and len(loop.ours_valid_after) == 3
     assert loop.rounds_compared - loop.rounds_agreeing == len(loop.disagreements)
+    # typing checks as warnings: never fewer valid, never fewer rounds agreeing with SysIDE
+    assert all(a >= b for a, b in zip(loop.ours_parse_valid_after, loop.ours_valid_after, strict=True))
+    assert loop.rounds_agreeing_typing_as_warnings >= loop.rounds_agreeing
     table = result.reproduction().tables[0]
     assert [row["round k"] for row in table.rows] == ["0", "1", "2"]
+    # every row refers to the two replayed attempts, which sysmo trace opens from the experiment's store
+    from sysmo.store import Store
+
+    evidence = table.row_evidence[0]
+    assert evidence.model == "replay/cil:openai" and len(evidence.attempts) == 2
+    store = Store(Path(evidence.experiment_dir) / "results.sqlite")
+    try:
+        assert {store.attempt(a).task_id for a in evidence.attempts} == {"sysmbench/2", "sysmbench/10"}
+    finally:
+        store.close()
 
 
 def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path) -> None:
@@ -67,6 +80,15 @@ def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     assert "SysMEval precision/recall swapped" in text and "| gpt-4.1 |" in text
     assert (tmp_path / "rep" / "reproduction.html").is_file()
+    # from the files, each row refers to the published file and the samples it was computed on
+    assert "/published/designbench/gpt_4.1/direct.jsonl` samples 1-2 |" in text
+    # a second table run into the same folder joins the report; the first stays, with its agreement
+    command[command.index("sysmbench-table2")] = "sysmbench-breakdowns"
+    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "rep" / "reproduction.md").read_text()
+    table2_line = next(line for line in text.splitlines() if line.startswith("| sysmbench-table2 | Table 2"))
+    assert not table2_line.endswith("| 0/0 |") and "| sysmbench-breakdowns | by difficulty" in text
 
 
 def test_judge_agreement_ranks_and_correlates_the_points() -> None:
@@ -80,6 +102,8 @@ def test_judge_agreement_ranks_and_correlates_the_points() -> None:
     assert 0 < result.spearman_element_f1 < 1
     assert result.kendall_runs_element_f1 == pytest.approx(1 / 3)  # c's judge mean is above b's, its elements not
     assert result.examples[0].startswith("c/direct sysmbench/1: judge F1 0.95, element F1 0.00, invalid")
+    assert result.n_valid == 2 and result.spearman_element_f1_valid == pytest.approx(1.0)
+    assert result.judge_mean_valid == pytest.approx(0.8) and result.judge_mean_invalid == pytest.approx(0.4625)
 
 
 @pytest.mark.slow
@@ -87,7 +111,7 @@ def test_judge_agreement_on_real_stored_answers(shared_benchmarks: Path) -> None
     from sysmo.evals.judge_agreement import agreement, points
 
     pts = points(shared_benchmarks, runs=[("gpt_4.1", "direct"), ("qwen3", "direct"), ("gemma-2-9b-it", "direct")],
-                 ids=frozenset({1, 2, 3}))
+                 ids=frozenset({1, 2, 3}), workers=1)
     assert len(pts) == 9 and all(0 <= p.judge_f1 <= 1 for p in pts)
     assert agreement(pts).kendall_runs_element_f1 is not None
 
@@ -112,3 +136,61 @@ def test_the_authors_breakdowns_come_out_of_the_task_metadata(shared_benchmarks:
         agreeing, total = table.agreement
         assert total > 0 and agreeing == total
     assert sum(int(r["n"]) for r in rep.tables[0].rows) == 151
+
+
+def test_each_number_refers_to_the_attempts_behind_it(tmp_path: Path) -> None:
+    from sysmo.evals import reproductions as r
+
+    runs = tmp_path / "runs"
+    many = r.Evidence(experiment_dir=str(runs / "exp1"), model="replay/designbench:gpt_4.1/direct",
+                      attempts=["a1", "a2", "a3", "a4"])
+    one = r.Evidence(experiment_dir=str(runs / "exp1"), attempts=["a9"])
+    table = r.ReproTable(title="T", columns=["model", "BLEU", "F1"])
+    table.add({"model": "gpt", "BLEU": r.Compared(ours=1.0, published="1.0", agrees=True),
+               "F1": r.Compared(ours=0.5, published="0.6", agrees=False, evidence=one)}, many)
+    table.add({"model": "file", "BLEU": r.Compared(ours=2.0, published="2.0", agrees=True)},
+              r.Evidence(file=str(tmp_path / "gpt_4.1" / "direct.jsonl"), samples=[1, 2, 3, 7]))
+    paths = r.write_report([r.Reproduction(name="toy", title="Toy", tables=[table])], tmp_path / "rep",
+                           view_url="http://127.0.0.1:9000")
+    text = paths["markdown"].read_text()
+    assert (f"| gpt | 1.00 (1.0) | 0.50 (0.6) ✗ | `exp1` model=`replay/designbench:gpt_4.1/direct`, 4 attempts "
+            f"(`sysmo trace exp1 --all -o {runs}`) |") in text
+    assert f"`{tmp_path / 'gpt_4.1' / 'direct.jsonl'}` samples 1-3, 7 |" in text
+    page = paths["html"].read_text()
+    # the row's numbers open the experiment filtered to the model in sysmo view; a cell with its own attempt, that one
+    assert "<a href='http://127.0.0.1:9000/e/exp1?model=replay%2Fdesignbench%3Agpt_4.1%2Fdirect'" in page
+    assert "<a href='http://127.0.0.1:9000/e/exp1/a/a9'" in page
+    assert f"<a href='{(tmp_path / 'gpt_4.1' / 'direct.jsonl').as_uri()}'" in page
+
+
+def test_reports_of_single_tables_build_up_one_report(tmp_path: Path) -> None:
+    from sysmo.evals import reproductions as r
+
+    def rep(name: str, ours: float) -> r.Reproduction:
+        table = r.ReproTable(title=name, columns=["x"])
+        table.add({"x": r.Compared(ours=ours, published="1.00", agrees=ours == 1.0)},
+                  r.Evidence(experiment_dir="/runs/e", attempts=["a"]))
+        return r.Reproduction(name=name, title=name, tables=[table])
+
+    r.write_report([rep("b", 1.0), rep("a", 0.0)], tmp_path)
+    earlier = r.load_report(tmp_path)
+    assert isinstance(earlier[0].tables[0].rows[0]["x"], r.Compared)  # the JSON reads back typed
+    assert earlier[0].tables[0].row_evidence[0].attempts == ["a"]
+    combined = r.merged(earlier, [rep("a", 1.0)], order=["a", "b"])
+    assert [x.name for x in combined] == ["a", "b"] and [x.tables[0].agreement for x in combined] == [(1, 1), (1, 1)]
+
+
+def test_a_heavy_reproduction_is_listed_as_not_run_with_how_to_run_it() -> None:
+    from sysmo.evals import reproductions as r
+
+    r.discover()
+    assert "sysmobench" in r.HEAVY and "r2abench" in r.REGISTRY and "r2abench" not in r.HEAVY
+    entry = r.left_out("sysmobench")
+    assert entry.error.startswith("not run by default: TLC-heavy") and "--only sysmobench" in entry.error
+
+
+def test_r2abench_needs_a_checkout(tmp_path: Path) -> None:
+    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+
+    rep = run_reproduction("r2abench", ReproduceOptions(data_dir=tmp_path, r2abench_dir=tmp_path / "none"))
+    assert rep.error is not None and "--r2abench-dir" in rep.error

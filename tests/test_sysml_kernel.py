@@ -161,3 +161,25 @@ def test_a_kernel_started_from_a_passing_thread_outlives_it(kernel: OpenSysMLKer
     assert all(_alive(p) for p in pids)
     assert validate(BAD, kernel=kernel).outcome == Outcome.FAILED
     assert kernel.restarts == 0 and kernel.kernel_pids() == pids
+
+
+def test_a_model_that_does_not_parse_is_not_asked_for_exports(kernel: OpenSysMLKernel):
+    unparsable = {"m.sysml": "package P { part def A }} oops"}
+    exports = ("model.json", "model.ttl")
+    run = kernel.load(unparsable, exports=exports)
+    assert "error[syntax]" in run.reply.stdout and run.export_replies == [] and run.exports == {}
+    asked = kernel.load(unparsable, exports=exports, exports_after_syntax_errors=True)
+    assert len(asked.export_replies) == 2 and asked.exports == {}  # the kernel refuses them anyway
+    resolved = kernel.load({"m.sysml": BAD}, exports=exports)  # parses, with a name error: still exported
+    assert "error[syntax]" not in resolved.reply.stdout and "model.json" in resolved.exports
+
+
+def test_the_shared_kernels_time_limit_comes_from_the_environment(monkeypatch):
+    from sysmo.sandbox import opensysml_kernel
+
+    monkeypatch.setattr(opensysml_kernel, "_shared", None)
+    monkeypatch.setenv(opensysml_kernel.TIMEOUT_ENV, "7.5")
+    try:
+        assert opensysml_kernel.shared_kernel().request_timeout_s == 7.5
+    finally:
+        opensysml_kernel.shared_kernel().stop()

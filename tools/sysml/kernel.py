@@ -55,6 +55,8 @@ from sysmo.tools.install import opensysml_kernel
 
 log = get_logger(__name__)
 
+SYNTAX_ERROR = ": error[syntax]: "  # a load diagnostic that means the model does not parse
+
 DEFAULT_REQUEST_TIMEOUT_S = 60.0
 KERNEL_MEMORY_MB = 3072  # the whole OMG examples folder at once stays well below this
 KERNEL_PIDS = 256
@@ -289,12 +291,15 @@ class OpenSysMLKernel(ToolServer):
             return reply
 
     def load(self, files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
-             retry_after_crash: bool = True) -> KernelRun:
+             retry_after_crash: bool = True, exports_after_syntax_errors: bool = False) -> KernelRun:
         """``%clear`` then ``%load`` ``files`` from a fresh folder of their own; then ``%save`` each export name.
 
         ``%load`` reads every ``.sysml`` file of a folder, so each load gets an empty folder. A kernel that
         crashes is restarted and the load tried once more (the crash may not be the model's doing);
-        a timeout is not retried: the model may be what hangs the kernel.
+        a timeout is not retried: the model may be what hangs the kernel. After a load that reported a syntax
+        error (``error[syntax]``) the exports are not asked for (the kernel refuses them: a model that does not
+        parse has no element tree), which saves two of the three requests on a model that does not parse,
+        unless ``exports_after_syntax_errors``.
         """
         timeout_s = timeout_s or self.request_timeout_s
         attempts = 2 if retry_after_crash else 1
@@ -323,6 +328,8 @@ class OpenSysMLKernel(ToolServer):
                         if reply.status == "crashed" and attempt + 1 < attempts:
                             continue
                         return run
+                    if not exports_after_syntax_errors and SYNTAX_ERROR in reply.stdout:
+                        exports = ()
                     for name in exports:
                         target = out / PurePosixPath(name).name
                         saved = self._execute(f"%save {target}", timeout_s)
@@ -355,10 +362,16 @@ _shared: OpenSysMLKernel | None = None
 _shared_lock = threading.Lock()
 
 
+TIMEOUT_ENV = "SYSMO_OPENSYSML_TIMEOUT_S"  # the shared kernel's time limit per request (batch scoring)
+
+
 def shared_kernel() -> OpenSysMLKernel:
-    """The process-wide kernel (started on first use, stopped at exit)."""
+    """The process-wide kernel (started on first use, stopped at exit); ``$SYSMO_OPENSYSML_TIMEOUT_S`` sets its
+    time limit per request (default 60 s): a model that hangs the parser costs the whole limit and a restart,
+    so batch scoring of many published predictions may want less."""
     global _shared
     with _shared_lock:
         if _shared is None:
-            _shared = OpenSysMLKernel()
+            limit = os.environ.get(TIMEOUT_ENV)
+            _shared = OpenSysMLKernel(request_timeout_s=float(limit) if limit else DEFAULT_REQUEST_TIMEOUT_S)
         return _shared
