@@ -19,7 +19,7 @@ from sysmo.agents.trace_check import trace_validation_check
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task
 from sysmo.contracts.events import ToolCallEvent
-from sysmo.graphs.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact
 from sysmo.contracts.check import Outcome
