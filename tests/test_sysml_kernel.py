@@ -175,7 +175,7 @@ def test_a_model_that_does_not_parse_is_not_asked_for_exports(kernel: OpenSysMLK
 
 
 def test_the_shared_kernels_time_limit_comes_from_the_environment(monkeypatch):
-    from sysmo.sandbox import opensysml_kernel
+    from sysmo.tools.sysml import kernel as opensysml_kernel
 
     monkeypatch.setattr(opensysml_kernel, "_shared", None)
     monkeypatch.setenv(opensysml_kernel.TIMEOUT_ENV, "7.5")
