@@ -29,6 +29,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from sysmo.agents.prompts import Prompt, load_prompt
+from sysmo.agents.task_prompt import fill_harness
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import ConfigError, DataMissingError
 
@@ -71,12 +72,6 @@ def published_inputs(data_dir: Path | str | None) -> Path:
     return folder
 
 
-def _fill(template: str, values: dict[str, str]) -> str:
-    from sysmo.agents.task_prompt import fill_harness
-
-    return fill_harness(template, values)
-
-
 def sysml_prompt(requirement: str, strategy: Strategy, data_dir: Path | str | None) -> tuple[str, Prompt]:
     """The published SysMBench prompt for ``strategy`` (the grammar really inserted), and its template."""
     folder = published_inputs(data_dir)
@@ -88,7 +83,7 @@ def sysml_prompt(requirement: str, strategy: Strategy, data_dir: Path | str | No
         example = json.loads((folder / EXAMPLE_FILE).read_text(encoding="utf-8"))
         values |= {"req": example["req"], "design": example["design"]}
         hashed += json.dumps(example, sort_keys=True)
-    text = _fill(template, values)
+    text = fill_harness(template, values)
     if strategy == Strategy.GRAMMAR:
         grammar = (folder / GRAMMAR_FILE).read_text(encoding="utf-8").strip()
         heading = GRAMMAR_HEADING.search(text)

@@ -37,6 +37,7 @@ from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import trace_validation as tv
 from sysmo.tools.tla.source import prepare
+from sysmo.tools.tla.tlc_output import Code, parse_variables, split_messages
 
 log = get_logger(__name__)
 
@@ -44,6 +45,7 @@ TOOL = tv.TOOL
 TIMEOUT_S = 60.0  # per TLC run of the in-loop replay (the scoring cascade allows 120 s)
 PROBE = "TV__Probe"
 MAX_VALUE_CHARS = 400
+REPLAY_VARIABLES = {"tv__t", tv.POSITION}  # the replay module's own: which trace, how far (not the spec's)
 
 
 def _short(text: str) -> str:
@@ -99,26 +101,15 @@ def probe_spec_state(files: dict[str, str], main: str, cfg: str | None, trace: t
         path = [{"number": 1, "action": "Initial predicate", "variables": initial}] if initial else []
     if not path:
         return None, []
-    hidden = {"tv__t", tv.POSITION}
-    state = {k: v for k, v in path[-1].get("variables", {}).items() if k not in hidden}
+    state = {k: v for k, v in path[-1].get("variables", {}).items() if k not in REPLAY_VARIABLES}
     return state, path
 
 
 def initial_state_of(output: str) -> dict[str, str]:
     """The state of TLC's "Invariant ... is violated by the initial state:" message, variable -> value text."""
-    from sysmo.tools.tla.tlc_output import Code, split_messages
-
     messages, _ = split_messages(output)
     text = next((m.text for m in messages if m.code == Code.INVARIANT_VIOLATED_INITIAL), "")
-    state: dict[str, str] = {}
-    last = None
-    for line in text.splitlines()[1:]:
-        if line.startswith("/\\ ") and " = " in line:
-            last, value = line[3:].split(" = ", 1)
-            state[last.strip()] = value.strip()
-        elif last is not None and line.strip():  # a long value goes on over several lines
-            state[last.strip()] += " " + line.strip()
-    return state
+    return parse_variables(text.split("\n", 1)[1]) if "\n" in text else {}
 
 
 def _state_lines(title: str, state: dict[str, str] | None, variables: list[str]) -> str:
@@ -236,6 +227,5 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
 
 def tv_state(state: dict[str, Any]) -> str:
     head = f"State {state.get('number', '?')}: {state.get('action', '')}".rstrip()
-    hidden = {"tv__t", tv.POSITION}
     return "\n".join([head] + [f"  /\\ {k} = {_short(v)}" for k, v in (state.get("variables") or {}).items()
-                               if k not in hidden])
+                               if k not in REPLAY_VARIABLES])

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sysmo.errors import ConfigError
+from sysmo.evals.reproductions import VIEW_URL
 
 reproduce_app = typer.Typer(
     no_args_is_help=True,
@@ -247,9 +248,6 @@ def sysmobench(
         help="Replay deterministic SANY/TLC runs already made (content-addressed, under <home>/tla-run-cache).",
     ),
 ) -> None:
-    import os
-
-    from sysmo.config import settings
     from sysmo.evals.reproduce_sysmobench import KINDS, reproduce, unmatched_paper_rows
     from sysmo.tools.tla import run_cache
 
@@ -259,8 +257,8 @@ def sysmobench(
     if unknown:
         raise ConfigError(f"unknown --kind {unknown[0]!r}: use one of {', '.join(KINDS)}")
     err = Console(stderr=True)
-    if cache and run_cache.directory() is None:
-        os.environ[run_cache.ENV] = str(settings().home / "tla-run-cache")
+    if cache:
+        run_cache.use_default()
 
     def progress(i: int, n: int, entry, row) -> None:
         if row is None:
@@ -392,7 +390,7 @@ def reproduce_all(
                                "hour); without it they are listed as not run, with how to run them."),
     r2abench_dir: Optional[Path] = typer.Option(None, "--r2abench-dir", help="A checkout of luuquangkhai9/R2ABench "
                                                 "(else <data>/r2abench)."),
-    view_url: str = typer.Option("http://127.0.0.1:8765", "--view-url", help="Where `sysmo view <--output-dir>` "
+    view_url: str = typer.Option(VIEW_URL, "--view-url", help="Where `sysmo view <--output-dir>` "
                                  "serves: the HTML report links each number to its attempts there."),
 ) -> None:
     from sysmo.evals.reproductions import (

@@ -14,7 +14,6 @@ commands ``sysmo reproduce sysmobench`` / ``r2abench``) and set its numbers in t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -38,12 +37,10 @@ SYSMOBENCH_HOW = ("TLC-heavy, about an hour on 2 cores for the 18 specs: `sysmo 
                        heavy=SYSMOBENCH_HOW)
 def sysmobench(options: ReproduceOptions) -> Reproduction:
     from sysmo.benchmarks.datadir import require_data_dir
-    from sysmo.config import settings
     from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES, reproduce, unmatched_paper_rows
     from sysmo.tools.tla import run_cache
 
-    if run_cache.directory() is None:
-        os.environ[run_cache.ENV] = str(settings().home / "tla-run-cache")
+    run_cache.use_default()
     data = require_data_dir(options.data_dir)
     rows = reproduce(data)
     table = ReproTable(title="system x agent x model: ours (paper), in %",

@@ -59,9 +59,9 @@ def score_path(path: Path, task: Task, stages: list[str] | None = None) -> FileV
     card: ScoreCard = cascade.score(artifact, task, ScoringContext())
     shown = [s for s in card.stages if stages is None or s.stage in stages]
     rows = [s.model_dump(mode="json") for s in shown]
-    diagnostics = [d for s in shown if not stage_passed(s.model_dump(mode="json"))
-                   for d in _stage_diagnostics(s)]
-    passed = all(stage_passed(r) for r in rows)
-    worst = next((s.outcome for s in shown if not stage_passed(s.model_dump(mode="json"))), "ok")
+    failing = [s for s, row in zip(shown, rows, strict=True) if not stage_passed(row)]
+    diagnostics = [d for s in failing for d in _stage_diagnostics(s)]
+    passed = not failing
+    worst = failing[0].outcome if failing else "ok"
     return FileVerdict(path=str(path), language=artifact.language, passed=passed, outcome=worst,
                        tool=f"cascade:{card.cascade}", diagnostics=diagnostics, stages=rows)

@@ -37,7 +37,6 @@ from pydantic import BaseModel
 from sysmo.sqlite_setup import set_up_shared
 
 
-
 def _reserved(name: str) -> bool:
     """LangGraph's own pseudo-nodes (``__input__``, ``__start__``, ``__interrupt__``): not steps of the agent's graph."""
     return name.startswith("__") and name.endswith("__")

@@ -16,6 +16,7 @@ from typing import Any
 
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.check import CheckResult, Diagnostic
+from sysmo.tools.tla.tlc_output import printed_output
 
 CONTEXT_LINES = 2
 MAX_DIAGNOSTICS = 15
@@ -93,25 +94,6 @@ def bare_report(check: CheckResult) -> str:
     """Only that the check failed, as SysMoBench's harness feeds back (no message, no line)."""
     stage = "Syntax" if check.tool.lower() in ("sany", "plantuml", "sysml", "opensysml") else "Runtime"
     return f"{stage} error: {stage} check failed."
-
-
-# TLC -tool messages that say nothing about the model: progress, statistics, coverage (tlc2.output.EC)
-TLC_NOISE_CODES = {2185, 2186, 2187, 2188, 2189, 2190, 2199, 2200, 2201, 2202, 2209, 2210, 2220, 2221, 2262,
-                   2772, 2773, 2774, 2775, 2776, 2777, 2778, 2779}
-
-
-def printed_output(raw: str) -> str:
-    """The tool's output as a reader sees it: for TLC's ``-tool`` output the message frames are removed and
-    progress, statistics and coverage left out, so the error and its trace are what remains (the end of the
-    framed output is the coverage report, not the error)."""
-    if "@!@!@STARTMSG" not in raw:
-        return raw
-    from sysmo.tools.tla.tlc_output import split_messages
-
-    messages, untagged = split_messages(raw)
-    kept = [m.text for m in messages if m.code not in TLC_NOISE_CODES and m.text]
-    # the untagged lines (SANY's parsing log) come before the messages, as TLC prints them
-    return "\n".join(([untagged.strip()] if untagged.strip() else []) + kept)
 
 
 def full_report(artifact: Artifact | None, check: CheckResult) -> str:

@@ -115,7 +115,7 @@ The coverage statistics at 2026-11-23 23:25:24
 
 
 def test_full_feedback_shows_tlcs_messages_without_framing_progress_or_coverage() -> None:
-    from sysmo.graphs.repair import printed_output
+    from sysmo.tools.tla.tlc_output import printed_output
 
     shown = printed_output(FRAMED)
     assert shown.splitlines() == ["Parsing file /box/Counter.tla", "Invariant TypeOK is violated.",

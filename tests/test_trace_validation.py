@@ -157,9 +157,7 @@ def test_renamed_spec_conforms_through_a_proposed_mapping_and_the_mapping_is_rec
     assert "NumThreads" in unmapped.traces[0].reason and unmapped.score == 0.0
 
 
-@pytest.mark.slow
-def test_an_evaluation_error_in_a_shared_run_is_blamed_on_the_trace_that_caused_it() -> None:
-    spec = """---- MODULE Counter ----
+COUNTER = """---- MODULE Counter ----
 EXTENDS Naturals
 VARIABLE x
 Init == x = 0
@@ -168,9 +166,18 @@ Crash == x' = CHOOSE y \\in {} : TRUE
 Next == Inc \\/ Crash
 ====
 """
-    artifact = Artifact(language=Language.TLA, files={"Counter.tla": spec})
+
+
+def _counter() -> tuple[Artifact, list[dict], list[dict]]:
+    """A counter whose Crash step cannot be evaluated; a trace it accepts, and one that reaches Crash."""
     good = [{"event": "Init", "state": {"x": 0}}] + [{"event": "Inc", "state": {"x": i}} for i in (1, 2)]
     crash = good[:2] + [{"event": "Crash", "state": {"x": 5}}]
+    return Artifact(language=Language.TLA, files={"Counter.tla": COUNTER}), good, crash
+
+
+@pytest.mark.slow
+def test_an_evaluation_error_in_a_shared_run_is_blamed_on_the_trace_that_caused_it() -> None:
+    artifact, good, crash = _counter()
     result = tv.validate_traces(artifact, [_trace(good, "good"), _trace(crash, "crash")])
     verdicts = {v.trace: v for v in result.traces}
     assert verdicts["good"].accepted
@@ -187,18 +194,7 @@ def test_a_timeout_is_inconclusive_never_a_pass() -> None:
 
 @pytest.mark.slow
 def test_concurrent_replays_give_the_same_verdicts_and_runs_as_one_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
-    spec = """---- MODULE Counter ----
-EXTENDS Naturals
-VARIABLE x
-Init == x = 0
-Inc == x' = x + 1
-Crash == x' = CHOOSE y \\in {} : TRUE
-Next == Inc \\/ Crash
-====
-"""
-    artifact = Artifact(language=Language.TLA, files={"Counter.tla": spec})
-    good = [{"event": "Init", "state": {"x": 0}}] + [{"event": "Inc", "state": {"x": i}} for i in (1, 2)]
-    crash = good[:2] + [{"event": "Crash", "state": {"x": 5}}]
+    artifact, good, crash = _counter()
     wrong = good[:2] + [{"event": "Inc", "state": {"x": 7}}]
     traces = [_trace(good, "good"), _trace(crash, "crash"), _trace(wrong, "wrong"), _trace(good[:2], "prefix")]
     sequential = tv.validate_traces(artifact, traces, batch_size=2, parallel=1)

@@ -38,7 +38,6 @@ by ``sysmo.tools.plantuml.parse_architecture``:
 from __future__ import annotations
 
 import importlib.resources
-import json
 import re
 import time
 from collections.abc import Iterable
@@ -50,6 +49,7 @@ from pydantic import BaseModel, Field
 from scipy.optimize import linear_sum_assignment
 
 from sysmo.errors import LLMError
+from sysmo.llm.response import json_payload
 from sysmo.evals.metrics.embedding import EXACT, MINILM, TOKEN, StringSimilarity
 from sysmo.log import get_logger
 from sysmo.tools.plantuml.architecture import ArchEdge, ArchitectureGraph, ArchNode
@@ -185,22 +185,6 @@ def alignment_prompt(reference: ArchitectureGraph, predicted: ArchitectureGraph)
         prompt_template("architecture_node_alignment.md"), reference_nodes=ref_text, candidate_nodes=pred_text
     )
     return prompt, ref_ids, pred_ids
-
-
-def json_payload(text: str) -> Any:
-    """The first JSON value in a model's answer (fenced or bare, prose around it tolerated), or None."""
-    fenced = re.search(r"```(?:json)?\s*\n?(.*?)```", text or "", re.S)
-    candidates = [fenced.group(1)] if fenced else []
-    candidates.append(text or "")
-    decoder = json.JSONDecoder()
-    for chunk in candidates:
-        for start in (m.start() for m in re.finditer(r"[\[{]", chunk)):
-            try:
-                value, _ = decoder.raw_decode(chunk[start:])
-            except json.JSONDecodeError:
-                continue
-            return value
-    return None
 
 
 def _as_list(value: Any) -> list[str]:

@@ -48,13 +48,13 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import InvariantTemplate
 from sysmo.errors import LLMError
-from sysmo.evals.metrics.tla_runtime import ModelConfig, default_parallel, without_checks
+from sysmo.evals.metrics.tla_runtime import ModelConfig, without_checks
 from sysmo.evals.metrics.tla_syntax import blank_comments, check_modules, split_module
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 from sysmo.tools.tla import bug_hunt
 from sysmo.tools.tla import cfg as tlc_cfg
-from sysmo.tools.tla import tlc
+from sysmo.tools.tla import jvm, tlc
 from sysmo.tools.tla.source import prepare
 from sysmo.tools.tla.trace_validation import signature
 
@@ -508,7 +508,7 @@ def score(
             template, result, as_property, candidate, source, notes + cfg_notes
         ), result.tool_version
 
-    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
         checked = list(pool.map(check, range(len(templates))))
     score_ = InvariantsScore(
         verdicts=[v for v, _ in checked],

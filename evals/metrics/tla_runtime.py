@@ -58,11 +58,6 @@ DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_SEED = 1
 
 
-def default_parallel() -> int:
-    """TLC processes a stage runs at once (each TLC run uses one worker thread)."""
-    return jvm.default_parallel()
-
-
 # ------------------------------------------------------------------------------------- configuration
 
 
@@ -298,7 +293,7 @@ def score(
     main_text = spec.files[spec.main_file]
     checked = without_checks(config.config)
     plan = seeds(seed, runs)
-    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+    with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
         done = list(
             pool.map(
                 lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text, spec.main_module),

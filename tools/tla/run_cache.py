@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
+from sysmo.config import settings
 from sysmo.log import get_logger
 from sysmo.sandbox import RunResult
 
@@ -37,6 +38,17 @@ VERSION = "1"
 def directory() -> Path | None:
     value = os.environ.get(ENV, "").strip()
     return Path(value) if value and value.lower() not in ("0", "off", "no", "false") else None
+
+
+def use_default() -> Path:
+    """Turn the cache on under ``<SYSMO_HOME>/tla-run-cache`` unless ``$SYSMO_TLA_RUN_CACHE`` already names a folder
+    (``sysmo reproduce sysmobench`` and its table in ``reproduce all``); returns the folder in use."""
+    current = directory()
+    if current is not None:
+        return current
+    folder = settings().home / "tla-run-cache"
+    os.environ[ENV] = str(folder)
+    return folder
 
 
 @contextlib.contextmanager

@@ -243,7 +243,12 @@ def parse_state(text: str) -> TraceState | None:
     label = head.group(2)
     location = _span(LOCATION.search(label))
     action = label.split(" line ")[0].strip() if location else label
-    body = "\n".join(lines[1:])
+    return TraceState(number=int(head.group(1)), action=action, location=location,
+                      variables=parse_variables("\n".join(lines[1:])))
+
+
+def parse_variables(body: str) -> dict[str, str]:
+    """A state as TLC prints it, ``/\\ var = value`` lines (a value may go on over several lines): var -> value."""
     variables: dict[str, str] = {}
     chunks = re.split(r"^/\\ ", body, flags=re.MULTILINE) if body.lstrip().startswith("/\\") else [body]
     for chunk in chunks:
@@ -252,7 +257,7 @@ def parse_state(text: str) -> TraceState | None:
             continue
         name, value = chunk.split(" = ", 1)
         variables[name.strip()] = value.strip()
-    return TraceState(number=int(head.group(1)), action=action, location=location, variables=variables)
+    return variables
 
 
 def resource_limit(text: str) -> str | None:
@@ -386,3 +391,21 @@ def _merge_evaluation_errors(report: TlcReport, positions: list[SourceSpan], det
                 violation.kind, violation.message = "resources", f"{exhausted}: {violation.message}"
         if violation.kind == "evaluation" and violation.location is None and positions:
             violation.location = positions[-1]
+
+
+# -tool messages that say nothing about the model: progress, statistics, coverage (tlc2.output.EC)
+NOISE_CODES = {Code.TLC_STARTING, Code.TLC_FINISHED, Code.MODE_MC, Code.MODE_SIMULATION, 2189, 2190, Code.STATS,
+               Code.PROGRESS, 2201, 2202, 2209, Code.STATS_SIMULATION, 2220, 2221, Code.VERSION,
+               Code.COVERAGE_NEXT, Code.COVERAGE_INIT, *range(2774, 2780)}
+
+
+def printed_output(raw: str) -> str:
+    """TLC's ``-tool`` output as a reader sees it: the message frames removed and progress, statistics and
+    coverage left out, so the error and its trace are what remains (the end of the framed output is the coverage
+    report, not the error); output that is not framed is returned as it is."""
+    if "@!@!@STARTMSG" not in raw:
+        return raw
+    messages, untagged = split_messages(raw)
+    kept = [m.text for m in messages if m.code not in NOISE_CODES and m.text]
+    # the untagged lines (SANY's parsing log) come before the messages, as TLC prints them
+    return "\n".join(([untagged.strip()] if untagged.strip() else []) + kept)
