@@ -57,8 +57,17 @@ def layer_of(rel: str, layers: list[list[str]]) -> int | None:
     return None
 
 
+def _project_module(path: Path) -> bool:
+    """A module of the project: not under a skipped or hidden folder (.venv, .git, ...) nor in a virtual
+    environment made inside the checkout under any name (a folder holding ``pyvenv.cfg``)."""
+    parts = path.relative_to(ROOT).parts
+    if SKIPPED & set(parts) or any(part.startswith(".") for part in parts):
+        return False
+    return not any((ROOT.joinpath(*parts[:i]) / "pyvenv.cfg").is_file() for i in range(1, len(parts)))
+
+
 def module_files() -> list[Path]:
-    return sorted(p for p in ROOT.rglob("*.py") if not SKIPPED & set(p.relative_to(ROOT).parts))
+    return sorted(p for p in ROOT.rglob("*.py") if _project_module(p))
 
 
 def target_path(module: str) -> str | None:
