@@ -31,7 +31,7 @@ COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
 # (module, attribute): single top-level commands such as `sysmo run`, `sysmo attempt`
 COMMANDS: list[tuple[str, str]] = [
     ("sysmo.agents.commands", "register"),
-    ("sysmo.runner_commands", "register"),
+    ("sysmo.runner.commands", "register"),
     ("sysmo.evals.commands", "register"),
     ("sysmo.tools.commands", "register"),  # sysmo check
     ("sysmo.view.commands", "register"),

@@ -6,8 +6,8 @@ import io
 
 from rich.console import Console
 
-from sysmo import progress
-from sysmo.progress import RunProgress
+from sysmo.runner import progress
+from sysmo.runner.progress import RunProgress
 
 
 def log_console() -> tuple[Console, io.StringIO]:

@@ -36,7 +36,7 @@ def config(tmp_path: Path, server: FakeOpenAI, id: str, **overrides):
 
 
 def cli() -> typer.Typer:
-    from sysmo.runner_commands import register
+    from sysmo.runner.commands import register
 
     app = typer.Typer()
     app.callback()(lambda: None)
@@ -151,7 +151,7 @@ def test_a_rerun_answered_from_the_cache_adds_nothing_to_the_budget(tmp_path: Pa
 @pytest.mark.slow
 def test_judge_calls_made_while_scoring_are_score_events_count_in_the_budget_and_replay(tmp_path: Path) -> None:
     from sysmo.benchmarks.selection import TaskSelection
-    from sysmo.replay import replay_attempt
+    from sysmo.runner.replay import replay_attempt
     from sysmo.runner import run_experiment
     from sysmo.store import Store
 
@@ -180,7 +180,7 @@ def test_judge_calls_made_while_scoring_are_score_events_count_in_the_budget_and
 @pytest.mark.slow
 def test_control_attempts_of_the_multi_stage_and_tool_calling_agents_replay_identically(tmp_path: Path) -> None:
     from sysmo.benchmarks.selection import TaskSelection
-    from sysmo.replay import replay_attempt
+    from sysmo.runner.replay import replay_attempt
     from sysmo.runner import ExperimentConfig, run_experiment
     from sysmo.store import Store
 

@@ -53,7 +53,7 @@ def test_every_attempt_is_stored_with_its_steps_and_counted_once(tmp_path: Path)
 def test_a_finished_attempt_is_stored_while_the_next_one_waits_for_its_tool(tmp_path: Path, monkeypatch) -> None:
     # storing holds the interpreter lock for milliseconds: done while the next attempt's check runs, it does not
     # hold that attempt up on the event loop
-    from sysmo import runner
+    from sysmo.runner import unit_runner as runner
     from sysmo.runner import UnitRunner, run_experiment
 
     # a wait long enough that a slow machine still reaches the next check in it; the run's default is 50 ms

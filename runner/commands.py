@@ -283,7 +283,7 @@ def register(app: typer.Typer) -> None:
         no_score: bool = typer.Option(False, "--no-score", help="Compare the artifacts only."),
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
     ) -> None:
-        from sysmo.replay import replay_attempt
+        from sysmo.runner.replay import replay_attempt
 
         store, attempt = _find_attempt(ref, output_dir)
         try:

@@ -80,7 +80,9 @@ def replay_attempt(store: Any, attempt: Attempt, *, score: bool = True) -> Repla
     """Re-run ``attempt`` (read from ``store``) from its recorded events and compare (see the module doc)."""
     from sysmo.llm import LLM
     from sysmo.llm.recorded import RecordedProvider
-    from sysmo.runner import ExperimentConfig, UnitRunner, WorkUnit, load_selected_tasks
+    from sysmo.runner.config import ExperimentConfig
+    from sysmo.runner.unit_runner import UnitRunner
+    from sysmo.runner.units import WorkUnit, load_selected_tasks
 
     experiment_id = store.query("SELECT experiment_id FROM attempts WHERE id=?", (attempt.id,))[0]["experiment_id"]
     events = attempt.events or store.events(attempt.id)

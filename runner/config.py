@@ -1,0 +1,121 @@
+"""An experiment's settings: ``ExperimentConfig`` (a YAML file or CLI flags override its defaults) and ``Budget``."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sysmo.agents.registry import AGENT_NAMES as ALL_AGENTS
+from sysmo.benchmarks.selection import TaskSelection
+from sysmo.errors import ConfigError, describe_invalid_settings
+
+CONTROL_MODELS = ["reference", "mockllm/control"]
+
+
+class Budget(BaseModel):
+    """Stop scheduling new attempts once spending passes a cap (finished work is kept)."""
+
+    max_tokens: int | None = None
+    max_cost_usd: float | None = None
+
+
+class ExperimentConfig(BaseModel):
+    """One experiment. Every field has a default; a YAML file or CLI flags override them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = None  # default: derived from the date and the settings
+    agents: list[str] = Field(default_factory=lambda: list(ALL_AGENTS))
+    models: list[Any] = Field(default_factory=lambda: list(CONTROL_MODELS))  # generator models (str or RoleConfig dict)
+    helper: Any = None  # helper role model (str or RoleConfig dict); default: none for controls
+    judge: Any = None  # judge role model
+    tasks: TaskSelection = Field(default_factory=lambda: TaskSelection(benchmarks=["starter"]))
+    data_dir: Path | None = None
+    sources_dir: Path | None = None  # checkouts of the modelled systems (SysMoBench), one folder per task
+    samples: int = Field(default=5, ge=1)
+    max_rounds: int = Field(default=3, ge=0)
+    feedback: Literal["none", "bare", "diagnostics", "full"] = "diagnostics"  # repair feedback ablation
+    strategy: Literal["zero-shot", "few-shot", "cot", "grammar"] | None = None  # prompting strategy (None: own)
+    temperature: float | None = 0.2
+    max_tokens: int | None = None
+    seed: int = 0
+    concurrency: int = Field(default=4, ge=1)  # attempts in flight (their LLM calls overlap)
+    tool_concurrency: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
+    budget: Budget = Field(default_factory=Budget)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    output_dir: Path = Path("runs")
+    score: bool = True
+    scoring: dict[str, Any] = Field(default_factory=dict)  # per-stage options, e.g. {"runtime.runs": 5}
+    selection_metric: dict[str, str] = Field(default_factory=dict)  # kind -> metric for best-of-n
+    # "steps": LangGraph's checkpoint of every step of every attempt, in checkpoints.sqlite (list, fork);
+    # "none": only the attempt records (results.sqlite), for the fastest runs
+    checkpoints: Literal["steps", "none"] = "steps"
+
+    @field_validator("agents", "models", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return value
+
+    @classmethod
+    def control(cls, **overrides: Any) -> ExperimentConfig:
+        """The offline control experiment: starter suite, `reference` + `mockllm/control`, all five agents."""
+        return cls(**overrides)
+
+    @classmethod
+    def from_yaml(cls, path: Path) -> ExperimentConfig:
+        try:
+            data = yaml.safe_load(Path(path).read_text()) or {}
+            return cls.model_validate(data)
+        except OSError as exc:
+            raise ConfigError(f"cannot read experiment file {path}: {exc}") from exc
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"experiment file {path} is not valid YAML: {exc}") from exc
+        except ValidationError as exc:
+            raise ConfigError(f"experiment file {path} is invalid: {describe_invalid_settings(exc, cls)}") from exc
+
+    @property
+    def model_names(self) -> list[str]:
+        return [m if isinstance(m, str) else m["model"] for m in self.models]
+
+    @property
+    def is_control(self) -> bool:
+        from sysmo.llm.roles import is_control_model
+
+        return all(is_control_model(n) for n in self.model_names)
+
+    @property
+    def kind(self) -> str:
+        """``control``, ``replay`` (every model is one) or ``live``: how the run is labelled everywhere."""
+        from sysmo.llm.roles import run_kind
+
+        return run_kind(self.model_names)
+
+    @property
+    def label(self) -> str:
+        """``CONTROL``, ``REPLAY`` or "" (a live run carries no label)."""
+        from sysmo.llm.roles import KIND_LABELS
+
+        return KIND_LABELS[self.kind]
+
+    def experiment_id(self) -> str:
+        if self.id:
+            if not re.fullmatch(r"[\w.-]+", self.id) or self.id.startswith("."):
+                raise ConfigError(f"experiment id {self.id!r} may use only letters, digits, '.', '_' and '-', "
+                                  "and may not start with '.'")
+            return self.id
+        digest = hashlib.sha256(self.model_dump_json(exclude={"id", "output_dir"}).encode()).hexdigest()[:8]
+        prefix = {"control": "control", "replay": "replay"}.get(self.kind, "exp")
+        return f"{prefix}-{datetime.now(UTC):%Y%m%d}-{digest}"
+
+    def directory(self) -> Path:
+        return self.output_dir / self.experiment_id()

@@ -1,0 +1,113 @@
+"""``run_experiment``: agents x models x tasks x samples, run by an executor, scored, stored, resumable.
+
+It prepares the run (models and servers checked, tasks selected, work units expanded, the experiment record
+written, finished units skipped), builds the ``RunState`` every executor shares (budget caps, stop handling,
+store writes, summary, progress) and hands the pending units to the local or the Ray executor. A work unit's
+attempt id is a hash of (experiment, task, agent, model, sample), so a resumed run recognises finished work
+and never recomputes it.
+
+>>> summary = run_experiment(ExperimentConfig.control())
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import yaml
+
+from sysmo.errors import ConfigError, SysmoError
+from sysmo.experiment_lock import experiment_lock
+from sysmo.llm.endpoint import check_reachable
+from sysmo.log import get_logger
+from sysmo.runner.budget import Spending, StopControl
+from sysmo.runner.config import ExperimentConfig
+from sysmo.runner.executor import Executor, RunState
+from sysmo.runner.progress import RunProgress
+from sysmo.runner.results import ResultWriter
+from sysmo.runner.summary import RunSummary
+from sysmo.runner.unit_runner import UnitRunner
+from sysmo.runner.units import environment_record, expand, load_selected_tasks, missing_inputs
+from sysmo.store import Store
+
+log = get_logger(__name__)
+
+
+def executor_for(config: ExperimentConfig) -> Executor:
+    if config.executor == "ray":
+        from sysmo.runner.ray_executor import RayExecutor
+
+        return RayExecutor()
+    from sysmo.runner.local_executor import LocalExecutor
+
+    return LocalExecutor()
+
+
+def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: bool = False,
+                   stop_event: threading.Event | None = None) -> RunSummary:
+    """Run (or resume) an experiment; finished units are skipped. Returns a summary of this invocation.
+
+    One process at a time per experiment id (``experiment_lock``): a second run on the same id is refused."""
+    experiment_id = config.experiment_id()
+    with experiment_lock(config.output_dir, experiment_id):
+        return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event)
+
+
+def _check_models(config: ExperimentConfig, runner: UnitRunner) -> None:
+    """Unknown models, missing API keys and dead servers stop the run before any work."""
+    for model in config.model_names:
+        try:
+            runner.client(model)
+        except SysmoError as exc:
+            raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
+    for entry in config.models:  # a dead --api-base stops the run now, not after retries
+        api_base = entry.get("api_base") if isinstance(entry, dict) else getattr(entry, "api_base", None)
+        if api_base:
+            check_reachable(api_base)
+
+
+def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: bool, resume: bool,
+                    stop_event: threading.Event | None) -> RunSummary:
+    started = time.monotonic()
+    directory = config.output_dir / experiment_id
+    if not resume and (directory / "results.sqlite").exists():
+        raise SysmoError(f"experiment {experiment_id} already exists in {directory}; resume it with "
+                         f"`sysmo run --resume {experiment_id}` or choose another --id")
+    if resume:
+        Store.check_resumable(directory / "results.sqlite", experiment_id)
+    runner = UnitRunner(config, directory)
+    _check_models(config, runner)
+    # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
+    tasks = load_selected_tasks(config)
+    units, unsupported = expand(config, tasks, experiment_id)
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
+    store = Store(directory / "results.sqlite")
+    store.save_experiment(experiment_id, config.model_dump(mode="json"), environment_record(), config.is_control)
+    done = store.scored_attempt_ids(experiment_id) if config.score else store.finished_attempt_ids(experiment_id)
+    pending = [u for u in units if u.attempt_id not in done]
+    summary = RunSummary(experiment_id=experiment_id, directory=directory, planned=len(units),
+                         skipped_done=len(units) - len(pending), unsupported=unsupported,
+                         missing_inputs=missing_inputs(config, sorted({u.task.id: u.task for u in units}.values(),
+                                                                      key=lambda t: t.id)))
+    for note in summary.missing_inputs:
+        log.warning("experiment.missing_input", note=note)
+    log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control,
+             kind=config.kind, executor=config.executor)
+    spending = Spending.of_experiment(store, experiment_id)  # caps count earlier runs too
+    stop = StopControl(stop_event)
+    try:
+        with RunProgress(total=len(units), done=summary.skipped_done, enabled=progress,
+                         label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:
+            state = RunState(config=config, runner=runner, summary=summary, spending=spending, stop=stop, bar=bar,
+                             writer=ResultWriter(runner, store, experiment_id, spending, summary),
+                             attempted=store.finished_attempt_ids(experiment_id))
+            with stop.on_ctrl_c(bar.note):
+                executor_for(config).run(pending, state)
+            state.finish()
+        store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")
+    finally:
+        runner.close()
+        summary.seconds = time.monotonic() - started
+        store.close()
+    return summary

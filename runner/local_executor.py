@@ -1,0 +1,94 @@
+"""The local executor: attempts on one asyncio event loop (model calls awaited there), tool checks, scoring and
+store writes in the loop's worker threads."""
+
+from __future__ import annotations
+
+import asyncio
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from sysmo.contracts.attempt import Attempt
+from sysmo.errors import SysmoError
+from sysmo.runner.executor import RunState
+from sysmo.runner.units import WorkUnit
+
+if TYPE_CHECKING:
+    from sysmo.graphs.checkpoint import StepRecorder
+
+
+class LocalExecutor:
+    """A two-stage pipeline: up to ``concurrency`` attempts run while up to as many finished ones are stored
+    and scored, so writing results does not hold up the next attempts."""
+
+    def run(self, pending: list[WorkUnit], state: RunState) -> None:
+        config = state.config
+        # the tool processes are bounded by the runner's tool slots (sized to the machine)
+        with ThreadPoolExecutor(max_workers=2 * config.concurrency + config.tool_concurrency + 2,  # both stages
+                                thread_name_prefix="sysmo-work") as workers:
+            loop = asyncio.new_event_loop()
+            loop.set_default_executor(workers)
+            try:
+                loop.run_until_complete(self._schedule(pending, state))
+            finally:
+                loop.run_until_complete(loop.shutdown_asyncgens())
+                loop.close()
+
+    @staticmethod
+    async def _run_unit(unit: WorkUnit, state: RunState) -> tuple[WorkUnit, Attempt, StepRecorder | None]:
+        """Stage 1, on the event loop: the attempt (model calls awaited, tool checks in worker threads). An
+        attempt that finished before an interruption (only its score is missing) comes from the store."""
+        if unit.attempt_id in state.attempted:
+            return unit, await asyncio.to_thread(state.writer.store.attempt, unit.attempt_id), None
+        attempt, steps = await state.runner.arun_attempt(unit)
+        return unit, attempt, steps
+
+    @staticmethod
+    async def _persist_unit(unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None, fresh: bool,
+                            state: RunState) -> tuple[WorkUnit, Attempt]:
+        """Stage 2, in a worker thread while the next attempts run; it starts when the next attempt waits for
+        a tool."""
+
+        def store_and_score() -> None:
+            state.runner.wait_for_a_tool_check()
+            if fresh:
+                state.writer.keep(unit, attempt, steps)
+            if state.config.score:
+                state.writer.score(unit, attempt)
+
+        await asyncio.to_thread(store_and_score)
+        return unit, attempt
+
+    async def _schedule(self, pending: list[WorkUnit], state: RunState) -> None:
+        queue = list(pending)
+        queue.reverse()  # pop() from the end: the units in their stable order
+        concurrency = state.config.concurrency
+        running: set[asyncio.Task] = set()
+        persisting: set[asyncio.Task] = set()
+        try:
+            while queue or running or persisting:
+                while queue and len(running) < concurrency and len(persisting) <= concurrency and state.may_start():
+                    running.add(asyncio.ensure_future(self._run_unit(queue.pop(), state)))
+                if not running and not persisting:
+                    break
+                finished, _ = await asyncio.wait(running | persisting, return_when=asyncio.FIRST_COMPLETED)
+                for task in finished:
+                    stage_one = task in running
+                    (running if stage_one else persisting).discard(task)
+                    try:
+                        result = task.result()
+                    except SysmoError as exc:
+                        state.failed(exc)
+                        continue
+                    if stage_one:
+                        unit, attempt, steps = result
+                        fresh = state.came_back(unit, attempt)
+                        persisting.add(asyncio.ensure_future(self._persist_unit(unit, attempt, steps, fresh, state)))
+                        continue
+                    state.finished(result[1])
+        except BaseException:
+            # an unexpected failure (a full disk, a bug) or an abort: the other units stop before the loop
+            # closes; what was stored stays, the rest runs again on resume
+            for task in running | persisting:
+                task.cancel()
+            await asyncio.gather(*running, *persisting, return_exceptions=True)
+            raise

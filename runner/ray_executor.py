@@ -1,0 +1,140 @@
+"""``--executor ray``: the same work units on a Ray cluster, with the local executor's budget caps, stop handling,
+summary, progress and store writes (``RunState``).
+
+A pool of ``concurrency`` actors, each with one ``UnitRunner`` kept for the whole run (LLM clients and their
+cache, warm tool servers, imports paid once per actor, not per attempt). An actor runs an attempt with its
+steps recorded in memory and scores it (the tool-heavy part stays on the workers); the driver stores the
+attempt's steps, artifacts, record and score exactly as the local executor does, so only the driver touches
+results.sqlite and checkpoints.sqlite, and a run can be resumed with either executor.
+
+A unit is started only while ``RunState.may_start()``: at most ``concurrency`` attempts are in flight, so a
+budget cap stops a Ray run as early as a local one. On Ctrl-C no new unit starts and the attempts in flight are
+finished and stored; a second Ctrl-C kills the actors (what was stored stays, resume runs the rest). The
+driver's environment (``SYSMO_*``, provider keys and bases, see ``driver_environment``) is set in every actor
+before it builds anything, so workers find the same tool jars, caches and API keys.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from sysmo.errors import ConfigError
+from sysmo.log import get_logger
+from sysmo.runner.executor import RunState
+from sysmo.runner.units import WorkUnit
+
+log = get_logger(__name__)
+
+RAY_PIN = "ray==2.60.0"
+# driver settings a worker needs: sysmo's own settings, the LLM providers' keys and endpoints, caches
+PASSED_ENV = re.compile(r"^(SYSMO_.*|LITELLM_.*|OPENAI_.*|ANTHROPIC_.*|AZURE_.*|GEMINI_.*|MISTRAL_.*|GROQ_.*"
+                        r"|TOGETHER.*|DEEPSEEK_.*|OPENROUTER_.*|OLLAMA_.*|HF_.*|XDG_CACHE_HOME|JAVA_HOME"
+                        r"|.*_API_KEY|.*_API_BASE|.*_BASE_URL)$")
+WAIT_S = 0.2  # how often the driver looks at a stop request while attempts run
+
+
+def driver_environment() -> dict[str, str]:
+    """The driver's environment variables that workers must see (``PASSED_ENV``)."""
+    return {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
+
+
+class UnitActor:
+    """One Ray worker process of the run: a ``UnitRunner`` kept across its attempts."""
+
+    def __init__(self, config_json: str, directory: str, environment: dict[str, str]) -> None:
+        os.environ.update(environment)
+        from sysmo.config import settings
+        from sysmo.runner.config import ExperimentConfig
+        from sysmo.runner.unit_runner import UnitRunner
+
+        settings.cache_clear()  # settings read after the driver's environment is in place
+        self.config = ExperimentConfig.model_validate_json(config_json)
+        self.runner = UnitRunner(self.config, Path(directory))
+
+    def environment(self, name: str) -> str | None:
+        return os.environ.get(name)
+
+    def run(self, unit: WorkUnit) -> tuple[Any, Any, Any, list[Any]]:
+        """The attempt (steps recorded in memory, not written here) and, if the run scores, its score."""
+        import asyncio
+
+        attempt, steps = asyncio.run(self.runner.arun_attempt(unit))
+        card, events = (self.runner.score_with_events(unit, attempt) if self.config.score else (None, []))
+        return attempt, steps, card, events
+
+    def close(self) -> None:
+        self.runner.close()
+
+
+def start_ray(address: str | None, num_cpus: int) -> Any:
+    try:
+        import ray
+    except ImportError as exc:
+        raise ConfigError(f"--executor ray needs Ray: pip install 'sysmo[ray]' ({RAY_PIN})") from exc
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True,
+                 num_cpus=None if address else num_cpus, configure_logging=False)
+    return ray
+
+
+class RayExecutor:
+    def run(self, pending: list[WorkUnit], state: RunState) -> None:
+        if not pending:
+            return
+        config = state.config
+        ray = start_ray(config.ray_address, config.concurrency)
+        size = min(config.concurrency, len(pending))
+        actor_class = ray.remote(num_cpus=1)(UnitActor)
+        config_json = config.model_dump_json()
+        environment = driver_environment()
+        actors = [actor_class.remote(config_json, str(state.summary.directory), environment) for _ in range(size)]
+        idle = list(actors)
+        in_flight: dict[Any, tuple[WorkUnit, Any]] = {}
+        queue = list(reversed(pending))
+        started = time.monotonic()
+        log.info("ray.start", units=len(pending), actors=size, address=config.ray_address or "local")
+        try:
+            while queue or in_flight:
+                while queue and idle and state.may_start():
+                    unit = queue.pop()
+                    if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
+                        self._rescore(unit, state)
+                        continue
+                    actor = idle.pop()
+                    in_flight[actor.run.remote(unit)] = (unit, actor)
+                if not in_flight:
+                    break
+                done, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
+                for ref in done:
+                    unit, actor = in_flight.pop(ref)
+                    idle.append(actor)
+                    try:
+                        attempt, steps, card, events = ray.get(ref)
+                    except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on
+                        log.warning("ray.unit_failed", unit=unit.attempt_id, error=str(exc))
+                        state.failed(exc)
+                        continue
+                    state.came_back(unit, attempt)
+                    state.writer.keep(unit, attempt, steps)
+                    if card is not None:
+                        state.writer.save_score(attempt, card, events)
+                    state.finished(attempt)
+        except BaseException:  # an abort (second Ctrl-C) or a failure: stored work stays, resume runs the rest
+            for ref in in_flight:
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            for actor in actors:
+                ray.kill(actor)
+        log.info("ray.done", seconds=round(time.monotonic() - started, 2))
+
+    @staticmethod
+    def _rescore(unit: WorkUnit, state: RunState) -> None:
+        attempt = state.writer.store.attempt(unit.attempt_id)
+        if state.config.score:
+            state.writer.score(unit, attempt)
+        state.finished(attempt)

@@ -1,0 +1,79 @@
+"""Work units: one (task, agent, model, sample) of an experiment, its attempt id, and the experiment's list of them."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sysmo.contracts.task import Task
+from sysmo.errors import ConfigError
+from sysmo.runner.config import ExperimentConfig
+
+@dataclass(frozen=True)
+class WorkUnit:
+    task: Task
+    agent: str
+    model: str
+    sample: int
+    experiment_id: str
+
+    @property
+    def attempt_id(self) -> str:
+        """Stable within an experiment (resume finds finished units by it) and distinct across experiments."""
+        key = f"{self.experiment_id}|{self.task.id}|{self.agent}|{self.model}|{self.sample}"
+        return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def task_meta(task: Task) -> dict[str, Any]:
+    return {"benchmark": task.benchmark, "kind": task.kind.value, "domain": task.domain, "difficulty": task.difficulty}
+
+
+def missing_inputs(config: ExperimentConfig, tasks: list[Task]) -> list[str]:
+    """The (agent, task) pairs that run without an input the agent reads when present (the source), and why."""
+    from sysmo.agents.registry import get_agent
+
+    return [note for agent in config.agents for task in tasks for note in get_agent(agent).missing_inputs(task)]
+
+
+def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> tuple[list[WorkUnit], list[tuple[str, str]]]:
+    """All work units, in a stable order, and the (agent, task) pairs skipped because the agent cannot do them."""
+    from sysmo.agents.registry import UnsupportedTaskError, get_agent
+
+    units: list[WorkUnit] = []
+    unsupported: list[tuple[str, str]] = []
+    for agent in config.agents:
+        spec = get_agent(agent)
+        for task in tasks:
+            try:
+                spec.check_supports(task)
+            except UnsupportedTaskError as exc:
+                unsupported.append((agent, str(exc)))
+                continue
+            for model in config.model_names:
+                for sample in range(config.samples):
+                    units.append(WorkUnit(task, agent, model, sample, experiment_id))
+    return units, unsupported
+
+
+def environment_record() -> dict[str, Any]:
+    from sysmo import __version__
+    from sysmo.sandbox.confine import describe_isolation
+
+    isolation = describe_isolation()  # named in the experiment record and the report's provenance
+    return {"sysmo": __version__, "python": platform.python_version(), "platform": platform.platform(),
+            "host": platform.node(), "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+            "tool_isolation": f"{isolation['level']} ({isolation['detail']})"}
+
+
+def load_selected_tasks(config: ExperimentConfig) -> list[Task]:
+    from sysmo.benchmarks.registry import load_tasks
+
+    families = config.tasks.benchmarks or None
+    tasks = load_tasks(config.data_dir, families=families, sources_dir=config.sources_dir)
+    chosen = config.tasks.apply(tasks)
+    if not chosen:
+        raise ConfigError("the task selection matches no task; try `sysmo tasks list` with the same filters")
+    return chosen
