@@ -16,6 +16,7 @@ before it builds anything, so workers find the same tool jars, caches and API ke
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import time
@@ -42,6 +43,13 @@ def driver_environment() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
 
 
+def portable_calls(calls: list[Any]) -> list[Any]:
+    """Recorded checkpoint calls without LangGraph's run-time entries of the config (``__pregel_runtime`` etc.:
+    live objects, neither picklable nor read by a saver, which keeps thread id, namespace and checkpoint id)."""
+    return [dataclasses.replace(call, config={"configurable": {k: v for k, v in call.config["configurable"].items()
+                                                               if not k.startswith("__")}}) for call in calls]
+
+
 class UnitActor:
     """One Ray worker process of the run: a ``UnitRunner`` kept across its attempts."""
 
@@ -58,13 +66,17 @@ class UnitActor:
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    def run(self, unit: WorkUnit) -> tuple[Any, Any, Any, list[Any]]:
+    def run(self, unit: WorkUnit) -> tuple[str, list[str], list[Any] | None, str | None, list[str]]:
         """The attempt (steps recorded in memory, not written here) and, if the run scores, its score."""
         import asyncio
 
         attempt, steps = asyncio.run(self.runner.arun_attempt(unit))
         card, events = (self.runner.score_with_events(unit, attempt) if self.config.score else (None, []))
-        return attempt, steps, card, events
+        # JSON for the records (pydantic models may hold unpicklable caches); the recorded checkpoint calls
+        # (already serialised) travel as they are, the recorder itself holds thread-locals
+        return (attempt.model_dump_json(), [e.model_dump_json() for e in attempt.events],
+                portable_calls(steps.calls) if steps is not None else None,
+                card.model_dump_json() if card is not None else None, [e.model_dump_json() for e in events])
 
     def close(self) -> None:
         self.runner.close()
@@ -113,13 +125,14 @@ class RayExecutor:
                     unit, actor = in_flight.pop(ref)
                     idle.append(actor)
                     try:
-                        attempt, steps, card, events = ray.get(ref)
+                        attempt, steps, card, events = self._decode(*ray.get(ref))
                     except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on
-                        log.warning("ray.unit_failed", unit=unit.attempt_id, error=str(exc))
-                        state.failed(exc)
+                        cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's exception
+                        log.warning("ray.unit_failed", unit=unit.attempt_id, error=f"{type(cause).__name__}: {cause}")
+                        state.failed(cause)
                         continue
                     state.came_back(unit, attempt)
-                    state.writer.keep(unit, attempt, steps)
+                    state.writer.keep(unit, attempt, self._recorder(state, steps))
                     if card is not None:
                         state.writer.save_score(attempt, card, events)
                     state.finished(attempt)
@@ -131,6 +144,27 @@ class RayExecutor:
             for actor in actors:
                 ray.kill(actor)
         log.info("ray.done", seconds=round(time.monotonic() - started, 2))
+
+    @staticmethod
+    def _decode(attempt_json: str, attempt_events: list[str], calls: list[Any] | None, card_json: str | None,
+                score_events: list[str]) -> tuple[Any, Any, Any, list[Any]]:
+        from sysmo.contracts.attempt import Attempt
+        from sysmo.contracts.events import EventAdapter
+        from sysmo.contracts.scorecard import ScoreCard
+
+        attempt = Attempt.model_validate_json(attempt_json)
+        attempt.events = [EventAdapter.validate_json(e) for e in attempt_events]
+        card = ScoreCard.model_validate_json(card_json) if card_json else None
+        return attempt, calls, card, [EventAdapter.validate_json(e) for e in score_events]
+
+    @staticmethod
+    def _recorder(state: RunState, calls: list[Any] | None) -> Any:
+        """The driver's recorder of an attempt's steps, from the calls a worker recorded."""
+        if calls is None:
+            return None
+        steps = state.runner.checkpoints().recorder()
+        steps.calls = calls
+        return steps
 
     @staticmethod
     def _rescore(unit: WorkUnit, state: RunState) -> None:
