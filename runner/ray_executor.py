@@ -1,7 +1,7 @@
 """``--executor ray``: the same work units on a Ray cluster, with the local executor's budget caps, stop handling,
 summary, progress and store writes (``RunState``).
 
-A pool of ``concurrency`` actors, each with one ``UnitRunner`` kept for the whole run (LLM clients and their
+A pool of actors (one per CPU of the cluster, at most ``concurrency``), each with one ``UnitRunner`` kept for the whole run (LLM clients and their
 cache, warm tool servers, imports paid once per actor, not per attempt). An actor runs an attempt with its
 steps recorded in memory and scores it (the tool-heavy part stays on the workers); the driver stores the
 attempt's steps, artifacts, record and score exactly as the local executor does, so only the driver touches
@@ -66,12 +66,14 @@ class UnitActor:
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    def run(self, unit: WorkUnit) -> tuple[str, list[str], list[Any] | None, str | None, list[str]]:
-        """The attempt (steps recorded in memory, not written here) and, if the run scores, its score."""
+    async def run(self, unit: WorkUnit) -> tuple[str, list[str], list[Any] | None, str | None, list[str]]:
+        """The attempt (steps recorded in memory, not written here) and, if the run scores, its score. An async
+        method: the actor runs several units at once on its event loop, as the local executor does."""
         import asyncio
 
-        attempt, steps = asyncio.run(self.runner.arun_attempt(unit))
-        card, events = (self.runner.score_with_events(unit, attempt) if self.config.score else (None, []))
+        attempt, steps = await self.runner.arun_attempt(unit)
+        card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
+                        else (None, []))
         # JSON for the records (pydantic models may hold unpicklable caches); the recorded checkpoint calls
         # (already serialised) travel as they are, the recorder itself holds thread-locals
         return (attempt.model_dump_json(), [e.model_dump_json() for e in attempt.events],
@@ -99,31 +101,35 @@ class RayExecutor:
             return
         config = state.config
         ray = start_ray(config.ray_address, config.concurrency)
-        size = min(config.concurrency, len(pending))
-        actor_class = ray.remote(num_cpus=1)(UnitActor)
+        # one actor per CPU of the cluster (at most one per attempt in flight); each runs its share of the
+        # ``concurrency`` attempts at once
+        cpus = max(1, int(ray.available_resources().get("CPU", 1)))
+        size = max(1, min(config.concurrency, len(pending), cpus))
+        actor_class = ray.remote(num_cpus=1, max_concurrency=config.concurrency)(UnitActor)
         config_json = config.model_dump_json()
         environment = driver_environment()
         actors = [actor_class.remote(config_json, str(state.summary.directory), environment) for _ in range(size)]
-        idle = list(actors)
-        in_flight: dict[Any, tuple[WorkUnit, Any]] = {}
+        load = {index: 0 for index in range(size)}  # attempts in flight per actor
+        in_flight: dict[Any, tuple[WorkUnit, int]] = {}
         queue = list(reversed(pending))
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=size, address=config.ray_address or "local")
         try:
             while queue or in_flight:
-                while queue and idle and state.may_start():
+                while queue and len(in_flight) < config.concurrency and state.may_start():
                     unit = queue.pop()
                     if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
                         self._rescore(unit, state)
                         continue
-                    actor = idle.pop()
-                    in_flight[actor.run.remote(unit)] = (unit, actor)
+                    index = min(load, key=load.__getitem__)
+                    load[index] += 1
+                    in_flight[actors[index].run.remote(unit)] = (unit, index)
                 if not in_flight:
                     break
                 done, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
                 for ref in done:
-                    unit, actor = in_flight.pop(ref)
-                    idle.append(actor)
+                    unit, index = in_flight.pop(ref)
+                    load[index] -= 1
                     try:
                         attempt, steps, card, events = self._decode(*ray.get(ref))
                     except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on

@@ -1,0 +1,208 @@
+"""The runner at scale: N attempts with a zero-latency model and fake tools, on the local and the Ray executor.
+
+Run: python speed/scale.py [--attempts 100000] [--ray-attempts 100000] [--ray-workers 4] [--tasks 10]
+                           [--executors local,ray] [--resume-check]
+
+Harness only: the model is ``reference`` (answers every request at once with the task's reference model, no
+network) and the tool check is a fake that passes every artifact at once, in the driver and in every Ray
+worker (a worker set-up hook). Everything else is the real runner: work units, scheduling, LangGraph
+graph execution with every step checkpointed (``checkpoints: steps``), artifact files, store writes, budget
+and progress bookkeeping. Scoring is off (it would run the real tools).
+
+Prints per executor: attempts/s, results.sqlite and checkpoints.sqlite bytes per attempt, time spent in store
+writes per attempt (the attempt record) and in checkpoint writes per attempt (both timed in the driver, where
+all writes happen), artifact bytes, the driver's peak memory (and the workers' for Ray); then whether both
+executors stored identical results (task, agent, model, sample, status, rounds, final artifact hash). With
+``--resume-check`` a local run is killed (SIGKILL) once half its attempts are stored, resumed, and its results
+compared with the uninterrupted run. Targets: >= 300 attempts/s harness-only on 2 cores, store writes < 1 ms
+per attempt.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import resource
+import signal
+import sqlite3
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+TARGET_RATE = 300.0  # attempts/s, harness only, 2 cores
+TARGET_STORE_MS = 1.0  # per attempt
+
+TIMINGS: dict[str, float] = {"store": 0.0, "checkpoints": 0.0}
+
+
+def fake_tools() -> None:
+    """Every tool check passes at once (installed in the driver and in every Ray worker)."""
+    from sysmo.contracts.check import CheckResult, Outcome
+    from sysmo.tools import checkers
+
+    def passing(artifact: Any, task: Any = None) -> CheckResult:
+        return CheckResult(tool="fake", tool_version="0", outcome=Outcome.OK)
+
+    checkers.check_artifact = passing
+
+
+def time_writes() -> None:
+    """Time the driver's store writes (attempt records) and checkpoint writes."""
+    from sysmo.graphs.checkpoint import CheckpointStore
+    from sysmo.store import Store
+
+    def timed(owner: Any, name: str, bucket: str) -> None:
+        original = getattr(owner, name)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                TIMINGS[bucket] += time.perf_counter() - started
+
+        setattr(owner, name, wrapper)
+
+    timed(Store, "save_attempt", "store")
+    timed(CheckpointStore, "save", "checkpoints")
+
+
+def config(experiment_id: str, output: Path, attempts: int, tasks: int, executor: str, workers: int) -> Any:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig
+
+    return ExperimentConfig(id=experiment_id, output_dir=output, agents=["base_modeling"], models=["reference"],
+                            samples=max(1, attempts // tasks), score=False, executor=executor,  # type: ignore[arg-type]
+                            concurrency=workers if executor == "ray" else 8,
+                            tasks=TaskSelection(benchmarks=["starter"], kinds=["uml_class"], sample=tasks, seed=0))
+
+
+def results(directory: Path) -> list[tuple]:
+    with sqlite3.connect(directory / "results.sqlite") as conn:
+        return conn.execute("SELECT task_id, agent, model, sample_index, status, n_rounds,"
+                            " json_extract(attempt_json, '$.final_artifact.files')"
+                            " FROM attempts ORDER BY task_id, agent, model, sample_index").fetchall()
+
+
+def size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())
+
+
+def folder_size(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
+    return resource.getrusage(who).ru_maxrss / 1024
+
+
+def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int) -> list[tuple]:
+    from sysmo.runner import run_experiment
+
+    if executor == "ray":
+        import ray
+
+        ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
+                 runtime_env={"worker_process_setup_hook": fake_tools})
+    TIMINGS.update(store=0.0, checkpoints=0.0)
+    cfg = config(f"scale-{executor}", output, attempts, tasks, executor, workers)
+    started = time.monotonic()
+    summary = run_experiment(cfg, progress=False)
+    seconds = time.monotonic() - started
+    worker_mb = 0.0
+    if executor == "ray":
+        import ray
+
+        worker_mb = ray_worker_peak_mb()
+        ray.shutdown()
+    directory = output / cfg.experiment_id()
+    n = max(1, summary.ran)
+    rate = summary.ran / seconds
+    store_ms = 1000 * TIMINGS["store"] / n
+    print(f"\n{executor}: {summary.ran} attempts ({summary.passed} passed) in {seconds:.1f} s = {rate:.0f} attempts/s "
+          f"(target >= {TARGET_RATE:.0f}: {'met' if rate >= TARGET_RATE else 'NOT met'})")
+    print(f"  results.sqlite  {size(directory / 'results.sqlite') / n:8.0f} B/attempt, writes {store_ms:.3f} ms/attempt "
+          f"(target < {TARGET_STORE_MS:.0f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'})")
+    print(f"  checkpoints     {size(directory / 'checkpoints.sqlite') / n:8.0f} B/attempt, writes "
+          f"{1000 * TIMINGS['checkpoints'] / n:.3f} ms/attempt")
+    print(f"  artifacts       {folder_size(directory / 'artifacts') / n:8.0f} B/attempt (files)")
+    print(f"  peak memory     driver {peak_rss_mb():.0f} MB" + (f", largest worker {worker_mb:.0f} MB" if worker_mb else ""))
+    return results(directory)
+
+
+def ray_worker_peak_mb() -> float:
+    """The largest resident set among this machine's Ray worker processes (at the end of the run)."""
+    import psutil
+
+    sizes = [p.memory_info().rss for p in psutil.process_iter(["name", "cmdline"])
+             if "UnitActor" in " ".join(p.info.get("cmdline") or []) or (p.info.get("name") or "").startswith("ray::")]
+    return max(sizes, default=0) / 2**20
+
+
+def _child(output: str, attempts: int, tasks: int) -> None:
+    fake_tools()
+    from sysmo.runner import run_experiment
+
+    run_experiment(config("scale-resume", Path(output), attempts, tasks, "local", 1), progress=False)
+
+
+def resume_check(output: Path, attempts: int, tasks: int, expected: list[tuple]) -> None:
+    """Kill a local run (SIGKILL) once half its attempts are stored, resume it, compare with ``expected``."""
+    from sysmo.runner import run_experiment
+
+    process = multiprocessing.get_context("fork").Process(target=_child, args=(str(output), attempts, tasks))
+    process.start()
+    db = output / "scale-resume" / "results.sqlite"
+    stored = 0
+    while process.is_alive():
+        if db.exists():
+            try:
+                with sqlite3.connect(db, timeout=5) as conn:
+                    stored = conn.execute("SELECT COUNT(*) FROM attempts").fetchone()[0]
+            except sqlite3.OperationalError:
+                pass
+            if stored >= attempts // 2:
+                os.kill(process.pid, signal.SIGKILL)
+                break
+        time.sleep(0.05)
+    process.join()
+    started = time.monotonic()
+    summary = run_experiment(config("scale-resume", output, attempts, tasks, "local", 1), progress=False, resume=True)
+    final = results(output / "scale-resume")
+    print(f"\nresume: killed at {stored} stored attempts; the resumed run skipped {summary.skipped_done} and ran "
+          f"{summary.ran} in {time.monotonic() - started:.1f} s; results identical to the uninterrupted run: "
+          f"{final == expected}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--attempts", type=int, default=100_000)
+    parser.add_argument("--ray-attempts", type=int, default=None, help="attempts on Ray (default: --attempts)")
+    parser.add_argument("--ray-workers", type=int, default=4)
+    parser.add_argument("--tasks", type=int, default=10, help="starter uml_class tasks the attempts spread over")
+    parser.add_argument("--executors", default="local,ray")
+    parser.add_argument("--resume-check", action="store_true")
+    args = parser.parse_args()
+    os.environ.setdefault("SYSMO_LOG_LEVEL", "WARNING")
+    fake_tools()
+    time_writes()
+    print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints of every step")
+    outcomes: dict[str, list[tuple]] = {}
+    with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
+        for executor in args.executors.split(","):
+            n = args.attempts if executor == "local" else (args.ray_attempts or args.attempts)
+            outcomes[executor] = measure(executor, Path(tmp), n, args.tasks, args.ray_workers)
+        if len(outcomes) == 2:
+            local, ray_rows = outcomes["local"], outcomes["ray"]
+            common = min(len(local), len(ray_rows))
+            same = local == ray_rows if len(local) == len(ray_rows) else None
+            print(f"\nidentical results on both executors: {same if same is not None else 'n/a (different N)'}"
+                  + (f"; rows compared {common}" if same is not None else ""))
+        if args.resume_check:
+            resume_check(Path(tmp), args.attempts, args.tasks, outcomes.get("local") or [])
+
+
+if __name__ == "__main__":
+    main()
