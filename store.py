@@ -54,6 +54,7 @@ CREATE TABLE IF NOT EXISTS tool_calls (
     attempt_id TEXT, round_idx INTEGER, tool TEXT, tool_version TEXT, outcome TEXT, duration_s REAL,
     n_diagnostics INTEGER
 );
+CREATE INDEX IF NOT EXISTS tool_calls_attempt ON tool_calls(attempt_id);
 CREATE TABLE IF NOT EXISTS events (
     attempt_id TEXT, seq INTEGER, type TEXT, stage TEXT, json TEXT, PRIMARY KEY (attempt_id, seq)
 );

@@ -70,13 +70,16 @@ def time_writes() -> None:
 
 
 def config(experiment_id: str, output: Path, attempts: int, tasks: int, executor: str, workers: int) -> Any:
+    """``attempts`` attempts (rounded up to a multiple of the tasks selected) of one agent and one model."""
     from sysmo.benchmarks.selection import TaskSelection
-    from sysmo.runner import ExperimentConfig
+    from sysmo.runner import ExperimentConfig, load_selected_tasks
 
-    return ExperimentConfig(id=experiment_id, output_dir=output, agents=["base_modeling"], models=["reference"],
-                            samples=max(1, attempts // tasks), score=False, executor=executor,  # type: ignore[arg-type]
-                            concurrency=workers if executor == "ray" else 8,
-                            tasks=TaskSelection(benchmarks=["starter"], kinds=["uml_class"], sample=tasks, seed=0))
+    selection = TaskSelection(benchmarks=["starter"], kinds=["uml_class", "sysml"], sample=tasks, seed=0)
+    fields: dict[str, Any] = dict(id=experiment_id, output_dir=output, agents=["base_modeling"], models=["reference"],
+                                  score=False, executor=executor, tasks=selection,
+                                  concurrency=2 * workers if executor == "ray" else 8)
+    n_tasks = len(load_selected_tasks(ExperimentConfig(**fields)))
+    return ExperimentConfig(**fields, samples=-(-attempts // n_tasks))
 
 
 def results(directory: Path) -> list[tuple]:
