@@ -123,6 +123,8 @@ def register(app: typer.Typer) -> None:
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
         address: Optional[str] = typer.Option(None, help="Ray cluster address for --executor ray."),
+        ray_workers: Optional[int] = typer.Option(None, help="Ray worker processes (default: one per CPU of "
+                                                  "the cluster, at most --concurrency)."),
         checkpoints: Optional[str] = typer.Option(
             None, help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
             "none: attempt records only (fastest)."),
@@ -180,7 +182,7 @@ def register(app: typer.Typer) -> None:
                                ("samples", samples), ("max_tokens", max_tokens),
                                ("max_rounds", max_rounds), ("feedback", feedback), ("strategy", strategy), ("temperature", temperature), ("seed", seed),
                                ("concurrency", concurrency), ("id", exp_id), ("executor", executor),
-                               ("ray_address", address), ("checkpoints", checkpoints)):
+                               ("ray_address", address), ("ray_workers", ray_workers), ("checkpoints", checkpoints)):
                 if value is not None:
                     data[key] = value
             if max_cost is not None or max_tokens_total is not None:

@@ -104,8 +104,8 @@ class RayExecutor:
         # one actor per CPU of the cluster (at most one per attempt in flight); each runs its share of the
         # ``concurrency`` attempts at once
         cpus = max(1, int(ray.available_resources().get("CPU", 1)))
-        size = max(1, min(config.concurrency, len(pending), cpus))
-        actor_class = ray.remote(num_cpus=1, max_concurrency=config.concurrency)(UnitActor)
+        size = max(1, min(config.concurrency, len(pending), config.ray_workers or cpus))
+        actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency)(UnitActor)
         config_json = config.model_dump_json()
         environment = driver_environment()
         actors = [actor_class.remote(config_json, str(state.summary.directory), environment) for _ in range(size)]

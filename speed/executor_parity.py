@@ -34,11 +34,14 @@ def outcome(directory: Path, experiment_id: str) -> list[tuple]:
         store.close()
 
 
-def run(executor: str, kinds: list[str], samples: int, concurrency: int, tmp: Path, round_: int) -> tuple[float, list]:
+def run(executor: str, kinds: list[str], samples: int, concurrency: int, tmp: Path, round_: int,
+        ray_workers: int | None) -> tuple[float, list]:
     experiment_id = f"parity-{executor}-{round_}"
     command = [str(Path(sys.executable).with_name("sysmo")), "run", "--id", experiment_id, "--output-dir", str(tmp),
                "--benchmark", "starter", "--samples", str(samples), "--concurrency", str(concurrency),
                "--executor", executor, *[arg for kind in kinds for arg in ("--kind", kind)]]
+    if executor == "ray" and ray_workers:
+        command += ["--ray-workers", str(ray_workers)]
     started = time.monotonic()
     subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seconds = time.monotonic() - started
@@ -53,6 +56,7 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=2)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--ray-workers", type=int, default=None, help="Ray worker processes (sysmo run --ray-workers)")
     args = parser.parse_args()
     kinds = args.kinds.split(",")
     times: dict[str, list[float]] = {"local": [], "ray": []}
@@ -60,7 +64,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for round_ in range(args.repeat):
             for executor in ("local", "ray"):
-                seconds, rows[executor] = run(executor, kinds, args.samples, args.concurrency, Path(tmp), round_)
+                seconds, rows[executor] = run(executor, kinds, args.samples, args.concurrency, Path(tmp), round_,
+                                              args.ray_workers)
                 times[executor].append(seconds)
     local_s, ray_s = statistics.median(times["local"]), statistics.median(times["ray"])
     local_rows, ray_rows = rows["local"], rows["ray"]
