@@ -69,6 +69,9 @@ def time_writes() -> None:
     timed(CheckpointStore, "save", "checkpoints")
 
 
+CHECKPOINTS = {"mode": "steps"}  # --checkpoints
+
+
 def config(experiment_id: str, output: Path, attempts: int, tasks: int, executor: str, workers: int) -> Any:
     """``attempts`` attempts (rounded up to a multiple of the tasks selected) of one agent and one model."""
     from sysmo.benchmarks.selection import TaskSelection
@@ -76,7 +79,7 @@ def config(experiment_id: str, output: Path, attempts: int, tasks: int, executor
 
     selection = TaskSelection(benchmarks=["starter"], kinds=["uml_class", "sysml"], sample=tasks, seed=0)
     fields: dict[str, Any] = dict(id=experiment_id, output_dir=output, agents=["base_modeling"], models=["reference"],
-                                  score=False, executor=executor, tasks=selection,
+                                  score=False, executor=executor, tasks=selection, checkpoints=CHECKPOINTS["mode"],
                                   concurrency=2 * workers if executor == "ray" else 8)
     n_tasks = len(load_selected_tasks(ExperimentConfig(**fields)))
     return ExperimentConfig(**fields, samples=-(-attempts // n_tasks))
@@ -187,11 +190,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10, help="starter uml_class tasks the attempts spread over")
     parser.add_argument("--executors", default="local,ray")
     parser.add_argument("--resume-check", action="store_true")
+    parser.add_argument("--checkpoints", choices=["steps", "none"], default="steps",
+                        help="LangGraph's checkpoint of every step (sysmo run's default) or none")
     args = parser.parse_args()
+    CHECKPOINTS["mode"] = args.checkpoints
     os.environ.setdefault("SYSMO_LOG_LEVEL", "WARNING")
     fake_tools()
     time_writes()
-    print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints of every step")
+    print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints: {args.checkpoints}")
     outcomes: dict[str, list[tuple]] = {}
     with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
         for executor in args.executors.split(","):
