@@ -123,8 +123,8 @@ def register(app: typer.Typer) -> None:
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
         address: Optional[str] = typer.Option(None, help="Ray cluster address for --executor ray."),
-        ray_workers: Optional[int] = typer.Option(None, help="Ray worker processes (default: one per CPU of "
-                                                  "the cluster, at most --concurrency)."),
+        ray_workers: Optional[int] = typer.Option(None, help="Ray worker processes (default: one per node of "
+                                                  "the cluster)."),
         checkpoints: Optional[str] = typer.Option(
             None, help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
             "none: attempt records only (fastest)."),

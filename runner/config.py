@@ -51,7 +51,7 @@ class ExperimentConfig(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
-    ray_workers: int | None = Field(default=None, ge=1)  # Ray actors (default: one per CPU, at most concurrency)
+    ray_workers: int | None = Field(default=None, ge=1)  # Ray actors (default: one per node of the cluster)
     output_dir: Path = Path("runs")
     score: bool = True
     scoring: dict[str, Any] = Field(default_factory=dict)  # per-stage options, e.g. {"runtime.runs": 5}

@@ -1,7 +1,7 @@
 """``--executor ray``: the same work units on a Ray cluster, with the local executor's budget caps, stop handling,
 summary, progress and store writes (``RunState``).
 
-A pool of actors (one per CPU of the cluster, at most ``concurrency``), each with one ``UnitRunner`` kept for the whole run (LLM clients and their
+A pool of actors (one per node of the cluster, or ``--ray-workers``), each with one ``UnitRunner`` kept for the whole run (LLM clients and their
 cache, warm tool servers, imports paid once per actor, not per attempt). An actor runs an attempt with its
 steps recorded in memory and scores it (the tool-heavy part stays on the workers); the driver stores the
 attempt's steps, artifacts, record and score exactly as the local executor does, so only the driver touches
@@ -101,11 +101,14 @@ class RayExecutor:
             return
         config = state.config
         ray = start_ray(config.ray_address, config.concurrency)
-        # one actor per CPU of the cluster (at most one per attempt in flight); each runs its share of the
-        # ``concurrency`` attempts at once
+        # by default one actor per node, a local executor's worth (its tool slots sized to the node's cores, one
+        # set of warm tool servers); ``ray_workers`` asks for more. Each runs its share of the ``concurrency``
+        # attempts at once.
         cpus = max(1, int(ray.available_resources().get("CPU", 1)))
-        size = max(1, min(config.concurrency, len(pending), config.ray_workers or cpus))
-        actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency)(UnitActor)
+        nodes = max(1, sum(1 for node in ray.nodes() if node.get("Alive")))
+        size = max(1, min(config.concurrency, len(pending), config.ray_workers or nodes))
+        actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency,
+                                 scheduling_strategy="SPREAD")(UnitActor)
         config_json = config.model_dump_json()
         environment = driver_environment()
         actors = [actor_class.remote(config_json, str(state.summary.directory), environment) for _ in range(size)]
