@@ -9,6 +9,7 @@ attempt spent (counted as soon as it comes back), the store writes of a finished
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 from sysmo.contracts.attempt import Attempt, AttemptStatus
@@ -67,4 +68,10 @@ class Executor(Protocol):
     returned attempt to ``state.came_back``, stores it with ``state.writer``, then ``state.finished``. On a stop
     request the attempts in flight finish and are stored; an abort (second Ctrl-C) cancels them."""
 
+    def start(self, config: ExperimentConfig, directory: Path) -> None:
+        """Called once the models are checked, before the run is prepared: start what takes time (Ray's workers)."""
+
     def run(self, pending: list[WorkUnit], state: RunState) -> None: ...
+
+    def close(self) -> None:
+        """Release what ``start`` made; ``run`` calls it too, and it may be called twice."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import yaml
 
@@ -34,6 +35,7 @@ log = get_logger(__name__)
 
 
 def executor_for(config: ExperimentConfig) -> Executor:
+    """The executor ``config.executor`` names."""
     if config.executor == "ray":
         from sysmo.runner.ray_executor import RayExecutor
 
@@ -77,6 +79,18 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
         Store.check_resumable(directory / "results.sqlite", experiment_id)
     runner = UnitRunner(config, directory)
     _check_models(config, runner)
+    executor = executor_for(config)
+    executor.start(config, directory)  # Ray's workers start while the run is prepared
+    try:
+        return _prepare_and_run(config, experiment_id, directory, runner, executor, started, progress=progress,
+                                resume=resume, stop_event=stop_event)
+    finally:
+        executor.close()
+
+
+def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Path, runner: UnitRunner,
+                     executor: Executor, started: float, *, progress: bool, resume: bool,
+                     stop_event: threading.Event | None) -> RunSummary:
     # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
     tasks = load_selected_tasks(config)
     units, unsupported = expand(config, tasks, experiment_id)
@@ -103,7 +117,7 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
                              writer=ResultWriter(runner, store, experiment_id, spending, summary),
                              attempted=store.finished_attempt_ids(experiment_id))
             with stop.on_ctrl_c(bar.note):
-                executor_for(config).run(pending, state)
+                executor.run(pending, state)
             state.finish()
         store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")
     finally:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.errors import SysmoError
+from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import RunState
 from sysmo.runner.units import WorkUnit
 
@@ -19,6 +21,12 @@ if TYPE_CHECKING:
 class LocalExecutor:
     """A two-stage pipeline: up to ``concurrency`` attempts run while up to as many finished ones are stored
     and scored, so writing results does not hold up the next attempts."""
+
+    def start(self, config: ExperimentConfig, directory: Path) -> None:
+        """Nothing to start ahead: the event loop and its threads live for ``run``."""
+
+    def close(self) -> None:
+        """Nothing outlives ``run``."""
 
     def run(self, pending: list[WorkUnit], state: RunState) -> None:
         config = state.config

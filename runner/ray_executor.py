@@ -96,27 +96,46 @@ def start_ray(address: str | None, num_cpus: int) -> Any:
 
 
 class RayExecutor:
-    def run(self, pending: list[WorkUnit], state: RunState) -> None:
-        if not pending:
-            return
-        config = state.config
-        ray = start_ray(config.ray_address, config.concurrency)
+    def __init__(self) -> None:
+        self._ray: Any = None
+        self._actors: list[Any] = []
+
+    def start(self, config: Any, directory: Path) -> None:
+        """Start Ray and the actors (asynchronously: they import and build while the driver prepares the run)."""
+        ray = self._ray = start_ray(config.ray_address, config.concurrency)
         # by default one actor per node, a local executor's worth (its tool slots sized to the node's cores, one
         # set of warm tool servers); ``ray_workers`` asks for more. Each runs its share of the ``concurrency``
         # attempts at once.
         cpus = max(1, int(ray.available_resources().get("CPU", 1)))
         nodes = max(1, sum(1 for node in ray.nodes() if node.get("Alive")))
-        size = max(1, min(config.concurrency, len(pending), config.ray_workers or nodes))
+        size = max(1, min(config.concurrency, config.ray_workers or nodes))
         actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency,
                                  scheduling_strategy="SPREAD")(UnitActor)
-        config_json = config.model_dump_json()
-        environment = driver_environment()
-        actors = [actor_class.remote(config_json, str(state.summary.directory), environment) for _ in range(size)]
-        load = {index: 0 for index in range(size)}  # attempts in flight per actor
+        config_json, environment = config.model_dump_json(), driver_environment()
+        self._actors = [actor_class.remote(config_json, str(directory), environment) for _ in range(size)]
+
+    def run(self, pending: list[WorkUnit], state: RunState) -> None:
+        config = state.config
+        if self._ray is None:
+            self.start(config, state.summary.directory)
+        try:
+            self._schedule(self._ray, self._actors, pending, state)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Stop the actors (their tool servers go with them); Ray itself stays up for the process."""
+        for actor in self._actors:
+            self._ray.kill(actor)
+        self._actors = []
+
+    def _schedule(self, ray: Any, actors: list[Any], pending: list[WorkUnit], state: RunState) -> None:
+        config = state.config
+        load = {index: 0 for index in range(len(actors))}  # attempts in flight per actor
         in_flight: dict[Any, tuple[WorkUnit, int]] = {}
         queue = list(reversed(pending))
         started = time.monotonic()
-        log.info("ray.start", units=len(pending), actors=size, address=config.ray_address or "local")
+        log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
         try:
             while queue or in_flight:
                 while queue and len(in_flight) < config.concurrency and state.may_start():
@@ -149,9 +168,6 @@ class RayExecutor:
             for ref in in_flight:
                 ray.cancel(ref, force=True)
             raise
-        finally:
-            for actor in actors:
-                ray.kill(actor)
         log.info("ray.done", seconds=round(time.monotonic() - started, 2))
 
     @staticmethod
