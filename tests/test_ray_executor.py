@@ -46,13 +46,15 @@ def stored(tmp_path: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_ray_runs_units_scores_them_and_stores_them_with_their_steps_through_the_driver(tmp_path):
+def test_ray_runs_units_scores_them_and_stores_them_with_their_steps_through_the_driver(tmp_path, capsys):
     from sysmo.graphs.checkpoint import history
 
     config = config_for(tmp_path, models=["reference", "mockllm/control"], score=True,
                         tasks=TaskSelection(ids=["starter/uml_class/library_loans"]))
-    summary = run_experiment(config, progress=False)
+    summary = run_experiment(config, progress=True)
     assert summary.ran == 4 and summary.passed == 4 and summary.errors == 0 and summary.stopped is None
+    # the local executor's progress lines (stderr is not a terminal here)
+    assert "ray1 [CONTROL]: 4/4 attempts (100%), passed 4" in capsys.readouterr().err
     rows = stored(tmp_path)
     assert [(r["model"], r["status"], r["n_rounds"]) for r in rows] == [
         ("mockllm/control", "passed", 2), ("mockllm/control", "passed", 2), ("reference", "passed", 1),
