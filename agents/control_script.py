@@ -189,10 +189,13 @@ def intermediate_model(task: Task) -> dict:
 
 
 def analysis(task: Task) -> str:
-    """The Requirements Analyst's answer: the requirement's sentences as numbered MUST items."""
+    """The Requirements Analyst's document: the requirement's sentences as MUST items (JSON)."""
+    from sysmo.agents.metagpt_documents import Requirement, RequirementsAnalysis
+
     text = task.inputs.requirement or task.inputs.description or task.title
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 20]
-    return "Requirements analysis:\n" + "\n".join(f"{i}. MUST: {s}" for i, s in enumerate(sentences[:25], 1))
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 20] or [text]
+    items = [Requirement(id=f"R{i}", text=s) for i, s in enumerate(sentences[:25], 1)]
+    return RequirementsAnalysis(requirements=items).model_dump_json()
 
 
 def design(task: Task) -> str:
@@ -201,13 +204,16 @@ def design(task: Task) -> str:
     names = [e["name"] for e in model.get("entities", [])] + [b["name"] for b in model.get("behaviours", [])]
     if task.kind == TaskKind.TLA and task.references.model is not None:
         names = re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", task.references.model.main_text, re.M)
-    return "Design:\n" + "\n".join(f"- {n}" for n in names)
+    from sysmo.agents.metagpt_documents import DesignElement, SystemDesign
+
+    elements = [DesignElement(name=n, kind="element") for n in names] or [DesignElement(name=task.id, kind="model")]
+    return SystemDesign(elements=elements).model_dump_json()
 
 
-REVIEW = (
-    "Review of the failed check:\n1. The tool's first diagnostic names the line to fix; correct it exactly "
-    "there.\n2. Keep everything else unchanged and send the whole model again."
-)
+REVIEW = json.dumps({"comments": [
+    {"problem": "The tool's first diagnostic names the line to fix.", "fix": "Correct it exactly there."},
+    {"problem": "The rest of the model passed.", "fix": "Keep everything else unchanged and send the whole model again."},
+]})
 
 
 def _write_calls(artifact: Artifact) -> list[dict]:

@@ -11,9 +11,12 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.llm import LLM, ModelRoles, RoleConfig
 from sysmo.llm.reference import format_reference
 
-ANALYSIS = "1. MUST: every element the requirement names.\n2. MUST: the relations between them."
-DESIGN = "- the elements of the requirement, named as in the text"
-REVIEW = "1. Fix exactly the line the tool names; keep the rest."
+ANALYSIS = json.dumps({"requirements": [
+    {"id": "R1", "text": "every element the requirement names", "priority": "MUST"},
+    {"id": "R2", "text": "the relations between them", "priority": "MUST"},
+]})
+DESIGN = json.dumps({"elements": [{"name": "the elements of the requirement", "kind": "part", "satisfies": ["R1"]}]})
+REVIEW = json.dumps({"comments": [{"problem": "the tool names a line", "fix": "fix exactly that line; keep the rest"}]})
 
 
 def stage_one(agent: str, task: Task) -> list[FakeReply]:
