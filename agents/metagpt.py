@@ -14,17 +14,30 @@ prompt and reply is an LLM-call event of the attempt.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel
 
-from sysmo.agents.metagpt_documents import DOCUMENT_FOR_ROLE, DocumentError, parse_document, schema_text
+from sysmo.agents.control_script import MAX_ROUND, default_answers, intermediate_model, when
+from sysmo.agents.metagpt_documents import (
+    DOCUMENT_FOR_ROLE,
+    DesignElement,
+    DocumentError,
+    Requirement,
+    RequirementsAnalysis,
+    ReviewComment,
+    ReviewComments,
+    SystemDesign,
+    parse_document,
+    schema_text,
+)
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
 from sysmo.agents.task_prompt import task_prompt_for
 from sysmo.contracts.artifact import Artifact
-from sysmo.contracts.task import TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.graphs import nodes
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.inline import runs_inline
@@ -33,6 +46,7 @@ from sysmo.graphs.nodes import LANGUAGE_NAMES
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
 from sysmo.contracts.check import CheckResult
+from sysmo.llm.mockllm import MockAnswer
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
@@ -191,6 +205,44 @@ async def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, A
     return update
 
 
+# --- answers of the offline control script (``mockllm/control``) ------------------------------------
+def control_analysis(task: Task) -> RequirementsAnalysis:
+    """The Requirements Analyst's control answer: the requirement's sentences as MUST items."""
+    text = task.inputs.requirement or task.inputs.description or task.title
+    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 20] or [text]
+    return RequirementsAnalysis(requirements=[Requirement(id=f"R{i}", text=s) for i, s in enumerate(sentences[:25], 1)])
+
+
+def control_design(task: Task) -> SystemDesign:
+    """The Architect's control answer: the elements the reference declares."""
+    if task.kind == TaskKind.TLA:
+        text = task.references.model.main_text if task.references.model else ""
+        names = re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", text, re.M)
+    else:
+        model = intermediate_model(task)
+        names = [e["name"] for e in model.get("entities", [])] + [b["name"] for b in model.get("behaviours", [])]
+    elements = [DesignElement(name=n, kind="element") for n in names] or [DesignElement(name=task.id, kind="model")]
+    return SystemDesign(elements=elements)
+
+
+CONTROL_REVIEW = ReviewComments(comments=[
+    ReviewComment(problem="The tool's first diagnostic names the line to fix.", fix="Correct it exactly there."),
+    ReviewComment(problem="The rest of the model passed.",
+                  fix="Keep everything else unchanged and send the whole model again."),
+])
+
+
+def control_answers(task: Task) -> list[MockAnswer]:
+    """The analyst's and architect's documents, a review per round, then the repair loop's answers."""
+    out = [
+        MockAnswer(text=control_analysis(task).model_dump_json(), when=when(task, NAME, "analyst", 0)),
+        MockAnswer(text=control_design(task).model_dump_json(), when=when(task, NAME, "architect", 0)),
+    ]
+    out += [MockAnswer(text=CONTROL_REVIEW.model_dump_json(), when=when(task, NAME, "review", r))
+            for r in range(0, MAX_ROUND + 1)]
+    return out + default_answers(task, NAME)
+
+
 @register_agent(
     NAME,
     supports=set(TaskKind),
@@ -204,6 +256,7 @@ async def review_and_repair(state: AgentState, ctx: AgentContext) -> dict[str, A
         f"{NAME}/reviewer",
         "common/task_<kind>",
     ),
+    control_answers=control_answers,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     return build_repair_graph(modeler_request,

@@ -15,12 +15,13 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt_for
 from sysmo.contracts.artifact import Artifact, Language
-from sysmo.contracts.task import TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.contracts.attempt import LLMCallSummary, Round
@@ -29,6 +30,7 @@ from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
+from sysmo.llm.mockllm import MockAnswer
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 
@@ -365,6 +367,21 @@ def route_after_act(state: AgentState) -> str:
     return "end" if state.get("status") in ("passed", "failed", "error") else "step"
 
 
+def _write_calls(artifact: Artifact) -> list[dict[str, Any]]:
+    calls = [{"name": "write_file", "arguments": {"path": name, "content": text}}
+             for name, text in sorted(artifact.files.items())]
+    return calls + [{"name": "run_check", "arguments": {}}]
+
+
+def control_answers(task: Task) -> list[MockAnswer]:
+    """``mockllm/control``: write the broken model and check it, then write the reference at every later step."""
+    reference = task.references.model
+    assert reference is not None
+    out = [MockAnswer(tool_calls=_write_calls(broken_artifact(task)), when=when(task, NAME, "step", 0))]
+    return out + [MockAnswer(tool_calls=_write_calls(reference), when=when(task, NAME, "step", r))
+                  for r in range(1, MAX_ROUND + 1)]
+
+
 @register_agent(
     NAME,
     supports=set(TaskKind),
@@ -372,6 +389,7 @@ def route_after_act(state: AgentState) -> str:
     description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
     "workspace, with a step budget equal to the repair rounds.",
     prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
+    control_answers=control_answers,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     graph = StateGraph(AgentState, context_schema=AgentContext)
