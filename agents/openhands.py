@@ -1,7 +1,8 @@
 """openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it.
 
 Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
-``read_file``, ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
+``read_file``, ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the system's source
+files (which are not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
 and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and observation is
 an event in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
 agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
@@ -18,6 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
+from sysmo.agents.source_tools import list_sources, search_sources, view_source
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt_for
 from sysmo.contracts.artifact import Artifact, Language
@@ -75,6 +77,14 @@ TOOLS = [
         },
     ),
     _function("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}),
+    _function("list_source", "List the system's source files with their line counts."),
+    _function(
+        "view_source",
+        "Show numbered lines of one source file (at most 200 per call).",
+        {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+    ),
+    _function("search_source", "Find the lines of the source files that match a regular expression.",
+              {"pattern": {"type": "string"}}),
     _function("run_check", "Run the language tool on the workspace files and return its diagnostics."),
     _function("finish", "Hand the workspace over; accepted once the check passes."),
 ]
@@ -113,8 +123,12 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
 @runs_inline
 def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
-    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
+    # the source is read through list_source / view_source / search_source, never pasted into the prompt
+    task_text, template = task_prompt_for(ctx, include_source=False, include_traces=False)
     remember(ctx, system, task_template, template)
+    if ctx.task.inputs.source_files:
+        task_text += ("\n\nThe system's source code is available through the tools list_source, view_source "
+                      "and search_source:\n" + list_sources(ctx.task.inputs.source_files))
     files = main_files(ctx)
     extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""
     messages = [
@@ -304,6 +318,20 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                     f"Error: no file {path!r}; the workspace has: {files}",
                     "no such file",
                 )
+        elif name in ("list_source", "view_source", "search_source"):
+            sources = ctx.task.inputs.source_files
+            try:
+                if name == "list_source":
+                    observe(call, list_sources(sources))
+                elif name == "view_source":
+                    start, end = args.get("start") or 1, args.get("end")
+                    observe(call, view_source(sources, str(args.get("path") or ""), int(start),
+                                              int(end) if end is not None else None))
+                else:
+                    observe(call, search_sources(sources, str(args.get("pattern") or "")))
+            except (KeyError, ValueError, TypeError) as exc:
+                message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+                observe(call, f"Error: {message}", "bad source request")
         elif name == "run_check":
             result = run_check(call)
             if result is not None and result.ok:
@@ -351,7 +379,8 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         else:
             observe(
                 call,
-                f"Error: unknown tool {name!r}; use write_file, read_file, run_check or finish.",
+                f"Error: unknown tool {name!r}; use write_file, read_file, list_source, view_source, "
+                "search_source, run_check or finish.",
                 f"unknown tool {name}",
             )
     scratch.update(workspace=workspace, calls=[])
