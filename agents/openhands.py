@@ -4,7 +4,7 @@ Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpo
 ``read_file``, ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the system's source
 files (which are not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
 and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and observation is
-an event in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
+a typed event (``agents/openhands_events.py``: ``Action`` / ``Observation``) in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
 agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
 """
 
@@ -17,6 +17,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
+from sysmo.agents.openhands_events import Action, Observation
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.source_tools import list_sources, search_sources, view_source
@@ -154,7 +155,9 @@ def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 
 def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
-    return [*state_scratch.get("events", []), {"type": kind, **data}]
+    """The events with one more, validated as its typed ``Action`` or ``Observation``."""
+    event = (Action if kind == "action" else Observation).model_validate(data)
+    return [*state_scratch.get("events", []), event.model_dump(mode="json")]
 
 
 async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:

@@ -50,7 +50,12 @@ def test_openhands_reads_a_source_file_through_its_tool_and_finishes(server: Fak
     attempt = run_attempt("openhands", ctx, model_name="openai/fake-model")
 
     assert attempt.status == AttemptStatus.PASSED and len(attempt.rounds) == 1
-    assert [e["tool"] for e in attempt.extras["events"] if e["type"] == "observation"][-1] == "finish"
+    from sysmo.agents.openhands_events import Action, AgentEventList, Observation
+
+    events = AgentEventList.validate_python(attempt.extras["events"])
+    assert [type(e) for e in events[:3]] == [Action, Observation, Observation]
+    assert [e.tool for e in events if isinstance(e, Observation)][-1] == "finish"
+    assert events[0].tool_calls[1].arguments == {"pattern": "def work"}
     first_prompt = "\n".join(m["content"] for m in server.requests[0]["messages"])
     assert "class LockCounter" not in first_prompt and "lock_counter.py" in first_prompt
     observed = {m["content"].split(":")[0] for m in server.requests[2]["messages"] if m["role"] == "tool"}
