@@ -247,8 +247,9 @@ def control_answers(task: Task) -> list[MockAnswer]:
     NAME,
     supports=set(TaskKind),
     uses=("source",),
-    description="MetaGPT-style SOP: analyst -> architect -> modeler, tool check before hand-off, "
-    "reviewer feedback in each bounded repair round.",
+    description="MetaGPT-style SOP: analyst -> architect -> modeler hand each other typed JSON documents "
+    "(RequirementsAnalysis, SystemDesign; a malformed one retried once), tool check before hand-off, the "
+    "reviewer's ReviewComments in each bounded repair round.",
     prompts=(
         f"{NAME}/analyst",
         f"{NAME}/architect",

@@ -2,10 +2,11 @@
 
 Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
 ``read_file``, ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the system's source
-files (which are not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
-and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and observation is
-a typed event (``agents/openhands_events.py``: ``Action`` / ``Observation``) in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
-agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
+files (not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool
+on the workspace; its diagnostics are the observation) and ``finish`` (hand-off; refused while the check fails
+and budget remains). Every action and observation is a typed event (``agents/openhands_events.py``:
+``Action`` / ``Observation``) in ``scratch["events"]``. A round is one check of the workspace, so the budget
+matches the other agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
 """
 
 from __future__ import annotations
@@ -418,8 +419,9 @@ def control_answers(task: Task) -> list[MockAnswer]:
     NAME,
     supports=set(TaskKind),
     uses=("source",),
-    description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
-    "workspace, with a step budget equal to the repair rounds.",
+    description="OpenHands-style tool-calling agent: typed actions and observations; list_source / view_source / "
+    "search_source read the system's code (not pasted into the prompt), write_file / read_file / run_check / "
+    "finish work on the model in a workspace; a step budget tied to the repair rounds.",
     prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
     control_answers=control_answers,
 )
