@@ -3,7 +3,6 @@ and what an attempt leaves behind (checkpoint history of every node, prompt hash
 
 from __future__ import annotations
 
-import json
 
 from collections.abc import Iterator
 from pathlib import Path
