@@ -3,7 +3,6 @@ and what an attempt leaves behind (checkpoint history of every node, prompt hash
 
 from __future__ import annotations
 
-
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -459,3 +458,18 @@ def test_sysmo_attempt_runs_one_attempt_and_prints_its_rounds() -> None:
     assert result.exit_code == 0, result.output
     assert "round 0" in result.output and "round 1" in result.output
     assert "passed after 2 round(s)" in result.output and "CONTROL" in result.output
+
+
+def test_sysmo_trace_shows_metagpt_documents(server: FakeOpenAI, tmp_path: Path) -> None:
+    from rich.console import Console
+    from sysmo.evals.trace_view import render_attempt
+
+    task = text_task(TaskKind.SYSML)
+    server.push(reply(ANALYSIS), reply(DESIGN), model_reply("metagpt", task.references.model))
+    attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
+
+    console = Console(record=True, width=160)
+    render_attempt(attempt, None, console, full=True)
+    text = console.export_text()
+    assert "document: analyst" in text and "document: architect" in text
+    assert '"text": "the relations between them"' in text
