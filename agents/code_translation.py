@@ -30,6 +30,7 @@ import re
 from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
+from sysmo.agents.control_script import default_answers, reply, when
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.stages import model_stage, remember, with_scratch
@@ -45,6 +46,7 @@ from sysmo.graphs.loop import build_repair_graph
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
 from sysmo.contracts.check import CheckResult
+from sysmo.llm.mockllm import MockAnswer
 from sysmo.tools.tla.source import module_name as declared_module
 
 NAME = "code_translation"
@@ -216,6 +218,19 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     return update
 
 
+def control_answers(task: Task) -> list[MockAnswer]:
+    """``mockllm/control``: the reference as the draft, its plan as the abstraction, then the repair loop's."""
+    reference = task.references.model
+    assert reference is not None
+    draft = reply(Artifact(language=Language.TLA, files={reference.main_file: reference.main_text}),
+                  "Statement-by-statement draft:")
+    return [
+        MockAnswer(text=draft, when=when(task, NAME, "translate", 0)),
+        MockAnswer(text=plan_of_spec(reference.main_text).model_dump_json(), when=when(task, NAME, "abstract", 0)),
+        *default_answers(task, NAME),
+    ]
+
+
 @register_agent(
     NAME,
     supports={TaskKind.TLA},
@@ -225,6 +240,7 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     "then repair from SANY/TLC. TLA+ tasks with code only.",
     prompts=(f"{NAME}/system", f"{NAME}/translate_tla", f"{NAME}/abstract_tla", f"{NAME}/restructure_tla",
              "common/task_tla"),
+    control_answers=control_answers,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     stages = [("translate", translate), ("check_translation", check_translation), ("abstract", abstract)]

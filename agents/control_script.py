@@ -3,9 +3,9 @@
 The offline control experiment must exercise the whole repair loop without a model: each first answer is the
 task's reference with one realistic mistake (a dropped ``;`` or ``}`` in SysML v2, an unclosed class body or a
 missing ``@enduml`` in PlantUML, a misspelt keyword or an undefined identifier in TLA+), chosen
-deterministically from the task id; every later answer is the reference. Multi-stage agents also get their
-intermediate answers: a TLA+ draft or an intermediate-model JSON (code_translation), role outputs (metagpt),
-tool calls (openhands).
+deterministically from the task id; every later answer is the reference. An agent with other model calls
+declares its own answers (``register_agent(control_answers=...)``, in its module), built from
+``default_answers``, ``when`` and ``broken_artifact``.
 
 >>> script = build_control_script()          # what ``mockllm/control`` resolves to
 >>> broken_artifact(task).main_text != task.references.model.main_text
@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import re
 from collections.abc import Iterable
 
@@ -188,85 +187,31 @@ def intermediate_model(task: Task) -> dict:
     return {"entities": entities, "relations": relations, "behaviours": behaviours}
 
 
-def analysis(task: Task) -> str:
-    """The Requirements Analyst's answer: the requirement's sentences as numbered MUST items."""
-    text = task.inputs.requirement or task.inputs.description or task.title
-    sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", text) if len(s.strip()) > 20]
-    return "Requirements analysis:\n" + "\n".join(f"{i}. MUST: {s}" for i, s in enumerate(sentences[:25], 1))
-
-
-def design(task: Task) -> str:
-    """The Architect's answer: the elements the reference declares, as the design to follow."""
-    model = intermediate_model(task) if task.kind != TaskKind.TLA else {}
-    names = [e["name"] for e in model.get("entities", [])] + [b["name"] for b in model.get("behaviours", [])]
-    if task.kind == TaskKind.TLA and task.references.model is not None:
-        names = re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", task.references.model.main_text, re.M)
-    return "Design:\n" + "\n".join(f"- {n}" for n in names)
-
-
-REVIEW = (
-    "Review of the failed check:\n1. The tool's first diagnostic names the line to fix; correct it exactly "
-    "there.\n2. Keep everything else unchanged and send the whole model again."
-)
-
-
-def _write_calls(artifact: Artifact) -> list[dict]:
-    calls = [
-        {"name": "write_file", "arguments": {"path": name, "content": text}}
-        for name, text in sorted(artifact.files.items())
-    ]
-    return calls + [{"name": "run_check", "arguments": {}}]
-
-
 # --- the script ----------------------------------------------------------------------------------
-def _when(task: Task, agent: str, purpose: str, round_: int) -> MockCondition:
+def when(task: Task, agent: str, purpose: str, round_: int) -> MockCondition:
+    """The condition pinning an answer to one task, agent, model-call purpose and round."""
     return MockCondition(task=task.id, agent=agent, purpose=purpose, round=round_)
 
 
-def answers_for(task: Task, agent: str) -> list[MockAnswer]:
-    """Every scripted answer one agent needs on one task, each pinned to its step and round."""
+def default_answers(task: Task, agent: str) -> list[MockAnswer]:
+    """The repair loop's answers: the broken model for "generate", then the reference for every "repair"."""
     reference = task.references.model
     assert reference is not None
-    broken = broken_artifact(task)
-    out: list[MockAnswer] = []
-    if agent == "openhands":
-        out.append(MockAnswer(tool_calls=_write_calls(broken), when=_when(task, agent, "step", 0)))
-        out += [
-            MockAnswer(tool_calls=_write_calls(reference), when=_when(task, agent, "step", r))
-            for r in range(1, MAX_ROUND + 1)
-        ]
-        return out
-    if agent == "code_translation":
-        if task.kind == TaskKind.TLA:
-            draft = reply(
-                Artifact(language=Language.TLA, files={reference.main_file: reference.main_text}),
-                "Statement-by-statement draft:",
-            )
-            out.append(MockAnswer(text=draft, when=_when(task, agent, "translate", 0)))
-            from sysmo.agents.code_translation import plan_of_spec
-
-            plan = plan_of_spec(reference.main_text).model_dump_json()
-            out.append(MockAnswer(text=plan, when=_when(task, agent, "abstract", 0)))
-        else:
-            out.append(
-                MockAnswer(
-                    text=json.dumps(intermediate_model(task)), when=_when(task, agent, "extract_model", 0)
-                )
-            )
-    if agent == "metagpt":
-        out.append(MockAnswer(text=analysis(task), when=_when(task, agent, "analyst", 0)))
-        out.append(MockAnswer(text=design(task), when=_when(task, agent, "architect", 0)))
-        out += [
-            MockAnswer(text=REVIEW, when=_when(task, agent, "review", r)) for r in range(0, MAX_ROUND + 1)
-        ]
-    out.append(MockAnswer(text=reply(broken, "Here is the model."), when=_when(task, agent, "generate", 0)))
+    out = [MockAnswer(text=reply(broken_artifact(task), "Here is the model."), when=when(task, agent, "generate", 0))]
     out += [
-        MockAnswer(
-            text=reply(reference, "Here is the corrected model."), when=_when(task, agent, "repair", r)
-        )
+        MockAnswer(text=reply(reference, "Here is the corrected model."), when=when(task, agent, "repair", r))
         for r in range(1, MAX_ROUND + 1)
     ]
     return out
+
+
+def answers_for(task: Task, agent: str) -> list[MockAnswer]:
+    """Every scripted answer one agent needs on one task, each pinned to its step and round: the agent's own
+    (``control_answers`` of its registration) or the default."""
+    from sysmo.agents.registry import get_agent
+
+    spec = get_agent(agent)
+    return spec.control_answers(task) if spec.control_answers is not None else default_answers(task, agent)
 
 
 def build_control_script(tasks: Iterable[Task] | None = None) -> MockScript:

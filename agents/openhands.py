@@ -1,10 +1,12 @@
 """openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it.
 
 Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
-``read_file``, ``run_check`` (the real language tool on the workspace; its diagnostics are the observation)
-and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and observation is
-an event in ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other
-agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
+``read_file``, ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the system's source
+files (not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool
+on the workspace; its diagnostics are the observation) and ``finish`` (hand-off; refused while the check fails
+and budget remains). Every action and observation is a typed event (``agents/openhands_events.py``:
+``Action`` / ``Observation``) in ``scratch["events"]``. A round is one check of the workspace, so the budget
+matches the other agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
 """
 
 from __future__ import annotations
@@ -15,12 +17,15 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
+from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
+from sysmo.agents.openhands_events import Action, Observation
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
+from sysmo.agents.source_tools import list_sources, search_sources, view_source
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt_for
 from sysmo.contracts.artifact import Artifact, Language
-from sysmo.contracts.task import TaskKind
+from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.contracts.attempt import LLMCallSummary, Round
@@ -29,6 +34,7 @@ from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
+from sysmo.llm.mockllm import MockAnswer
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 
@@ -73,6 +79,14 @@ TOOLS = [
         },
     ),
     _function("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}),
+    _function("list_source", "List the system's source files with their line counts."),
+    _function(
+        "view_source",
+        "Show numbered lines of one source file (at most 200 per call).",
+        {"path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+    ),
+    _function("search_source", "Find the lines of the source files that match a regular expression.",
+              {"pattern": {"type": "string"}}),
     _function("run_check", "Run the language tool on the workspace files and return its diagnostics."),
     _function("finish", "Hand the workspace over; accepted once the check passes."),
 ]
@@ -111,8 +125,12 @@ def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact
 @runs_inline
 def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
-    task_text, template = task_prompt_for(ctx, include_source=True, include_traces=False)
+    # the source is read through list_source / view_source / search_source, never pasted into the prompt
+    task_text, template = task_prompt_for(ctx, include_source=False, include_traces=False)
     remember(ctx, system, task_template, template)
+    if ctx.task.inputs.source_files:
+        task_text += ("\n\nThe system's source code is available through the tools list_source, view_source "
+                      "and search_source:\n" + list_sources(ctx.task.inputs.source_files))
     files = main_files(ctx)
     extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""
     messages = [
@@ -138,7 +156,9 @@ def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 
 def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
-    return [*state_scratch.get("events", []), {"type": kind, **data}]
+    """The events with one more, validated as its typed ``Action`` or ``Observation``."""
+    event = (Action if kind == "action" else Observation).model_validate(data)
+    return [*state_scratch.get("events", []), event.model_dump(mode="json")]
 
 
 async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
@@ -302,6 +322,20 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                     f"Error: no file {path!r}; the workspace has: {files}",
                     "no such file",
                 )
+        elif name in ("list_source", "view_source", "search_source"):
+            sources = ctx.task.inputs.source_files
+            try:
+                if name == "list_source":
+                    observe(call, list_sources(sources))
+                elif name == "view_source":
+                    start, end = args.get("start") or 1, args.get("end")
+                    observe(call, view_source(sources, str(args.get("path") or ""), int(start),
+                                              int(end) if end is not None else None))
+                else:
+                    observe(call, search_sources(sources, str(args.get("pattern") or "")))
+            except (KeyError, ValueError, TypeError) as exc:
+                message = exc.args[0] if isinstance(exc, KeyError) else str(exc)
+                observe(call, f"Error: {message}", "bad source request")
         elif name == "run_check":
             result = run_check(call)
             if result is not None and result.ok:
@@ -349,7 +383,8 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         else:
             observe(
                 call,
-                f"Error: unknown tool {name!r}; use write_file, read_file, run_check or finish.",
+                f"Error: unknown tool {name!r}; use write_file, read_file, list_source, view_source, "
+                "search_source, run_check or finish.",
                 f"unknown tool {name}",
             )
     scratch.update(workspace=workspace, calls=[])
@@ -365,13 +400,30 @@ def route_after_act(state: AgentState) -> str:
     return "end" if state.get("status") in ("passed", "failed", "error") else "step"
 
 
+def _write_calls(artifact: Artifact) -> list[dict[str, Any]]:
+    calls = [{"name": "write_file", "arguments": {"path": name, "content": text}}
+             for name, text in sorted(artifact.files.items())]
+    return calls + [{"name": "run_check", "arguments": {}}]
+
+
+def control_answers(task: Task) -> list[MockAnswer]:
+    """``mockllm/control``: write the broken model and check it, then write the reference at every later step."""
+    reference = task.references.model
+    assert reference is not None
+    out = [MockAnswer(tool_calls=_write_calls(broken_artifact(task)), when=when(task, NAME, "step", 0))]
+    return out + [MockAnswer(tool_calls=_write_calls(reference), when=when(task, NAME, "step", r))
+                  for r in range(1, MAX_ROUND + 1)]
+
+
 @register_agent(
     NAME,
     supports=set(TaskKind),
     uses=("source",),
-    description="OpenHands-style tool-calling agent: write_file / read_file / run_check / finish in a "
-    "workspace, with a step budget equal to the repair rounds.",
+    description="OpenHands-style tool-calling agent: typed actions and observations; list_source / view_source / "
+    "search_source read the system's code (not pasted into the prompt), write_file / read_file / run_check / "
+    "finish work on the model in a workspace; a step budget tied to the repair rounds.",
     prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
+    control_answers=control_answers,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     graph = StateGraph(AgentState, context_schema=AgentContext)

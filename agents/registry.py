@@ -53,6 +53,9 @@ class AgentSpec:
     # the graph's shape for a context, when it depends on the task (one compiled graph per variant is reused)
     variant: Callable[[AgentContext], str] | None = None
     loop_checks: tuple[LoopCheck, ...] = ()  # run after the tool check, in order (see ``in_loop_check``)
+    # the agent's scripted answers for ``mockllm/control`` on a task (``agents/control_script.py``); None: the
+    # default (a broken first model for "generate", the reference for each "repair")
+    control_answers: Callable[[Task], list[Any]] | None = None
 
     @property
     def check_description(self) -> list[str]:
@@ -112,13 +115,14 @@ _REGISTRY: dict[str, AgentSpec] = {}
 
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
                    prompts: tuple[str, ...] = (), needs: tuple[str, ...] = (), uses: tuple[str, ...] = (),
-                   variant: Callable[[AgentContext], str] | None = None, loop_checks: tuple[LoopCheck, ...] = ()):
+                   variant: Callable[[AgentContext], str] | None = None, loop_checks: tuple[LoopCheck, ...] = (),
+                   control_answers: Callable[[Task], list[Any]] | None = None):
     """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``. The graph's nodes read the
     context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
     def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
         _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant=variant,
-                                    uses=uses, loop_checks=loop_checks)
+                                    uses=uses, loop_checks=loop_checks, control_answers=control_answers)
         return build
 
     return wrap

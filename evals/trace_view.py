@@ -162,6 +162,9 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     for rnd in attempt.rounds:
         console.print(round_panel(rnd, previous, full=full))
         previous = rnd.artifact or previous
+    for role, document in (attempt.extras.get("documents") or {}).items():  # metagpt's typed SOP documents
+        text = json.dumps(document, indent=2)
+        console.print(Panel(text if full else fold(text), title=f"document: {role}", title_align="left"))
     for panel in llm_call_panels(attempt.events, full=full):
         console.print(panel)
     if card is not None:

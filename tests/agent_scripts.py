@@ -5,34 +5,46 @@ from __future__ import annotations
 import json
 
 from fake_openai import FakeReply, reply, tool_reply
-from sysmo.agents.control_script import intermediate_model
+from sysmo.agents.registry import get_agent
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.llm import LLM, ModelRoles, RoleConfig
+from sysmo.llm.mockllm import MockAnswer
 from sysmo.llm.reference import format_reference
 
-ANALYSIS = "1. MUST: every element the requirement names.\n2. MUST: the relations between them."
-DESIGN = "- the elements of the requirement, named as in the text"
-REVIEW = "1. Fix exactly the line the tool names; keep the rest."
+ANALYSIS = json.dumps({"requirements": [
+    {"id": "R1", "text": "every element the requirement names", "priority": "MUST"},
+    {"id": "R2", "text": "the relations between them", "priority": "MUST"},
+]})
+DESIGN = json.dumps({"elements": [{"name": "the elements of the requirement", "kind": "part", "satisfies": ["R1"]}]})
+
+
+LOOP_PURPOSES = {"generate", "repair", "step", "review"}  # the repair loop's calls, scripted per artifact
+
+
+def _control(agent: str, task: Task) -> list[MockAnswer]:
+    """The agent's own control answers (``register_agent(control_answers=...)``), or none."""
+    spec = get_agent(agent)
+    return spec.control_answers(task) if spec.control_answers is not None else []
 
 
 def stage_one(agent: str, task: Task) -> list[FakeReply]:
-    """The replies an agent's pre-stages consume before its first model."""
-    if agent == "code_translation":
-        if task.kind == TaskKind.TLA:
-            reference = task.references.model
-            from sysmo.agents.code_translation import plan_of_spec
-
-            plan = plan_of_spec(reference.main_text).model_dump_json()
-            return [reply("Draft:\n```tla\n" + reference.main_text + "\n```"), reply(plan)]
-        return [reply(json.dumps(intermediate_model(task)))]
-    if agent == "metagpt":
-        return [reply(ANALYSIS), reply(DESIGN)]
-    return []
+    """The replies an agent's pre-stages consume before its first model: its control answers for them."""
+    return [reply(a.text or "") for a in _control(agent, task)
+            if a.when is not None and a.when.purpose not in LOOP_PURPOSES]
 
 
-def model_reply(agent: str, artifact: Artifact) -> FakeReply:
-    if agent == "openhands":
+def _review(agent: str, task: Task) -> FakeReply | None:
+    """The reply a repair round consumes before the repair itself (metagpt's Reviewer), if the agent has one."""
+    reviews = [a for a in _control(agent, task) if a.when is not None and a.when.purpose == "review"]
+    return reply(reviews[0].text or "") if reviews else None
+
+
+def model_reply(agent: str, artifact: Artifact, task: Task | None = None) -> FakeReply:
+    """A reply carrying ``artifact``: tool calls writing it and checking it for a tool-calling agent."""
+    if get_agent(agent).control_answers is not None and any(
+        a.tool_calls for a in _control(agent, task or _task_of(artifact))
+    ):
         writes = [
             ("write_file", {"path": name, "content": text}) for name, text in sorted(artifact.files.items())
         ]
@@ -40,13 +52,24 @@ def model_reply(agent: str, artifact: Artifact) -> FakeReply:
     return reply("Here is the model.\n\n" + format_reference(artifact))
 
 
+def _task_of(artifact: Artifact) -> Task:
+    """A task whose reference is ``artifact`` (to ask an agent how it answers)."""
+    from sysmo.contracts.task import TaskInputs, TaskReferences
+
+    kind = next(k for k in TaskKind if k.language == artifact.language)
+    return Task(id="probe", benchmark="probe", kind=kind, title="probe",
+                inputs=TaskInputs(requirement="probe"), references=TaskReferences(model=artifact))
+
+
 def replies_for(agent: str, task: Task, artifacts: list[Artifact]) -> list[FakeReply]:
-    """The replies of an attempt whose models are ``artifacts`` in turn (metagpt: reviews before repairs)."""
+    """The replies of an attempt whose models are ``artifacts`` in turn (a review before each repair, if the
+    agent reviews)."""
     out = stage_one(agent, task)
+    review = _review(agent, task)
     for index, artifact in enumerate(artifacts):
-        if agent == "metagpt" and index > 0:
-            out.append(reply(REVIEW))
-        out.append(model_reply(agent, artifact))
+        if review is not None and index > 0:
+            out.append(review)
+        out.append(model_reply(agent, artifact, task))
     return out
 
 

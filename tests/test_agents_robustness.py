@@ -159,18 +159,50 @@ def test_openhands_step_budget_ends_an_attempt_that_never_checks(server: FakeOpe
     assert server.calls == 3 and attempt.rounds == []
 
 
-def test_metagpt_empty_role_output_is_recorded_and_the_sop_continues(
+def test_metagpt_malformed_document_is_retried_once_then_recorded_and_the_sop_continues(
     server: FakeOpenAI, tmp_path: Path
 ) -> None:
     task = text_task(TaskKind.SYSML)
-    server.push(reply(""), reply(DESIGN), model_reply("metagpt", task.references.model))
+    server.push(reply(""), reply('{"requirements": [{"text": "no id"}]}'), reply(DESIGN),
+                model_reply("metagpt", task.references.model))
 
     attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
 
     assert attempt.status == AttemptStatus.PASSED
-    assert attempt.extras["errors"] == ["the Requirements Analyst gave an empty answer"]
-    assert attempt.extras["roles"]["architect"] == DESIGN
-    assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["analyst", "architect", "generate"]
+    assert attempt.extras["errors"] == [
+        "the Requirements Analyst's reply (try 1): the reply is empty",
+        "the Requirements Analyst's reply (try 2): the RequirementsAnalysis document is invalid at "
+        "requirements.0.id: Field required (1 errors)",
+        "the Requirements Analyst gave no readable RequirementsAnalysis",
+    ]
+    retry = server.requests[1]["messages"]
+    assert retry[-1]["content"].startswith("Your reply could not be read: the reply is empty.")
+    assert "analyst" not in attempt.extras["documents"]
+    assert attempt.extras["documents"]["architect"]["elements"][0]["satisfies"] == ["R1"]
+    assert "(the analyst gave nothing)" in server.requests[2]["messages"][-1]["content"]
+    assert [c.purpose for c in attempt.rounds[0].llm_calls] == ["analyst", "analyst", "architect", "generate"]
+
+
+def test_metagpt_documents_are_typed_and_passed_rendered_to_the_next_role(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    task = text_task(TaskKind.SYSML)
+    prose = "Here is the analysis:\n```json\n" + ANALYSIS + "\n```"
+    server.push(reply(prose), reply(DESIGN), model_reply("metagpt", task.references.model))
+
+    attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
+
+    from sysmo.agents.metagpt_documents import RequirementsAnalysis, SystemDesign
+
+    analysis = RequirementsAnalysis.model_validate(attempt.extras["documents"]["analyst"])
+    assert [r.id for r in analysis.requirements] == ["R1", "R2"]
+    SystemDesign.model_validate(attempt.extras["documents"]["architect"])
+    assert "RequirementsAnalysis" in server.requests[0]["messages"][-1]["content"]  # the schema is in the prompt
+    architect_prompt = server.requests[1]["messages"][-1]["content"]
+    assert "R2 [MUST] the relations between them" in architect_prompt
+    modeler_prompt = server.requests[2]["messages"][-1]["content"]
+    assert "- the elements of the requirement (part); satisfies R1" in modeler_prompt
+    assert "errors" not in attempt.extras
 
 
 def test_metagpt_reviewer_sees_the_tool_result_and_the_modeler_gets_the_review(
@@ -186,9 +218,13 @@ def test_metagpt_reviewer_sees_the_tool_result_and_the_modeler_gets_the_review(
     diagnostic = attempt.rounds[0].check.diagnostics[0].message
     review_request, repair_request = server.requests[3], server.requests[4]
     assert diagnostic in review_request["messages"][-1]["content"]
-    assert "Reviewer's notes" in repair_request["messages"][-1]["content"]
+    from sysmo.agents.metagpt import CONTROL_REVIEW
+
+    assert "The Reviewer's comments:\n" + CONTROL_REVIEW.render() in repair_request["messages"][-1]["content"]
     assert [c.purpose for c in attempt.rounds[1].llm_calls] == ["review", "repair"]
-    assert attempt.extras["roles"]["analyst"] == ANALYSIS
+    assert attempt.extras["documents"]["analyst"]["requirements"][0]["id"] == "R1"
+    [review] = attempt.extras["documents"]["reviewer"]  # the review of round 0's check
+    assert review == {"round": 0, **CONTROL_REVIEW.model_dump()}
 
 
 def test_provider_failure_ends_the_attempt_with_an_error_not_a_crash(
@@ -422,3 +458,18 @@ def test_sysmo_attempt_runs_one_attempt_and_prints_its_rounds() -> None:
     assert result.exit_code == 0, result.output
     assert "round 0" in result.output and "round 1" in result.output
     assert "passed after 2 round(s)" in result.output and "CONTROL" in result.output
+
+
+def test_sysmo_trace_shows_metagpt_documents(server: FakeOpenAI, tmp_path: Path) -> None:
+    from rich.console import Console
+    from sysmo.evals.trace_view import render_attempt
+
+    task = text_task(TaskKind.SYSML)
+    server.push(reply(ANALYSIS), reply(DESIGN), model_reply("metagpt", task.references.model))
+    attempt = _attempt("metagpt", TaskKind.SYSML, server, tmp_path)
+
+    console = Console(record=True, width=160)
+    render_attempt(attempt, None, console, full=True)
+    text = console.export_text()
+    assert "document: analyst" in text and "document: architect" in text
+    assert '"text": "the relations between them"' in text
