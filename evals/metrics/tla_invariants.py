@@ -27,6 +27,16 @@ Outcomes: ``ok`` (holds), ``failed`` (violated, with the counterexample's length
 or state bound: reported, counted as not holding, never a pass), ``error`` (no formula, or TLC could not
 evaluate it). Score = holding / templates.
 
+Counting a bounded check (``bounded``, cascade option ``invariants.bounded``): ``"harness"`` (default) counts
+a check that TLC ran until the time limit without finding a violation (nor an evaluation error) as holding,
+as SysMoBench's harness does (its ``runtime_check.py`` treats ``subprocess.TimeoutExpired`` with no violation
+or deadlock in the output as success, and ``manual_invariant_evaluator.py`` counts that template as passed):
+the paper's figures are computed that way, and a gold model whose state space outgrows the time limit keeps
+full marks. For a template the system is documented to violate, a time-out without the violation also counts
+as passed under ``"harness"`` (the harness has no such notion: its check just finds no violation).
+``"strict"`` keeps such a check ``inconclusive`` (never a pass). The verdict says which it was (``notes``,
+``reason``); state/depth bounds, resource exhaustion and early exits are never counted as holding.
+
 ``strategy="hunt"`` (cascade option ``invariants.strategy``; default ``"bfs"``, SysMoBench's one BFS per
 template) replaces the single BFS by ``sysmo.tools.tla.bug_hunt.hunt`` within the same ``timeout_s``: BFS,
 then random simulation, then BFS and simulation with smaller finite-set constants, stopping at the first counterexample
@@ -47,7 +57,7 @@ from pydantic import BaseModel, Field
 
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import InvariantTemplate
-from sysmo.errors import LLMError
+from sysmo.errors import ConfigError, LLMError
 from sysmo.evals.metrics.tla_runtime import ModelConfig, without_checks
 from sysmo.evals.metrics.tla_syntax import blank_comments, check_modules, split_module
 from sysmo.log import get_logger
@@ -61,6 +71,8 @@ from sysmo.tools.tla.trace_validation import signature
 log = get_logger(__name__)
 
 DEFAULT_TIMEOUT_S = 120.0
+BOUNDED_POLICIES = ("harness", "strict")
+DEFAULT_BOUNDED = "harness"
 DEFAULT_HELPER_ATTEMPTS = 2
 CHECKED_NAME = "SysmoInvariant"
 WRAPPER_PREFIX = "SysmoInv"
@@ -113,6 +125,7 @@ class InvariantsScore(BaseModel):
     sany_version: str = ""
     helper_model: str | None = None
     cfg_notes: list[str] = Field(default_factory=list)
+    bounded: str = DEFAULT_BOUNDED  # how a time-out without violation was counted (module doc)
 
     @property
     def value(self) -> float:
@@ -391,6 +404,7 @@ def _verdict(
     candidate: Candidate,
     source: str,
     notes: list[str],
+    bounded: str = DEFAULT_BOUNDED,
 ) -> InvariantVerdict:
     report = tlc.report_of(result)
     verdict = InvariantVerdict(
@@ -435,6 +449,14 @@ def _verdict(
         elif verdict.outcome == Outcome.OK:
             verdict.outcome = Outcome.FAILED
             verdict.reason = f"holds, but the modelled system violates it ({template.expected_source[:200]})"
+    if (bounded == "harness" and verdict.outcome == Outcome.INCONCLUSIVE and result.details.get("timed_out")
+            and not result.details.get("bound_hit") and not report.violations):
+        verdict.outcome = Outcome.OK
+        verdict.reason = (f"no violation within the time limit ({result.duration_s:.0f} s, "
+                          f"{report.distinct_states} distinct states): counted as holding, as SysMoBench's "
+                          f"harness counts a time-out (invariants.bounded=harness; strict: inconclusive)")
+        verdict.notes.append("bounded=harness: time-out without violation counted as holding")
+        return verdict
     if candidate.possibility:  # ``~ENABLED step`` violated = a reachable state where the step can happen
         verdict.checked_as = "POSSIBLE"
         if verdict.outcome == Outcome.FAILED:
@@ -459,8 +481,11 @@ def score(
     helper_attempts: int = DEFAULT_HELPER_ATTEMPTS,
     parallel: int | None = None,
     strategy: str = "bfs",
+    bounded: str = DEFAULT_BOUNDED,
 ) -> InvariantsScore:
     """Concretise every template, then one TLC run per concretised template (see the module doc)."""
+    if bounded not in BOUNDED_POLICIES:
+        raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
     concretised, sany_version, helper_model = concretise(
         artifact, templates, helper=helper, task_id=task_id, attempts=helper_attempts
     )
@@ -491,7 +516,7 @@ def score(
                 module=module,
                 budget_s=timeout_s,
             )
-            verdict = _verdict(template, found.result, as_property, candidate, source, notes + cfg_notes)
+            verdict = _verdict(template, found.result, as_property, candidate, source, notes + cfg_notes, bounded)
             verdict.notes += found.notes()
             verdict.duration_s = found.seconds
             return verdict, found.result.tool_version
@@ -505,7 +530,7 @@ def score(
             max_depth=max_depth,
         )
         return _verdict(
-            template, result, as_property, candidate, source, notes + cfg_notes
+            template, result, as_property, candidate, source, notes + cfg_notes, bounded
         ), result.tool_version
 
     with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
@@ -516,6 +541,7 @@ def score(
         tlc_version=next((t for _, t in checked if t), ""),
         helper_model=helper_model,
         cfg_notes=config.notes,
+        bounded=bounded,
     )
     log.info(
         "tla_invariants.scored",
