@@ -58,3 +58,30 @@ def test_strict_keeps_a_time_out_inconclusive(scores) -> None:
 def test_an_unknown_policy_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         _score("lenient")
+
+
+CONSTRAINED = """---- MODULE Capped ----
+EXTENDS Naturals
+VARIABLES x
+Init == x = 0
+Next == x' = x + 1
+Limit == x < 3
+Cap == Limit
+====
+"""
+
+
+def test_a_conjunct_of_the_state_constraint_is_checked_under_it() -> None:
+    artifact = Artifact(language=Language.TLA,
+                        files={"Capped.tla": CONSTRAINED, "Capped.cfg": "INIT Init\nNEXT Next\nCONSTRAINT Cap\n"})
+    templates = [InvariantTemplate(name="Limit", type="safety", natural_language="x stays below 3",
+                                   tla_example="Limit == x < 3"),
+                 InvariantTemplate(name="Small", type="safety", natural_language="x stays below 2",
+                                   tla_example="Small == x < 2")]
+    verdicts = {v.name: v for v in tla_invariants.score(
+        artifact, templates, tla_runtime.model_config(artifact), timeout_s=30).verdicts}
+    # TLC generates x = 3 before pruning it: checked alone, Limit would fail on it
+    assert verdicts["Limit"].outcome == Outcome.OK
+    assert "Cap) =>" in verdicts["Limit"].formula and any("CONSTRAINT" in n for n in verdicts["Limit"].notes)
+    assert verdicts["Small"].outcome == Outcome.FAILED  # not a conjunct: checked as written
+    assert tla_invariants.constraint_conjuncts(["Cap"], [CONSTRAINED]) == {"Limit"}

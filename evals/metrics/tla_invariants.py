@@ -37,6 +37,13 @@ as passed under ``"harness"`` (the harness has no such notion: its check just fi
 ``"strict"`` keeps such a check ``inconclusive`` (never a pass). The verdict says which it was (``notes``,
 ``reason``); state/depth bounds, resource exhaustion and early exits are never counted as holding.
 
+State-constraint templates: a safety template that is a conjunct of the model's own state CONSTRAINT (raftkvs's
+``LimitTerm`` and ``LimitCommitIndex`` are conjuncts of its ``MCConstraint``) is a bound on the explored
+state space, not a property: TLC checks invariants on every generated state, including the boundary states it
+prunes afterwards for violating the constraint, so checked alone it always fails on the model that defines it.
+It is checked as ``Constraint => T`` (the conjunction of the cfg's CONSTRAINTs implies it), which holds exactly
+when it holds on every state TLC explores further; the verdict's notes say so.
+
 ``strategy="hunt"`` (cascade option ``invariants.strategy``; default ``"bfs"``, SysMoBench's one BFS per
 template) replaces the single BFS by ``sysmo.tools.tla.bug_hunt.hunt`` within the same ``timeout_s``: BFS,
 then random simulation, then BFS and simulation with smaller finite-set constants, stopping at the first counterexample
@@ -82,6 +89,7 @@ TEMPORAL = re.compile(r"\[\]|<>|~>|\bWF_|\bSF_|\\EE|\\AA")
 VACUOUS = {"Init", "Next", "Spec", "TRUE", "vars"}
 ACTION = re.compile(r"'|\bUNCHANGED\b")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+DEFINITION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*==(.*?)(?=^\S|\Z)", re.DOTALL | re.MULTILINE)
 CODE_BLOCK = re.compile(r"```(?:tla\+?|TLA\+?)?[ \t]*\n(.*?)```", re.DOTALL)
 
 
@@ -468,6 +476,44 @@ def _verdict(
     return verdict
 
 
+def _definition_bodies(texts: list[str]) -> dict[str, str]:
+    """Top-level ``Name == body`` definitions (no parameters) of the given module texts, comments blanked."""
+    bodies: dict[str, str] = {}
+    for text in texts:
+        for match in DEFINITION.finditer(blank_comments(text, strings=True)):
+            bodies.setdefault(match.group(1), match.group(2))
+    return bodies
+
+
+def constraint_conjuncts(constraints: list[str], texts: list[str]) -> set[str]:
+    """Names that are conjuncts of the given CONSTRAINT operators, followed through named conjunctions."""
+    bodies = _definition_bodies(texts)
+    found: set[str] = set()
+    pending = list(constraints)
+    while pending:
+        name = pending.pop()
+        for conjunct in re.split(r"/\\", bodies.get(name, "")):
+            conjunct = conjunct.strip().strip("()").strip()
+            if IDENT.fullmatch(conjunct) and conjunct not in found:
+                found.add(conjunct)
+                pending.append(conjunct)
+    return found
+
+
+def _under_constraint(
+    template: InvariantTemplate, candidate: Candidate, wrapper: str, constraints: list[str], conjuncts: set[str]
+) -> tuple[Candidate, str] | None:
+    """The candidate checked as ``Constraint => T`` when the template is a conjunct of the cfg's CONSTRAINT."""
+    body = candidate.body.strip()
+    if template.type != "safety" or candidate.possibility or candidate.temporal:
+        return None
+    if template.name not in conjuncts and not (IDENT.fullmatch(body) and body in conjuncts):
+        return None
+    constraint = " /\\ ".join(constraints)
+    guarded = candidate.model_copy(update={"body": f"({constraint}) =>\n    ({body})"})
+    return guarded, wrapper.replace(candidate.definitions(), guarded.definitions())
+
+
 def score(
     artifact: Artifact,
     templates: list[InvariantTemplate],
@@ -492,6 +538,8 @@ def score(
     spec = prepare(artifact)
     tla_files = {n: t for n, t in spec.files.items() if n.endswith(".tla")}
     operators = set(signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module).operators)
+    constraints = list(config.config.constraints)
+    conjuncts = constraint_conjuncts(constraints, list(tla_files.values())) if constraints else set()
 
     def check(index: int) -> tuple[InvariantVerdict, str]:
         template = templates[index]
@@ -504,6 +552,11 @@ def score(
                 notes=notes,
                 reason="no formula for the model's names was found",
             ), ""
+        guarded = _under_constraint(template, candidate, wrapper, constraints, conjuncts)
+        if guarded is not None:
+            candidate, wrapper = guarded
+            notes = notes + [f"a conjunct of the model's state CONSTRAINT ({', '.join(constraints)}): checked "
+                             f"as Constraint => {template.name} (TLC prunes the states that violate it)"]
         as_property = not candidate.possibility and (template.type == "liveness" or candidate.temporal)
         config_, cfg_notes = _check_config(config.config, operators, as_property, template.type == "liveness")
         module = re.search(r"MODULE (\w+)", wrapper).group(1)  # type: ignore[union-attr]
