@@ -21,10 +21,11 @@ def tasks(shared_benchmarks: Path) -> dict[str, Task]:
     return {t.id.split("/")[1]: t for t in sysmobench.load(shared_benchmarks / "sysmobench")}
 
 
-def _gold(task: Task, names: set[str] | None = None, bounded: str = tla_invariants.DEFAULT_BOUNDED):
+def _gold(task: Task, names: set[str] | None = None, bounded: str = tla_invariants.DEFAULT_BOUNDED,
+          timeout_s: float = BOUND_S):
     gold = task.references.model
     templates = [t for t in task.references.invariants if names is None or t.name in names]
-    return tla_invariants.score(gold, templates, tla_runtime.model_config(gold, task), timeout_s=BOUND_S,
+    return tla_invariants.score(gold, templates, tla_runtime.model_config(gold, task), timeout_s=timeout_s,
                                 bounded=bounded)
 
 
@@ -49,9 +50,9 @@ def test_raftkvs_constraint_templates_hold_under_the_constraint(tasks: dict[str,
 
 @pytest.mark.slow
 def test_the_policy_decides_how_a_time_out_counts(tasks: dict[str, Task]) -> None:
-    """locksvc's NoPriorityInversion counterexample takes minutes of BFS: within the bound it times out."""
-    names = {"NoPriorityInversion"}
-    harness = _gold(tasks["locksvc"], names, "harness").verdicts[0]
-    strict = _gold(tasks["locksvc"], names, "strict").verdicts[0]
+    """raftkvs's state space takes far longer than a few seconds to explore: the check times out."""
+    names = {"ElectionSafety"}
+    harness = _gold(tasks["raftkvs"], names, "harness", timeout_s=6).verdicts[0]
+    strict = _gold(tasks["raftkvs"], names, "strict", timeout_s=6).verdicts[0]
     assert (harness.outcome, strict.outcome) == (Outcome.OK, Outcome.INCONCLUSIVE)
     assert "time limit" in harness.reason
