@@ -29,7 +29,8 @@ Stages and their metric keys (``card.flat()``):
   (``outcome="skipped"``, value 0). Does not gate. The replay itself is ``sysmo.tools.tla.trace_validation``.
 - ``invariants`` = M_i = n_i/n_t (``sysmo.evals.metrics.tla_invariants``): "runs TLC for each invariant
   separately; n_i is the number of invariants that hold within the state space". Violated, inconclusive
-  (a bound, a timeout or exhausted resources: never a pass), errors (including a spec that ends TLC's check
+  (a bound, a timeout or exhausted resources: never a pass, except a time-out with no violation under
+  ``invariants.bounded="harness"``, the default, which counts it as holding as SysMoBench's harness does), errors (including a spec that ends TLC's check
   early) and unconcretised templates are listed apart.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
