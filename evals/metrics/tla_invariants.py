@@ -34,7 +34,9 @@ or deadlock in the output as success, and ``manual_invariant_evaluator.py`` coun
 the paper's figures are computed that way, and a gold model whose state space outgrows the time limit keeps
 full marks. For a template the system is documented to violate, a time-out without the violation also counts
 as passed under ``"harness"`` (the harness has no such notion: its check just finds no violation).
-``"strict"`` keeps such a check ``inconclusive`` (never a pass). The verdict says which it was (``notes``,
+``"strict"`` keeps such a check ``inconclusive`` (never a pass). The harness runs each template alone, with
+``-deadlock`` (no deadlock check, as here), under the model's cfg, with a per-check limit of 60 s
+(``ManualInvariantEvaluator(tlc_timeout=60)``; sysmo's default here is 120 s). The verdict says which it was (``notes``,
 ``reason``); state/depth bounds, resource exhaustion and early exits are never counted as holding.
 
 State-constraint templates: a safety template that is a conjunct of the model's own state CONSTRAINT (raftkvs's
