@@ -10,7 +10,8 @@ What is scored (all from ``<data>/sysmobench``):
   says these must score 100% on every metric.
 - ``bug``: the bug-reproduction specs (``bug_repro_specs/<system>/``), scored on the checks their own cfg
   lists (``invariants.templates = "cfg"``) with the bug hunt (``invariants.strategy = "hunt"``,
-  ``sysmo.tools.tla.bug_hunt``, 240 s per check); a control passes when at least one check is violated with a
+  ``sysmo.tools.tla.bug_hunt``, 240 s per check, ``invariants.bounded = "strict"`` so a hunt out of time is
+  listed as inconclusive); a control passes when at least one check is violated with a
   counterexample.
 
 Every spec goes through the registered TLA+ cascade (``sysmo.evals.cascades.tla``) with the task it
@@ -52,6 +53,7 @@ AGENTS = {"specula": "code translation (Specula)", "simpleloop": "simpleloop"}
 MODELS = {"claude": "Claude-Sonnet-4", "gpt5": "GPT-5", "gemini": "Gemini-2.5-Pro", "deepseek": "DeepSeek-R1"}
 BUG_OPTIONS: dict[str, Any] = {
     "invariants.templates": "cfg", "invariants.strategy": "hunt", "invariants.timeout_s": 240,
+    "invariants.bounded": "strict",  # a bug hunt that runs out of time is listed as inconclusive, not holding
 }
 
 

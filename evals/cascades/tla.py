@@ -29,7 +29,8 @@ Stages and their metric keys (``card.flat()``):
   (``outcome="skipped"``, value 0). Does not gate. The replay itself is ``sysmo.tools.tla.trace_validation``.
 - ``invariants`` = M_i = n_i/n_t (``sysmo.evals.metrics.tla_invariants``): "runs TLC for each invariant
   separately; n_i is the number of invariants that hold within the state space". Violated, inconclusive
-  (a bound, a timeout or exhausted resources: never a pass), errors (including a spec that ends TLC's check
+  (a bound, a timeout or exhausted resources: never a pass, except a time-out with no violation under
+  ``invariants.bounded="harness"``, the default, which counts it as holding as SysMoBench's harness does), errors (including a spec that ends TLC's check
   early) and unconcretised templates are listed apart.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
@@ -38,7 +39,8 @@ Options (``ScoringContext.options``; defaults are SysMoBench's where it has one)
 derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
 ``invariants.timeout_s`` (120 per check), ``invariants.max_states`` / ``invariants.max_depth`` (None:
 unbounded),
-``invariants.helper_attempts`` (2), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
+``invariants.helper_attempts`` (2), ``invariants.bounded`` ("harness": a time-out without violation counts as
+holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``tlc.parallel`` (TLC processes at once, default
 min(2, cores)). The model runs under its own cfg; without one a cfg is generated
@@ -261,6 +263,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         ),
         parallel=_option(ctx, "tlc.parallel", None, int),
         strategy=str(ctx.option("invariants.strategy", "bfs")),
+        bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
     )
     verdicts = score.verdicts
 
@@ -272,6 +275,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         "tool_version": score.tlc_version,
         "sany_version": score.sany_version,
         "templates": str(source),
+        "bounded": score.bounded,
     }
     if score.helper_model:
         provenance["helper_model"] = score.helper_model
@@ -297,6 +301,10 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
             "invariants": [v.model_dump(mode="json") for v in verdicts],
             "cfg_source": config.source,
             "cfg_notes": config.notes,
+            "bounded": score.bounded,
+            "timed_out_counted_holding": [
+                v.name for v in verdicts if any(n.startswith("bounded=harness") for n in v.notes)
+            ],
         },
         provenance=provenance,
     )
