@@ -7,7 +7,8 @@ tree (``sysmo.evals.cascades.sysml``'s path); BLEU (paper: NLTK sentence, method
 word ROUGE-L against the reference; element precision/recall/F1 against the reference's tree (cached).
 Target on 2 cores: all 10,872 in at most 10 minutes. Prints total wall time, predictions/s and ms per prediction
 (median and p95 of the per-prediction times), per stage, and the predictions OpenSysML gave no verdict on
-within its time limit (each costs the whole limit and a kernel restart).
+within its time limit (each costs the whole limit and a kernel restart); ``--list-slow S`` lists every
+prediction whose OpenSysML load took more than S seconds (file, id, seconds, verdict or none).
 """
 
 from __future__ import annotations
@@ -27,13 +28,17 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
-    """Score one prediction file; per-prediction seconds per stage."""
+SlowLoad = tuple[str, int, float, str]  # file, prediction id, seconds, OpenSysML outcome
+
+
+def score_file(args: tuple[str, str, int, float]) -> tuple[dict[str, list[float]], list[SlowLoad]]:
+    """Score one prediction file; per-prediction seconds per stage, and the loads slower than the threshold."""
     from sysmo.contracts.artifact import Artifact, Language
     from sysmo.evals.cascades.sysml import _tree
     from sysmo.evals.metrics import elements, text
 
-    path, data_dir, per_file = args
+    path, data_dir, per_file, slow_s = args
+    slow: list[SlowLoad] = []
     lines = (Path(data_dir) / "sysmbench" / "sysmbench.jsonl").read_text(encoding="utf-8").splitlines()
     refs = {row["id"]: row["reference_model"] for row in map(json.loads, lines)}
     rows = [json.loads(line) for line in Path(path).read_text(encoding="utf-8").splitlines() if line.strip()]
@@ -52,13 +57,16 @@ def score_file(args: tuple[str, str, int]) -> dict[str, list[float]]:
         if ref_tree.complete:
             elements.compare(ref_tree, cand_tree)
         t3 = time.perf_counter()
-        if cand_tree.check is not None and cand_tree.check.outcome.value not in ("ok", "failed"):
+        outcome = cand_tree.check.outcome.value if cand_tree.check is not None else "none"
+        if outcome not in ("ok", "failed"):
             times["undecided"].append(t2 - t1)  # a timeout (the kernel is restarted): no verdict
+        if t2 - t1 > slow_s:
+            slow.append((Path(path).parent.name + "/" + Path(path).stem, row["id"], t2 - t1, outcome))
         times["text"].append(t1 - t0)
         times["opensysml"].append(t2 - t1)
         times["elements"].append(t3 - t2)
         times["total"].append(t3 - t0)
-    return times
+    return times, slow
 
 
 def main() -> None:
@@ -70,6 +78,8 @@ def main() -> None:
     parser.add_argument("--opensysml-timeout", type=float, default=0.0,
                         help="OpenSysML time limit per load in s (0: the kernel's default, 60); a prediction that "
                              "hangs the parser costs the whole limit and a kernel restart")
+    parser.add_argument("--list-slow", type=float, default=5.0, metavar="S",
+                        help="list the predictions whose OpenSysML load took more than S seconds (default 5)")
     args = parser.parse_args()
     if args.opensysml_timeout:
         import os
@@ -78,8 +88,11 @@ def main() -> None:
     files = sorted((args.data_dir / "published" / "designbench").glob("*/*.jsonl"))[: args.files or None]
     started = time.perf_counter()
     merged: dict[str, list[float]] = {}
+    slow: list[SlowLoad] = []
+    jobs = [(str(f), str(args.data_dir), args.per_file, args.list_slow) for f in files]
     with ProcessPoolExecutor(max_workers=args.workers) as pool:
-        for times in pool.map(score_file, [(str(f), str(args.data_dir), args.per_file) for f in files]):
+        for times, slow_loads in pool.map(score_file, jobs):
+            slow.extend(slow_loads)
             for stage, values in times.items():
                 merged.setdefault(stage, []).extend(values)
     wall = time.perf_counter() - started
@@ -94,6 +107,10 @@ def main() -> None:
     if n:
         projected = wall / n * 10872
         print(f"projected for all 10,872 predictions: {projected / 60:.1f} min (target <= 10 min on 2 cores)")
+    if slow:
+        print(f"OpenSysML loads over {args.list_slow:g} s:")
+        for name, pred_id, seconds, outcome in sorted(slow, key=lambda s: -s[2]):
+            print(f"  {name:<48} id {pred_id:<5} {seconds:6.1f} s  {outcome}")
 
 
 if __name__ == "__main__":
