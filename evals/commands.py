@@ -22,6 +22,15 @@ reproduce_app = typer.Typer(
 FORMATS = ("table", "csv", "json")
 
 
+@reproduce_app.callback()
+def _batch_limits() -> None:
+    """Published predictions are scored in bulk: OpenSysML gets its batch time limit per prediction (20 s, or
+    ``$SYSMO_OPENSYSML_TIMEOUT_S``); a prediction that hangs the parser is listed without a verdict."""
+    from sysmo.tools.sysml.kernel import use_batch_timeout
+
+    use_batch_timeout()
+
+
 def _fmt(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 

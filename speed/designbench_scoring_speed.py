@@ -76,15 +76,19 @@ def main() -> None:
     parser.add_argument("--per-file", type=int, default=0, help="only the first N predictions of each file (0: all)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--opensysml-timeout", type=float, default=0.0,
-                        help="OpenSysML time limit per load in s (0: the kernel's default, 60); a prediction that "
-                             "hangs the parser costs the whole limit and a kernel restart")
+                        help="OpenSysML time limit per load in s (0: the batch limit of sysmo reproduce, 20, or "
+                             "$SYSMO_OPENSYSML_TIMEOUT_S); a prediction that hangs the parser costs the whole limit "
+                             "and a kernel restart")
     parser.add_argument("--list-slow", type=float, default=5.0, metavar="S",
                         help="list the predictions whose OpenSysML load took more than S seconds (default 5)")
     args = parser.parse_args()
-    if args.opensysml_timeout:
-        import os
+    import os
 
-        os.environ["SYSMO_OPENSYSML_TIMEOUT_S"] = str(args.opensysml_timeout)  # read by each worker's kernel
+    from sysmo.tools.sysml.kernel import TIMEOUT_ENV, use_batch_timeout
+
+    if args.opensysml_timeout:
+        os.environ[TIMEOUT_ENV] = str(args.opensysml_timeout)  # read by each worker's kernel
+    limit = use_batch_timeout()
     files = sorted((args.data_dir / "published" / "designbench").glob("*/*.jsonl"))[: args.files or None]
     started = time.perf_counter()
     merged: dict[str, list[float]] = {}
@@ -100,7 +104,7 @@ def main() -> None:
     print(f"{len(files)} prediction files, {n} predictions, {args.workers} workers: {wall:.1f} s wall, "
           f"{n / wall:.1f} predictions/s, {1000 * wall / max(n, 1) * args.workers:.1f} ms per prediction per worker")
     undecided = merged.pop("undecided", [])
-    print(f"  no verdict (OpenSysML timeout): {len(undecided)} predictions, {sum(undecided):.0f} s")
+    print(f"  no verdict (OpenSysML limit {limit:g} s): {len(undecided)} predictions, {sum(undecided):.0f} s")
     for stage, values in merged.items():
         print(f"  {stage:<10} median {1000 * statistics.median(values):7.1f} ms   p95 "
               f"{1000 * _percentile(values, 0.95):7.1f} ms")

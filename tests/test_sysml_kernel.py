@@ -183,3 +183,12 @@ def test_the_shared_kernels_time_limit_comes_from_the_environment(monkeypatch):
         assert opensysml_kernel.shared_kernel().request_timeout_s == 7.5
     finally:
         opensysml_kernel.shared_kernel().stop()
+
+
+def test_batch_scoring_limit_is_the_default_but_never_overrides_the_users(monkeypatch):
+    from sysmo.tools.sysml.kernel import BATCH_REQUEST_TIMEOUT_S, TIMEOUT_ENV, use_batch_timeout
+
+    monkeypatch.delenv(TIMEOUT_ENV, raising=False)
+    assert use_batch_timeout() == BATCH_REQUEST_TIMEOUT_S
+    monkeypatch.setenv(TIMEOUT_ENV, "7.5")
+    assert use_batch_timeout() == 7.5
