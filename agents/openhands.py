@@ -259,10 +259,11 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Execute the pending tool calls in order on the workspace directory; each check of it closes a round."""
     scratch = dict(state.get("scratch") or {})
     workspace = workspace_of(ctx, scratch)
-    # ``scratch["workspace"]``: the files as of the last step, in the order of their last write; the directory
-    # holds the same unless this step was resumed from a checkpoint elsewhere: then it is restored from it
+    # ``scratch["workspace"]``: the files the tools wrote, in the order of their last write. The directory is
+    # what counts (the check reads it back); a step resumed from a checkpoint after the directory went away
+    # (a private temporary one) gets it back from this copy
     snapshot = dict(scratch.get("workspace") or {})
-    if workspace.files() != snapshot:
+    if not workspace.root.is_dir():
         workspace.restore(snapshot)
     messages = list(state.get("messages") or [])
     rounds: list[dict[str, Any]] = []
@@ -434,13 +435,58 @@ def _write_calls(artifact: Artifact) -> list[dict[str, Any]]:
     return calls + [{"name": "run_check", "arguments": {}}]
 
 
+def edit_between(before: str, after: str) -> tuple[str, str] | None:
+    """The one edit (whole lines: old text -> new text) turning ``before`` into ``after``, its old text widened by
+    surrounding lines until it occurs once in ``before``; None when there is nothing to change."""
+    if before == after:
+        return None
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(before), len(after)) - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    start = before.rfind("\n", 0, prefix) + 1  # widen to whole lines of ``before``
+    end_before = before.find("\n", len(before) - suffix)
+    end_before = len(before) if end_before < 0 else end_before + 1
+    if start == end_before and start > 0:  # an insertion after the last line: the edit takes that line along
+        start = before.rfind("\n", 0, start - 1) + 1
+    # the old text must occur once: take in a line before, then one after, until it does
+    widen_before = True
+    while before.count(before[start:end_before]) != 1 and (start > 0 or end_before < len(before)):
+        if (widen_before or end_before == len(before)) and start > 0:
+            start = before.rfind("\n", 0, start - 1) + 1
+        else:
+            nxt = before.find("\n", end_before)
+            end_before = len(before) if nxt < 0 else nxt + 1
+        widen_before = not widen_before
+    end_after = len(after) - (len(before) - end_before)
+    return before[start:end_before], after[start:end_after]
+
+
+def _fix_calls(broken: Artifact, reference: Artifact) -> list[dict[str, Any]]:
+    """The calls fixing ``broken`` into ``reference``: an edit of each changed file (its whole content for a new
+    one); then the check."""
+    calls: list[dict[str, Any]] = []
+    for name, text in sorted(reference.files.items()):
+        edit = edit_between(broken.files[name], text) if name in broken.files else None
+        if edit is not None:
+            calls.append({"name": "edit_file", "arguments": {"path": name, "old_text": edit[0], "new_text": edit[1]}})
+        elif broken.files.get(name) != text:
+            calls.append({"name": "write_file", "arguments": {"path": name, "content": text}})
+    return calls + [{"name": "run_check", "arguments": {}}]
+
+
 def control_answers(task: Task) -> list[MockAnswer]:
-    """``mockllm/control``: write the broken model and check it, then write the reference at every later step."""
+    """``mockllm/control``: write the broken model and check it, then fix it (an edit of the broken lines) and
+    check it again; any later step writes the reference whole."""
     reference = task.references.model
     assert reference is not None
-    out = [MockAnswer(tool_calls=_write_calls(broken_artifact(task)), when=when(task, NAME, "step", 0))]
+    broken = broken_artifact(task)
+    out = [MockAnswer(tool_calls=_write_calls(broken), when=when(task, NAME, "step", 0)),
+           MockAnswer(tool_calls=_fix_calls(broken, reference), when=when(task, NAME, "step", 1))]
     return out + [MockAnswer(tool_calls=_write_calls(reference), when=when(task, NAME, "step", r))
-                  for r in range(1, MAX_ROUND + 1)]
+                  for r in range(2, MAX_ROUND + 1)]
 
 
 @register_agent(
