@@ -225,6 +225,18 @@ def test_the_runner_keeps_the_workspace_beside_the_rounds_artifacts(tmp_path: Pa
     assert workspace == attempt.final_artifact.files == {p.name: p.read_text() for p in (folder / "round1").iterdir()}
     tools = [c["name"] for e in attempt.extras["events"] if e["type"] == "action" for c in e["tool_calls"]]
     assert tools == ["write_file", "run_check", "edit_file", "run_check"]
+    # `sysmo trace` lists the actions and observations, one line each
+    from rich.console import Console
+    from sysmo.evals.trace_view import render_attempt
+
+    console = Console(record=True, width=200)
+    render_attempt(attempt, None, console)
+    shown = console.export_text()
+    assert "actions and observations" in shown
+    name = attempt.final_artifact.main_file
+    assert f'step 2 action: edit_file(path="{name}", old_text=<' in shown
+    assert f"step 2 observation [edit_file]: Edited {name}: lines " in shown
+    assert "step 2 observation [run_check]: The check passed." in shown
 
 
 def test_the_control_fix_edits_every_starter_tasks_broken_model_into_its_reference(tmp_path: Path) -> None:
