@@ -259,11 +259,11 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Execute the pending tool calls in order on the workspace directory; each check of it closes a round."""
     scratch = dict(state.get("scratch") or {})
     workspace = workspace_of(ctx, scratch)
-    # ``scratch["workspace"]``: the files the tools wrote, in the order of their last write. The directory is
-    # what counts (the check reads it back); a step resumed from a checkpoint after the directory went away
-    # (a private temporary one) gets it back from this copy
+    # ``scratch["workspace"]``: the files the tools wrote, in the order of their last write. Only the tools write
+    # the directory, so it holds the same, unless this step was resumed or forked from a checkpoint (the directory
+    # went on, or went away): then it is put back as it was at that step
     snapshot = dict(scratch.get("workspace") or {})
-    if not workspace.root.is_dir():
+    if workspace.files() != snapshot:
         workspace.restore(snapshot)
     messages = list(state.get("messages") or [])
     rounds: list[dict[str, Any]] = []

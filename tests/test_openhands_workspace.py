@@ -262,3 +262,45 @@ def test_the_control_fix_edits_every_starter_tasks_broken_model_into_its_referen
                 ws.write(args["path"], args["content"])
         assert ws.files() == task.references.model.files, task.id
     assert len(tasks) >= 8 and edits == len(tasks)  # one file of each differs
+
+
+@pytest.mark.slow
+def test_a_fork_from_a_checkpoint_puts_the_workspace_back_as_it_was_at_that_step(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The attempt's directory holds the fixed diagram at its end; forked from the step after the first check, the
+    agent reads back the diagram as it was then (without its @enduml), not what the directory held."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    from sysmo.agents.registry import get_agent
+    from sysmo.agents.run import compiled_graph
+    from sysmo.graphs.checkpoint import history
+
+    task = text_task(TaskKind.ARCHITECTURE)
+    reference = task.references.model.main_text
+    broken = reference.replace("@enduml\n", "")
+    root, db = tmp_path / "workspace", tmp_path / "checkpoints.sqlite"
+    server.push(
+        tool_reply(("write_file", {"path": "diagram.puml", "content": broken}), ("run_check", {})),
+        tool_reply(("write_file", {"path": "diagram.puml", "content": reference}), ("run_check", {})),
+    )
+    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="openhands",
+                       attempt_id="fork1", workspace_dir=root)
+    attempt = run_attempt("openhands", ctx, model_name="openai/fake-model", checkpoint_db=db)
+    assert attempt.status == AttemptStatus.PASSED and Workspace(root).files() == {"diagram.puml": reference}
+
+    after_first_check = next(s for s in history(db, "fork1") if s.next == ["step"] and s.round_index == 1)
+    server.push(tool_reply(("read_file", {"path": "diagram.puml"}),
+                           ("write_file", {"path": "diagram.puml", "content": reference}), ("run_check", {})))
+
+    async def fork() -> dict:
+        async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            graph = compiled_graph(get_agent("openhands"), ctx).copy({"checkpointer": saver})
+            config = {"configurable": {"thread_id": "fork1", "checkpoint_id": after_first_check.checkpoint_id}}
+            return await graph.ainvoke(None, config, context=ctx)
+
+    final = asyncio.run(fork())
+    read_back = [e["content"] for e in final["scratch"]["events"] if e.get("tool") == "read_file"]
+    assert read_back == [broken] and final["status"] == "passed"
+    assert Workspace(root).files() == {"diagram.puml": reference}
