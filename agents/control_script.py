@@ -113,80 +113,6 @@ def reply(artifact: Artifact, lead: str) -> str:
     return f"{lead}\n\n{format_reference(artifact)}"
 
 
-# --- intermediate answers of multi-stage agents ----------------------------------------
-SYSML_DEFINITION = re.compile(
-    r"^\s*(?:abstract\s+)?(part|port|item|attribute|action|state|requirement|enum|"
-    r"interface|connection|occurrence|use case|constraint)\s+def\s+(\w+)",
-    re.M,
-)
-SYSML_FEATURE = re.compile(
-    r"^\s*(?:in\s+|out\s+|inout\s+)?(attribute|part|port|item)\s+(\w+)\s*(?:\[[^\]]*\])?\s*:\s*([\w:~]+)",
-    re.M,
-)
-
-
-def intermediate_model(task: Task) -> dict:
-    """An intermediate model (code_translation's stage 1 answer) derived from the reference."""
-    reference = task.references.model
-    text = reference.main_text if reference else ""
-    entities: list[dict] = []
-    relations: list[dict] = []
-    behaviours: list[dict] = []
-    if task.kind == TaskKind.UML_CLASS:
-        from sysmo.tools.plantuml.parse_class import parse_class_diagram
-
-        diagram = parse_class_diagram(text)
-        entities = [
-            {
-                "name": c.name,
-                "kind": c.kind.value,
-                "attributes": [{"name": a.name, "type": a.type or ""} for a in c.attributes],
-                "operations": [
-                    {
-                        "name": m.name,
-                        "returns": m.return_type or "",
-                        "parameters": [{"name": p.name or "", "type": p.type or ""} for p in m.parameters],
-                    }
-                    for m in c.methods
-                ],
-            }
-            for c in diagram.classes
-        ]
-        relations = [
-            {
-                "kind": r.type.value,
-                "source": r.source,
-                "target": r.target,
-                "label": r.label or "",
-                "multiplicity": f"{r.source_multiplicity or ''}..{r.target_multiplicity or ''}".strip("."),
-            }
-            for r in diagram.relationships
-        ]
-    elif task.kind == TaskKind.ARCHITECTURE:
-        from sysmo.tools.plantuml.architecture import parse_architecture
-
-        graph = parse_architecture(text)
-        entities = [{"name": n.name, "kind": n.kind} for n in graph.nodes]
-        relations = [
-            {"kind": "flow", "source": e.source, "target": e.target, "label": e.label or ""}
-            for e in graph.edges
-        ]
-        relations += [
-            {"kind": "containment", "source": n.parent, "target": n.id} for n in graph.nodes if n.parent
-        ]
-    else:
-        for kind, name in SYSML_DEFINITION.findall(text):
-            (behaviours if kind in ("action", "state", "use case") else entities).append(
-                {"name": name, "kind": f"{kind} def"}
-                if kind not in ("action", "state", "use case")
-                else {"name": name, "kind": kind, "steps": []}
-            )
-        owner = entities[0]["name"] if entities else ""
-        for _, name, type_ in SYSML_FEATURE.findall(text):
-            relations.append({"kind": "feature", "source": owner, "target": type_, "label": name})
-    return {"entities": entities, "relations": relations, "behaviours": behaviours}
-
-
 # --- the script ----------------------------------------------------------------------------------
 def when(task: Task, agent: str, purpose: str, round_: int) -> MockCondition:
     """The condition pinning an answer to one task, agent, model-call purpose and round."""
@@ -216,10 +142,11 @@ def answers_for(task: Task, agent: str) -> list[MockAnswer]:
 
 def build_control_script(tasks: Iterable[Task] | None = None) -> MockScript:
     """The script for ``mockllm/control`` over ``tasks`` (default: the starter suite), for every agent."""
-    from sysmo.agents.registry import UnsupportedTaskError, all_agents
+    from sysmo.agents.registry import UnsupportedTaskError, all_agents, registry_version
 
     if tasks is None:
-        return _starter_script()
+        all_agents()  # the built-in agents are registered first, so the version below counts them
+        return _starter_script(registry_version())
     responses: list[MockAnswer] = []
     count = 0
     for task in tasks:
@@ -237,8 +164,10 @@ def build_control_script(tasks: Iterable[Task] | None = None) -> MockScript:
     return MockScript(mode="repeat_last", responses=responses)
 
 
-@functools.cache
-def _starter_script() -> MockScript:
+@functools.lru_cache(maxsize=1)
+def _starter_script(agents_version: int) -> MockScript:
+    """The starter suite's script for the agents registered at ``agents_version`` (registering or removing an
+    agent changes the version, so the script is rebuilt with its answers)."""
     from sysmo.benchmarks.registry import load_tasks
 
     return build_control_script(load_tasks(families=["starter"]))

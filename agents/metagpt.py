@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from sysmo.agents.control_script import MAX_ROUND, default_answers, intermediate_model, when
+from sysmo.agents.control_script import MAX_ROUND, default_answers, when
 from sysmo.agents.metagpt_documents import (
     DOCUMENT_FOR_ROLE,
     DesignElement,
@@ -213,14 +213,36 @@ def control_analysis(task: Task) -> RequirementsAnalysis:
     return RequirementsAnalysis(requirements=[Requirement(id=f"R{i}", text=s) for i, s in enumerate(sentences[:25], 1)])
 
 
+SYSML_DEFINITION = re.compile(
+    r"^\s*(?:abstract\s+)?(part|port|item|attribute|action|state|requirement|enum|"
+    r"interface|connection|occurrence|use case|constraint)\s+def\s+(\w+)",
+    re.M,
+)
+SYSML_BEHAVIOURS = ("action", "state", "use case")
+
+
+def reference_element_names(task: Task) -> list[str]:
+    """The names the reference model declares: TLA+ operators, classes, architecture nodes, SysML v2
+    definitions (structure first, then behaviour)."""
+    text = task.references.model.main_text if task.references.model else ""
+    if task.kind == TaskKind.TLA:
+        return re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", text, re.M)
+    if task.kind == TaskKind.UML_CLASS:
+        from sysmo.tools.plantuml.parse_class import parse_class_diagram
+
+        return [c.name for c in parse_class_diagram(text).classes]
+    if task.kind == TaskKind.ARCHITECTURE:
+        from sysmo.tools.plantuml.architecture import parse_architecture
+
+        return [n.name for n in parse_architecture(text).nodes]
+    definitions = SYSML_DEFINITION.findall(text)
+    return ([n for kind, n in definitions if kind not in SYSML_BEHAVIOURS]
+            + [n for kind, n in definitions if kind in SYSML_BEHAVIOURS])
+
+
 def control_design(task: Task) -> SystemDesign:
     """The Architect's control answer: the elements the reference declares."""
-    if task.kind == TaskKind.TLA:
-        text = task.references.model.main_text if task.references.model else ""
-        names = re.findall(r"^(\w+)(?:\([^)]*\))?\s*==", text, re.M)
-    else:
-        model = intermediate_model(task)
-        names = [e["name"] for e in model.get("entities", [])] + [b["name"] for b in model.get("behaviours", [])]
+    names = reference_element_names(task)
     elements = [DesignElement(name=n, kind="element") for n in names] or [DesignElement(name=task.id, kind="model")]
     return SystemDesign(elements=elements)
 

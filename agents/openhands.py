@@ -1,19 +1,26 @@
 """openhands: an OpenHands-style tool-calling agent that writes the model into a workspace and checks it.
 
 Tools (OpenAI tools format, through ``sysmo.llm`` so any OpenAI-compatible endpoint works): ``write_file``,
-``read_file``, ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the system's source
-files (not pasted into the prompt: a big system is read piece by piece), ``run_check`` (the real language tool
-on the workspace; its diagnostics are the observation) and ``finish`` (hand-off; refused while the check fails
-and budget remains). Every action and observation is a typed event (``agents/openhands_events.py``:
-``Action`` / ``Observation``) in ``scratch["events"]``. A round is one check of the workspace, so the budget
-matches the other agents: at most ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``).
+``read_file`` and ``edit_file`` (replace one occurrence of a text; an absent or repeated old text changes
+nothing and says so) on the attempt's workspace, a directory on disk (``agents/workspace.py``: every path the
+model gives is confined to it); ``list_source`` / ``view_source`` (a line range) / ``search_source`` over the
+system's source files (not pasted into the prompt: a big system is read piece by piece); ``run_check`` (the
+real language tool, in its sandbox, on the files read back from the workspace; its diagnostics are the
+observation) and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and
+observation is a typed event (``agents/openhands_events.py``: ``Action`` / ``Observation``) in
+``scratch["events"]``. A round is one check of the workspace, so the budget matches the other agents: at most
+``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``); when the steps
+are used up the workspace is handed over as it is (checked if it changed). The workspace at the last check is
+the attempt's final artifact; under the runner its directory stays at ``<experiment>/artifacts/<attempt>/
+workspace/``.
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
 import time
-from pathlib import PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from langgraph.graph import END, START, StateGraph
@@ -24,6 +31,7 @@ from sysmo.agents.registry import register_agent
 from sysmo.agents.source_tools import list_sources, search_sources, view_source
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt_for
+from sysmo.agents.workspace import Workspace, WorkspaceError
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
@@ -79,6 +87,16 @@ TOOLS = [
         },
     ),
     _function("read_file", "Read a file of the workspace.", {"path": {"type": "string"}}),
+    _function(
+        "edit_file",
+        "Replace one occurrence of old_text by new_text in a workspace file (old_text must occur exactly once; "
+        "copy it exactly, whitespace included).",
+        {
+            "path": {"type": "string", "description": "file name, e.g. Spec.tla"},
+            "old_text": {"type": "string", "description": "the exact text to replace"},
+            "new_text": {"type": "string", "description": "its replacement (empty: delete it)"},
+        },
+    ),
     _function("list_source", "List the system's source files with their line counts."),
     _function(
         "view_source",
@@ -108,18 +126,28 @@ def main_files(ctx: AgentContext) -> list[str]:
     return ["model.sysml" if language == Language.SYSML else "diagram.puml"]
 
 
-def workspace_artifact(ctx: AgentContext, workspace: dict[str, str]) -> Artifact | None:
-    """The model files of the workspace (all files if none has the language's suffix)."""
+def workspace_artifact(ctx: AgentContext, workspace: dict[str, str], order: list[str] | None = None) -> Artifact | None:
+    """The model files of the workspace (all files if none has the language's suffix); ``order``: the names in
+    the order of their last write (a PlantUML task's diagram is the file written last)."""
     if not workspace:
         return None
     suffixes = SUFFIXES[ctx.task.language]
     files = {n: t for n, t in workspace.items() if n.lower().endswith(suffixes)} or dict(workspace)
-    if (
-        ctx.task.language == Language.PLANTUML
-    ):  # one diagram: the file written last (the workspace keeps write order)
-        last = list(files)[-1]
+    if ctx.task.language == Language.PLANTUML:  # one diagram
+        written = [n for n in order or [] if n in files]
+        last = written[-1] if written else sorted(files)[-1]
         files = {last: files[last]}
     return Artifact(language=ctx.task.language, files=files)
+
+
+def workspace_of(ctx: AgentContext, scratch: dict[str, Any]) -> Workspace:
+    """The attempt's workspace directory (``ctx.workspace_dir``; a private temporary one for a graph run
+    without it, e.g. forked from a checkpoint by hand, named in ``scratch`` so every step finds it)."""
+    if ctx.workspace_dir is not None:
+        return Workspace(ctx.workspace_dir)
+    if not scratch.get("workspace_dir"):
+        scratch["workspace_dir"] = tempfile.mkdtemp(prefix="sysmo-workspace-")
+    return Workspace(Path(scratch["workspace_dir"]))
 
 
 @runs_inline
@@ -145,14 +173,9 @@ def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             "content": task_template.fill(task=task_text, main_file=files[0], extra_files=extra),
         },
     ]
-    return {
-        "messages": messages,
-        "pending": messages,
-        "steps": 0,
-        "scratch": with_scratch(
-            state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None, calls=[]
-        ),
-    }
+    scratch = with_scratch(state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None, calls=[])
+    workspace_of(ctx, scratch).reset()  # an empty directory (what an earlier run of this attempt left goes)
+    return {"messages": messages, "pending": messages, "steps": 0, "scratch": scratch}
 
 
 def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
@@ -172,7 +195,7 @@ async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             "observation",
             step=steps,
             tool="budget",
-            content=f"step budget of {max_steps(ctx)} used up",
+            content=f"step budget of {max_steps(ctx)} model calls used up: the workspace is handed over as it is",
         )
         scratch["calls"] = [{"id": "budget", "name": "finish", "arguments": {}, "implicit": True}]
         return {"scratch": scratch}
@@ -233,9 +256,15 @@ def _render_step(text: str, calls: list[dict[str, Any]]) -> str:
 
 
 def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Execute the pending tool calls in order; each check of the workspace closes a round."""
+    """Execute the pending tool calls in order on the workspace directory; each check of it closes a round."""
     scratch = dict(state.get("scratch") or {})
-    workspace = dict(scratch.get("workspace") or {})
+    workspace = workspace_of(ctx, scratch)
+    # ``scratch["workspace"]``: the files the tools wrote, in the order of their last write. Only the tools write
+    # the directory, so it holds the same, unless this step was resumed or forked from a checkpoint (the directory
+    # went on, or went away): then it is put back as it was at that step
+    snapshot = dict(scratch.get("workspace") or {})
+    if workspace.files() != snapshot:
+        workspace.restore(snapshot)
     messages = list(state.get("messages") or [])
     rounds: list[dict[str, Any]] = []
     update: dict[str, Any] = {}
@@ -255,9 +284,16 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             scratch, "observation", step=step_number, tool=call["name"], content=content[:4000], error=error
         )
 
+    def wrote(name: str) -> None:
+        snapshot.pop(name, None)  # re-insert: the snapshot's order is the order of last writes
+        snapshot[name] = workspace.read(name)
+
+    def current_artifact() -> Artifact | None:
+        return workspace_artifact(ctx, workspace.files(), list(snapshot))
+
     def run_check(call: dict[str, Any]) -> CheckResult | None:
         nonlocal round_index, round_fields
-        artifact = workspace_artifact(ctx, workspace)
+        artifact = current_artifact()  # what is on disk now, read back from the workspace directory
         if artifact is None:
             observe(call, "The workspace is empty: write the model with write_file first.", "empty workspace")
             return None
@@ -298,30 +334,23 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                 call["error"],
             )
             continue
-        if name == "write_file":
-            path, content = args.get("path"), args.get("content")
-            if not isinstance(path, str) or not PurePosixPath(path).name or not isinstance(content, str):
-                observe(
-                    call,
-                    "Error: write_file needs a file name `path` and the whole file as `content`.",
-                    "bad write_file arguments",
-                )
-                continue
-            name_only = PurePosixPath(path).name  # the workspace is flat: no directories, no escaping it
-            workspace.pop(name_only, None)  # re-insert: the dict order is the order of last writes
-            workspace[name_only] = content
-            observe(call, f"Wrote {name_only} ({len(content.splitlines())} lines).")
-        elif name == "read_file":
-            path = PurePosixPath(str(args.get("path") or "")).name
-            if path in workspace:
-                observe(call, workspace[path])
-            else:
-                files = ", ".join(sorted(workspace)) or "(none)"
-                observe(
-                    call,
-                    f"Error: no file {path!r}; the workspace has: {files}",
-                    "no such file",
-                )
+        if name in ("write_file", "read_file", "edit_file"):
+            try:
+                if name == "write_file":
+                    content = args.get("content")
+                    if not isinstance(content, str):
+                        raise WorkspaceError("write_file needs the whole file as `content`")
+                    written = workspace.write(args.get("path"), content)
+                    wrote(written)
+                    observe(call, f"Wrote {written} ({len(content.splitlines())} lines).")
+                elif name == "edit_file":
+                    path = args.get("path")
+                    observe(call, workspace.edit(path, args.get("old_text"), args.get("new_text")))
+                    wrote(workspace.name_of(path))
+                else:
+                    observe(call, workspace.read(args.get("path")))
+            except WorkspaceError as exc:
+                observe(call, f"Error: {exc}", str(exc))
         elif name in ("list_source", "view_source", "search_source"):
             sources = ctx.task.inputs.source_files
             try:
@@ -345,7 +374,7 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                 update["status"] = "failed"
                 break
         elif name == "finish":
-            artifact = workspace_artifact(ctx, workspace)
+            artifact = current_artifact()
             if artifact is None:
                 if call.get("implicit"):
                     observe(
@@ -383,11 +412,11 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         else:
             observe(
                 call,
-                f"Error: unknown tool {name!r}; use write_file, read_file, list_source, view_source, "
+                f"Error: unknown tool {name!r}; use write_file, read_file, edit_file, list_source, view_source, "
                 "search_source, run_check or finish.",
                 f"unknown tool {name}",
             )
-    scratch.update(workspace=workspace, calls=[])
+    scratch.update(workspace=snapshot, calls=[])
     update.update(scratch=scratch, messages=messages, round_index=round_index, rounds=rounds, **round_fields)
     return update
 
@@ -406,13 +435,58 @@ def _write_calls(artifact: Artifact) -> list[dict[str, Any]]:
     return calls + [{"name": "run_check", "arguments": {}}]
 
 
+def edit_between(before: str, after: str) -> tuple[str, str] | None:
+    """The one edit (whole lines: old text -> new text) turning ``before`` into ``after``, its old text widened by
+    surrounding lines until it occurs once in ``before``; None when there is nothing to change."""
+    if before == after:
+        return None
+    prefix = 0
+    while prefix < min(len(before), len(after)) and before[prefix] == after[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < min(len(before), len(after)) - prefix and before[-1 - suffix] == after[-1 - suffix]:
+        suffix += 1
+    start = before.rfind("\n", 0, prefix) + 1  # widen to whole lines of ``before``
+    end_before = before.find("\n", len(before) - suffix)
+    end_before = len(before) if end_before < 0 else end_before + 1
+    if start == end_before and start > 0:  # an insertion after the last line: the edit takes that line along
+        start = before.rfind("\n", 0, start - 1) + 1
+    # the old text must occur once: take in a line before, then one after, until it does
+    widen_before = True
+    while before.count(before[start:end_before]) != 1 and (start > 0 or end_before < len(before)):
+        if (widen_before or end_before == len(before)) and start > 0:
+            start = before.rfind("\n", 0, start - 1) + 1
+        else:
+            nxt = before.find("\n", end_before)
+            end_before = len(before) if nxt < 0 else nxt + 1
+        widen_before = not widen_before
+    end_after = len(after) - (len(before) - end_before)
+    return before[start:end_before], after[start:end_after]
+
+
+def _fix_calls(broken: Artifact, reference: Artifact) -> list[dict[str, Any]]:
+    """The calls fixing ``broken`` into ``reference``: an edit of each changed file (its whole content for a new
+    one); then the check."""
+    calls: list[dict[str, Any]] = []
+    for name, text in sorted(reference.files.items()):
+        edit = edit_between(broken.files[name], text) if name in broken.files else None
+        if edit is not None:
+            calls.append({"name": "edit_file", "arguments": {"path": name, "old_text": edit[0], "new_text": edit[1]}})
+        elif broken.files.get(name) != text:
+            calls.append({"name": "write_file", "arguments": {"path": name, "content": text}})
+    return calls + [{"name": "run_check", "arguments": {}}]
+
+
 def control_answers(task: Task) -> list[MockAnswer]:
-    """``mockllm/control``: write the broken model and check it, then write the reference at every later step."""
+    """``mockllm/control``: write the broken model and check it, then fix it (an edit of the broken lines) and
+    check it again; any later step writes the reference whole."""
     reference = task.references.model
     assert reference is not None
-    out = [MockAnswer(tool_calls=_write_calls(broken_artifact(task)), when=when(task, NAME, "step", 0))]
+    broken = broken_artifact(task)
+    out = [MockAnswer(tool_calls=_write_calls(broken), when=when(task, NAME, "step", 0)),
+           MockAnswer(tool_calls=_fix_calls(broken, reference), when=when(task, NAME, "step", 1))]
     return out + [MockAnswer(tool_calls=_write_calls(reference), when=when(task, NAME, "step", r))
-                  for r in range(1, MAX_ROUND + 1)]
+                  for r in range(2, MAX_ROUND + 1)]
 
 
 @register_agent(
@@ -420,8 +494,9 @@ def control_answers(task: Task) -> list[MockAnswer]:
     supports=set(TaskKind),
     uses=("source",),
     description="OpenHands-style tool-calling agent: typed actions and observations; list_source / view_source / "
-    "search_source read the system's code (not pasted into the prompt), write_file / read_file / run_check / "
-    "finish work on the model in a workspace; a step budget tied to the repair rounds.",
+    "search_source read the system's code (not pasted into the prompt), write_file / read_file / edit_file / "
+    "run_check / finish work on the model in a workspace directory on disk; a step budget tied to the repair "
+    "rounds.",
     prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
     control_answers=control_answers,
 )

@@ -111,6 +111,19 @@ class AgentSpec:
 
 
 _REGISTRY: dict[str, AgentSpec] = {}
+_VERSION = 0  # changes with every registration or removal (caches built from the registry key on it)
+
+
+def registry_version() -> int:
+    """A number that changes whenever an agent is registered or removed."""
+    return _VERSION
+
+
+def unregister_agent(name: str) -> None:
+    """Remove an agent (a test's own agent, when the test ends)."""
+    global _VERSION
+    if _REGISTRY.pop(name, None) is not None:
+        _VERSION += 1
 
 
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
@@ -121,6 +134,8 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
     context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
     def wrap(build: Callable[..., Any]) -> Callable[..., Any]:
+        global _VERSION
+        _VERSION += 1
         _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant=variant,
                                     uses=uses, loop_checks=loop_checks, control_answers=control_answers)
         return build

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shutil
+import tempfile
 import threading
+import uuid
 import time
 from pathlib import Path
 from typing import Any
@@ -106,6 +109,12 @@ async def arun_attempt(agent: str, ctx: AgentContext, *, model_name: str,
             await asyncio.to_thread(checkpoints.save, steps, ctx.attempt_id)
 
 
+def _private_workspace() -> Path:
+    """A fresh, unguessable directory name under the temporary directory (created by the agent if it works
+    on files, so an attempt of another agent costs nothing)."""
+    return Path(tempfile.gettempdir()) / f"sysmo-workspace-{uuid.uuid4().hex}"
+
+
 async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
                              steps: StepRecorder | None = None) -> Attempt:
     """The attempt, with every step checkpointed in ``steps`` (in memory) for the caller to write to their
@@ -124,6 +133,9 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     events = EventLog()
     # the agent's in-loop check (the tool check, then its own), each check recorded; same prompt_hashes dict
     ctx = dataclasses.replace(ctx, checker=spec.in_loop_check(ctx.checker, recording_checker))
+    private_workspace = ctx.workspace_dir is None
+    if private_workspace:
+        ctx = dataclasses.replace(ctx, workspace_dir=_private_workspace())
     with collecting(events, stage="attempt"):
         try:
             graph = compiled_graph(spec, ctx)
@@ -141,6 +153,9 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
             emit(ErrorEvent(where="attempt", error_type=getattr(exc, "error_class", None) or type(exc).__name__,
                             message=str(exc)))
             log.warning("attempt.error", attempt=ctx.attempt_id, error=str(exc))
+        finally:
+            if private_workspace and ctx.workspace_dir is not None:
+                shutil.rmtree(ctx.workspace_dir, ignore_errors=True)
     attempt.duration_s = time.monotonic() - started
     attempt.prompt_hashes = dict(ctx.prompt_hashes)
     if final:

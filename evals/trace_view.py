@@ -165,6 +165,10 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     for role, document in (attempt.extras.get("documents") or {}).items():  # metagpt's typed SOP documents
         text = json.dumps(document, indent=2)
         console.print(Panel(text if full else fold(text), title=f"document: {role}", title_align="left"))
+    agent_events = attempt.extras.get("events")
+    if agent_events:  # openhands' typed actions and observations
+        console.print(Panel(Text("\n".join(agent_event_lines(agent_events, full=full))),
+                            title="actions and observations", title_align="left"))
     for panel in llm_call_panels(attempt.events, full=full):
         console.print(panel)
     if card is not None:
@@ -175,6 +179,35 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
             metrics = ", ".join(f"{k}={v:.3f}" for k, v in s.metrics.items() if isinstance(v, (int, float)))
             table.add_row(s.stage, f"{s.value:.3f}", s.outcome, metrics, s.skipped_because or "")
         console.print(table)
+
+
+def _argument(value: Any, full: bool) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else value
+    if not full and ("\n" in text or len(text) > 40):
+        count = len(text.splitlines()) or 1
+        return f"<{count} line{'s' if count != 1 else ''}, {len(text)} chars>"
+    return json.dumps(text) if isinstance(value, str) else text
+
+
+def agent_event_lines(events: list[dict[str, Any]], full: bool = False) -> list[str]:
+    """One line per action (the tool calls of a model reply) and per observation (the tool's answer: its
+    first line, or all of it with ``full``), as the attempt's ``extras["events"]`` holds them (typed)."""
+    from sysmo.agents.openhands_events import Action, AgentEventList
+
+    lines: list[str] = []
+    for event in AgentEventList.validate_python(events):
+        if isinstance(event, Action):
+            calls = ", ".join(f"{c.name}(" + ", ".join(f"{k}={_argument(v, full)}" for k, v in c.arguments.items())
+                              + ")" for c in event.tool_calls) or f"no tool called; said {_argument(event.text, full)}"
+            lines.append(f"step {event.step} action: {calls}")
+            continue
+        body = event.error or event.content or ""
+        shown = body if full else (body.splitlines() or [""])[0]
+        if not full and len(body.splitlines()) > 1:
+            shown += f" (+{len(body.splitlines()) - 1} lines)"
+        where = f"{event.tool or 'reply'}{', refused' if event.error else ''}"
+        lines.append(f"step {event.step} observation [{where}]: {shown}")
+    return lines
 
 
 def _message_text(message: dict[str, Any]) -> str:

@@ -40,6 +40,9 @@ class AgentContext:
     feedback: str = "diagnostics"  # sysmo.graphs.repair.Feedback; "none" forces max_rounds to 0 (one shot)
     strategy: str | None = None  # --strategy (sysmo.agents.strategies.Strategy); None: sysmo's own task prompt
     data_dir: Path | None = None  # benchmark data (the published SysMBench templates of --strategy)
+    # the attempt's directory of files for an agent that works on files (openhands); None: ``run_attempt`` gives
+    # a private temporary one, removed when the attempt ends. The runner: <experiment>/artifacts/<attempt>/workspace
+    workspace_dir: Path | None = None
 
     def __post_init__(self) -> None:
         if self.feedback == "none":

@@ -107,7 +107,8 @@ class UnitRunner:
                             attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
                             max_rounds=self.config.max_rounds, temperature=self.config.temperature,
                             max_tokens=self.config.max_tokens, feedback=self.config.feedback,
-                            strategy=self.config.strategy, data_dir=self.config.data_dir)
+                            strategy=self.config.strategy, data_dir=self.config.data_dir,
+                            workspace_dir=self.directory / "artifacts" / unit.attempt_id / "workspace")
 
     def _checkpoint_store(self) -> CheckpointStore | None:
         return self.checkpoints() if self.config.checkpoints == "steps" else None
@@ -169,7 +170,8 @@ class UnitRunner:
         return card, events.events
 
     def write_artifacts(self, attempt: Attempt) -> None:
-        """Each round's artifact on disk: <dir>/artifacts/<attempt>/round<i>/<file>."""
+        """Each round's artifact on disk: <dir>/artifacts/<attempt>/round<i>/<file> (an agent working on files,
+        openhands, leaves its workspace beside them: <dir>/artifacts/<attempt>/workspace/)."""
         for rnd in attempt.rounds:
             if rnd.artifact is None:
                 continue

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from sysmo.agents import registry
-from sysmo.agents.control_script import _starter_script, default_answers, when
+from sysmo.agents.control_script import default_answers, when
 from sysmo.agents.stages import model_stage, with_scratch
 from sysmo.agents.task_prompt import task_prompt_for
 from sysmo.contracts.task import Task, TaskKind
@@ -54,12 +54,29 @@ def build(ctx: AgentContext, checkpointer: Any = None):
 @pytest.fixture
 def outline_agent(tmp_path: Path, monkeypatch) -> Iterator[str]:
     monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
-    _starter_script.cache_clear()  # the control script is built from the agents registered when first asked
     registry.register_agent(NAME, supports={TaskKind.UML_CLASS}, description="An outline, then the model.",
                             control_answers=control_answers)(build)
     yield NAME
-    registry._REGISTRY.pop(NAME, None)
-    _starter_script.cache_clear()
+    registry.unregister_agent(NAME)
+
+
+def test_registering_an_agent_rebuilds_the_control_script(tmp_path: Path, monkeypatch) -> None:
+    """The starter control script, built before the agent exists, gains its answers when it registers and loses
+    them when it goes: nothing to clear by hand."""
+    from sysmo.agents.control_script import build_control_script
+
+    def agents_answered() -> set[str]:
+        return {a.when.agent for a in build_control_script().responses if a.when is not None}
+
+    assert NAME not in agents_answered()
+    with_outline = registry.register_agent(NAME, supports={TaskKind.UML_CLASS}, description="An outline.",
+                                           control_answers=control_answers)
+    with_outline(build)
+    try:
+        assert NAME in agents_answered()
+    finally:
+        registry.unregister_agent(NAME)
+    assert NAME not in agents_answered()
 
 
 def test_an_agent_registered_in_one_module_runs_end_to_end_with_the_control_model(

@@ -120,7 +120,8 @@ def test_openhands_malformed_tool_arguments_and_chat_replies_become_error_observ
     errors = [e["error"] for e in attempt.extras["events"] if e["type"] == "observation" and e.get("error")]
     assert any("not valid JSON" in e for e in errors)
     assert any("No tool was called" in e for e in errors)
-    assert "no such file" in errors and "finish with an empty workspace" in errors
+    assert "no file 'missing.sysml' in the workspace; it has: (none)" in errors
+    assert "finish with an empty workspace" in errors
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert "not valid JSON" in tool_messages[-1]["content"]
 

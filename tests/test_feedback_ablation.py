@@ -3,6 +3,7 @@ makes one shot. Driven by the fake OpenAI server, checked by the real SANY."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -123,3 +124,52 @@ def test_full_feedback_shows_tlcs_messages_without_framing_progress_or_coverage(
     full = feedback_report(None, CheckResult(tool="tlc", outcome=Outcome.FAILED, raw_output=FRAMED), Feedback.FULL)
     assert full.endswith("Full tlc output (end):\n" + shown)
     assert printed_output(TLC_OUTPUT) == TLC_OUTPUT  # plain output is shown as it is
+
+
+def _without_call_ids(messages: list[dict]) -> list[dict]:
+    """The messages without the tool-call ids the fake server numbers by request."""
+    out = []
+    for message in messages:
+        message = {k: v for k, v in message.items() if k != "tool_call_id"}
+        if message.get("tool_calls"):
+            message["tool_calls"] = [{k: v for k, v in c.items() if k != "id"} for c in message["tool_calls"]]
+        out.append(message)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("agent", ["base_modeling", "openhands"])
+def test_the_feedback_level_changes_only_what_the_repair_round_is_told(
+    agent: str, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The same replies (a spec SANY rejects, twice) under each level: the first request is the same for every level
+    (``none`` sends nothing else); the repair request keeps the whole conversation and differs only in the check's
+    report, which is exactly ``feedback_report`` at that level."""
+    task = task_of(TaskKind.TLA, tmp_path)
+    requests: dict[str, list[dict]] = {}
+    reports: dict[str, str] = {}
+    for level in ("none", "bare", "diagnostics", "full"):
+        server.push(*replies_for(agent, task, [broken_artifact(task)] * (1 if level == "none" else 2)))
+        start = len(server.requests)
+        ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent=agent,
+                           attempt_id=f"{agent}-{level}", max_rounds=1, feedback=level)
+        attempt = run_attempt(agent, ctx, model_name="openai/fake-model")
+        requests[level] = server.requests[start:]
+        first = attempt.rounds[0]
+        reports[level] = feedback_report(first.artifact, first.check, level)
+
+    assert len(requests["none"]) == 1 and all(len(requests[lv]) == 2 for lv in ("bare", "diagnostics", "full"))
+    assert requests["bare"][0]["messages"] == requests["diagnostics"][0]["messages"] == requests["full"][0]["messages"]
+    # `none` is one shot: the same first request, but for a budget of one check (openhands says so)
+    budget = re.compile(r"\d+ tool-calling steps and \d+ checks")
+    assert [budget.sub("", m["content"]) for m in requests["none"][0]["messages"]] == \
+        [budget.sub("", m["content"]) for m in requests["bare"][0]["messages"]]
+    repairs = {lv: _without_call_ids(requests[lv][1]["messages"]) for lv in ("bare", "diagnostics", "full")}
+    assert repairs["bare"][:-1] == repairs["diagnostics"][:-1] == repairs["full"][:-1]
+    told = {lv: messages[-1]["content"] for lv, messages in repairs.items()}
+    assert all(told[lv].startswith(reports[lv]) for lv in told)
+    assert len({told[lv][len(reports[lv]):] for lv in told}) == 1  # the same request around the report
+    assert len({reports[lv] for lv in told}) == 3  # bare, diagnostics, full: three different reports
+    assert server.pending == 0
+    assert reports["bare"] == "Syntax error: Syntax check failed."
+    assert reports["full"].startswith(reports["diagnostics"]) and "Full sany output (end):" in reports["full"]
