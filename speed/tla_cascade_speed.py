@@ -5,7 +5,8 @@ Run: ``python speed/tla_cascade_speed.py [--data DIR] [--system locksvc ...] [--
 Target on a 2-core machine: at most 60 s per spec for the whole cascade (syntax, runtime, conformance,
 invariants), with SysMoBench's settings (20 runtime simulations of 50 x 50 steps, every trace, every
 invariant template). ``--jvm-profile`` also counts the JVMs started (SANY and TLC) and their summed seconds per
-stage, to show where the time goes. Each row ends with the 1-minute load average: the machine is shared.
+stage, to show where the time goes. Each row also gives the CPU seconds sysmo and its JVMs used (``CpuMeter``:
+the work, whatever else runs on the machine) and the 1-minute load average: the machine is shared.
 """
 
 from __future__ import annotations
@@ -77,6 +78,64 @@ class JvmCounter:
             module.run_java = self.original  # type: ignore[attr-defined]
 
 
+class CpuMeter:
+    """CPU seconds of this process and every process it starts (the sandboxed JVMs), read from /proc every
+    0.1 s: a measure of the work that does not depend on the machine's load (the last 0.1 s of each JVM can
+    be missed, so it is a slight underestimate)."""
+
+    TICK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+    def __init__(self) -> None:
+        self.seen: dict[tuple[int, str], float] = {}
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.own = 0.0
+
+    @classmethod
+    def _stats(cls) -> dict[int, tuple[int, str, float]]:
+        found = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
+                continue
+            # after the name: state ppid ... utime(12) stime(13) ... starttime(20), 0-based from state
+            found[int(entry.name)] = (int(fields[1]), fields[19], (int(fields[11]) + int(fields[12])) / cls.TICK)
+        return found
+
+    def _poll(self) -> None:
+        me = os.getpid()
+        while not self.stop.wait(0.1):
+            stats = self._stats()
+            children: defaultdict[int, list[int]] = defaultdict(list)
+            for pid, (ppid, _, _) in stats.items():
+                children[ppid].append(pid)
+            pending = list(children[me])
+            while pending:
+                pid = pending.pop()
+                pending += children[pid]
+                _, started, cpu = stats[pid]
+                self.seen[(pid, started)] = max(cpu, self.seen.get((pid, started), 0.0))
+
+    def __enter__(self) -> CpuMeter:
+        times = os.times()
+        self.own = times.user + times.system
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join()
+        times = os.times()
+        self.own = times.user + times.system - self.own
+
+    @property
+    def seconds(self) -> float:
+        return self.own + sum(self.seen.values())
+
+
 def _load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3]) if Path("/proc/loadavg").is_file() else "?"
 
@@ -100,34 +159,38 @@ def main() -> None:
           f"load average {_load()}")
     print("(by default runtime, conformance and invariants run at the same time, cascade.concurrent: total is the"
           " spec's wall time, not the sum;"
-          " load = 1-minute load average after the spec)")
-    header = (f"{'spec':52} {'syntax':>7} {'runtime':>8} {'conform':>8} {'invar':>7} {'total':>7}  "
+          " cpu = CPU seconds of sysmo and its JVMs, whatever the load; load = 1-minute load average after the spec)")
+    header = (f"{'spec':52} {'syntax':>7} {'runtime':>8} {'conform':>8} {'invar':>7} {'total':>7} {'cpu':>6}  "
               f"{'load':>5}  values")
     print(header)
     from sysmo.benchmarks.registry import get_task
 
     totals: list[float] = []
+    cpu_seconds: list[float] = []
     for entry in wanted:
         task = get_task(f"sysmobench/{entry.system}", data_dir=args.data)
         counter = JvmCounter() if args.jvm_profile else None
-        if counter:
-            with counter:
+        with CpuMeter() as cpu:
+            if counter:
+                with counter:
+                    row = rs.score_entry(entry, task, options)
+            else:
                 row = rs.score_entry(entry, task, options)
-        else:
-            row = rs.score_entry(entry, task, options)
+        cpu_seconds.append(cpu.seconds)
         totals.append(row.seconds)
         times = [row.stage_seconds.get(s) for s in rs.STAGES]
         values = " ".join(f"{s[:4]}={'-' if row.values.get(s) is None else f'{row.values[s]:.2f}'}"
                           for s in rs.STAGES)
         cells = " ".join(f"{'-' if t is None else f'{t:.1f}':>{w}}" for t, w in zip(times, (7, 8, 8, 7)))
         flag = "" if row.seconds <= TARGET_S else "  OVER"
-        print(f"{entry.label[:52]:52} {cells} {row.seconds:7.1f}  {_load().split()[0]:>5}  {values}{flag}",
-              flush=True)
+        print(f"{entry.label[:52]:52} {cells} {row.seconds:7.1f} {cpu.seconds:6.0f}  {_load().split()[0]:>5}  "
+              f"{values}{flag}", flush=True)
         if counter:
             for (stage, main_class), n in sorted(counter.count.items()):
                 print(f"    {stage:12} JVM {main_class:10} x{n:3d}  {counter.seconds[(stage, main_class)]:7.1f} s (summed)")
     if totals:
-        print(f"{'max / mean per spec':52} {'':33} {max(totals):7.1f} / {sum(totals) / len(totals):.1f}")
+        print(f"{'max / mean per spec':52} {'':33} {max(totals):7.1f} / {sum(totals) / len(totals):.1f}  "
+              f"cpu {max(cpu_seconds):.0f} / {sum(cpu_seconds) / len(cpu_seconds):.0f}")
         print(f"load average at the end: {_load()}")
 
 

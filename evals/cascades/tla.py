@@ -39,11 +39,14 @@ Options (``ScoringContext.options``; defaults are SysMoBench's where it has one)
 derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
 ``invariants.timeout_s`` (120 per check), ``invariants.max_states`` / ``invariants.max_depth`` (None:
 unbounded),
-``invariants.helper_attempts`` (2), ``invariants.bounded`` ("harness": a time-out without violation counts as
+``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
+one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.bounded`` ("harness": a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
-lists, as for SysMoBench's bug-reproduction specs); ``tlc.parallel`` (TLC processes at once, default
-min(2, cores)). The model runs under its own cfg; without one a cfg is generated
+lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
+runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``tlc.parallel``
+(TLC processes a stage runs at once, default min(2, cores)); ``cascade.concurrent`` (true: runtime,
+conformance and invariants run at the same time, sharing one JVM slot per core, ``tools.tla.jvm.max_jvms``). The model runs under its own cfg; without one a cfg is generated
 (``tla_runtime.model_config``). The helper role (``ctx.helper``) maps trace names and concretises templates.
 """
 

@@ -23,6 +23,21 @@ Checking: the formula is defined as ``SysmoInvariant`` in a module ``SysmoInv<k>
 TLC model-checks that one name: a safety template whose formula is a state predicate under INVARIANT;
 liveness templates and temporal safety formulas (``[][A]_v``) under PROPERTY, with the model's own
 specification formula (its fairness) even when its cfg names INIT/NEXT. Deadlocks are not reported.
+Grouped checks (``grouped``, cascade option ``invariants.grouped``, default true): the safety templates that
+TLC names when violated (state predicates, and ``[]P`` / ``[][A]_v`` with nothing temporal inside) and that
+run under the same cfg are checked in ONE TLC run of a module defining each as ``SysmoInvariant_<i>``. With
+one worker TLC explores the states in the same order whatever it checks, so the first violation it reports
+is the first state where that template fails: that template gets the verdict it gets alone (same
+counterexample, same distinct-state count), and the run is repeated without it until none is violated; a
+complete run without violation, or a time-out, is then every remaining template's verdict, as each alone
+would get it. Anything TLC does not pin on one template (an evaluation error, a violation it does not name)
+sends the remaining templates to one run each. Liveness templates and possibility checks are always checked
+alone (TLC does not say which temporal property failed). Only a time limit tells the two apart: the grouped
+run evaluates every template on each state, so within the same limit it may explore fewer states than a run
+per template would (``grouped=False``: one TLC run per template, as the harness runs them). SANY likewise
+checks all candidate formulas in one module (``combined_definitions``), then each wrapper alone only if that
+module is rejected: one parse of the model instead of two per template (the PGo raftkvs spec is 2.3 MB).
+
 Outcomes: ``ok`` (holds), ``failed`` (violated, with the counterexample's length), ``inconclusive`` (time
 or state bound: reported, counted as not holding, never a pass), ``error`` (no formula, or TLC could not
 evaluate it). Score = holding / templates.
