@@ -60,18 +60,20 @@ class Cascade:
 
     ``concurrent``: consecutive stages that gate nothing run at the same time (option ``cascade.concurrent``,
     default true, turns it off), the last of them started first; their results keep the stage order. Each
-    stage's ``duration_s`` is then its own wall time, and the stages' times overlap.
+    stage's ``duration_s`` is then its own wall time, and the stages' times overlap. It may be a function of
+    the context (a stage whose budget is wall-clock time across several tool runs wants the tools to itself).
     """
 
     name: str
     stages: list[Stage]
-    concurrent: bool = False
+    concurrent: bool | Callable[[ScoringContext], bool] = False
 
     def score(self, artifact: Artifact | None, task: Task, ctx: ScoringContext | None = None) -> ScoreCard:
         ctx = ctx or ScoringContext()
         card = ScoreCard(task_id=task.id, cascade=self.name)
         blocked_by: str | None = "no artifact was produced" if artifact is None or artifact.is_empty() else None
-        concurrent = self.concurrent and str(ctx.option("cascade.concurrent", True)).lower() not in (
+        wanted = self.concurrent(ctx) if callable(self.concurrent) else self.concurrent
+        concurrent = wanted and str(ctx.option("cascade.concurrent", True)).lower() not in (
             "false", "0", "no", "off")
         index = 0
         while index < len(self.stages):

@@ -62,8 +62,10 @@ def test_off_by_option_and_a_failed_gate_still_skips() -> None:
     assert [s.outcome for s in card.stages] == ["failed", "skipped", "skipped", "skipped", "skipped"]
 
 
-def test_the_tla_cascade_is_concurrent() -> None:
-    assert cascade_for(TaskKind.TLA).concurrent
+def test_the_tla_cascade_is_concurrent_except_for_a_bug_hunt() -> None:
+    concurrent = cascade_for(TaskKind.TLA).concurrent
+    assert callable(concurrent) and concurrent(ScoringContext())
+    assert not concurrent(ScoringContext(options={"invariants.strategy": "hunt"}))
 
 
 def test_jvm_slots_follow_the_cores_or_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
