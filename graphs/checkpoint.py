@@ -20,6 +20,7 @@ One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
 
 from __future__ import annotations
 
+import inspect
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -135,6 +136,12 @@ class StepRecorder(BaseCheckpointSaver[str]):
             else:
                 writes = [(ch, _Serialised(v) if passing else self.serde.loads_typed(v)) for ch, v in call.writes]
                 saver.put_writes(call.config, writes, call.task_id, call.task_path)
+
+
+# LangGraph reads the signature of a saver's ``(a)put_writes`` (does it take ``task_path``?) at the start of every
+# graph run, i.e. of every attempt; computed once here, Python's ``inspect`` answers from ``__signature__``
+for _method in (StepRecorder.put_writes, StepRecorder.aput_writes):
+    _method.__signature__ = inspect.signature(_method)  # type: ignore[attr-defined]
 
 
 class _Serialised:
