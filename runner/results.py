@@ -4,9 +4,11 @@ checkpoints.sqlite, so a resumed run sees the same state whichever executor ran 
 
 Executors hand it work (``keep``, ``save_score``) and get a ``Future`` that is done once the attempt is
 committed; only then is the attempt counted (summary, progress), so what a run reported stored survives a
-SIGKILL. The thread writes what has queued up, up to ``BATCH`` attempts, in one transaction per file
+SIGKILL. The thread writes a batch of attempts (up to ``BATCH``: what queued up, and what keeps coming
+within ``GAP_S`` of the previous one, for at most ``LINGER_S``) in one transaction per file
 (``CheckpointStore.save_many``, then the artifact files, then ``Store.save_attempts`` and ``save_scores``):
-one commit for many attempts instead of one each. An attempt's steps are committed before its record, so a
+one commit and a few statements for many attempts instead of for each. A slow run (real models, real tools)
+waits at most ``GAP_S`` for a second attempt; a fast one fills its batches. An attempt's steps are committed before its record, so a
 stored attempt has its steps; one killed in between is not on record and runs again on resume (its steps
 replaced). Before a batch it waits (at most ``UnitRunner``'s ``PERSIST_WAIT_S``) for an attempt's tool check
 to run, so its share of the interpreter lock overlaps the tool's time rather than an attempt's graph.
@@ -45,6 +47,8 @@ log = get_logger(__name__)
 
 BATCH = 64  # the most attempts one transaction writes
 QUEUED = 4 * BATCH  # executors keep at most about this many attempts waiting to be written (memory bound)
+GAP_S = 0.02  # the writer waits this long for one more attempt of a batch...
+LINGER_S = 0.2  # ...and at most this long after the first
 SWITCH_INTERVAL_S = 0.001  # Python's thread switch interval while a run writes (``quick_turns``)
 
 
@@ -79,13 +83,17 @@ class _Score:
 
 @dataclass
 class WriteTimes:
-    """Seconds the writer spent, by part, and how many attempts and batches (``speed/scale.py`` prints them)."""
+    """Seconds the writer spent, by part (wall clock, and the writer thread's own CPU time: the wall time also
+    counts waiting for the interpreter lock and for a core), and how many attempts and batches
+    (``speed/scale.py`` prints them)."""
 
     records: float = 0.0  # serialising attempts into rows (``AttemptRecord.of``), when the writer does it
     records_made: int = 0  # how many it made (a Ray worker makes its attempts' rows)
     store: float = 0.0  # results.sqlite: attempts and scores
     checkpoints: float = 0.0
     artifacts: float = 0.0
+    cpu: dict[str, float] = field(default_factory=lambda: dict.fromkeys(("records", "store", "checkpoints",
+                                                                          "artifacts"), 0.0))
     attempts: int = 0
     batches: int = 0
 
@@ -143,18 +151,21 @@ class ResultWriter:
             job = self._queue.get()
             if job is None:
                 break
-            if self._wait_for_tools:
-                self.runner.wait_for_a_tool_check()
             batch = [job]
+            # more attempts per transaction (a statement costs about the same for one attempt as for 64): take
+            # what keeps coming, each within GAP_S of the one before, for at most LINGER_S
+            deadline = time.monotonic() + LINGER_S
             while len(batch) < BATCH:
                 try:
-                    job = self._queue.get_nowait()
+                    job = self._queue.get(timeout=max(0.0, min(GAP_S, deadline - time.monotonic())))
                 except queue.Empty:
                     break
                 if job is None:
                     stopping = True  # write this batch, then stop
                     break
                 batch.append(job)
+            if self._wait_for_tools and not stopping:
+                self.runner.wait_for_a_tool_check()
             self._write(batch)
 
     def _write(self, batch: list[_Keep | _Score]) -> None:
@@ -172,27 +183,26 @@ class ResultWriter:
         """Steps (one transaction), artifact files, then records and scores (one transaction)."""
         keeps = [j for j in batch if isinstance(j, _Keep)]
         scores = [(j.attempt_id, j.card, j.events) for j in batch if isinstance(j, _Score)]
-        times = self.times
-        clock = time.perf_counter
-        started = clock()
+        times, cpu = self.times, self.times.cpu
+        clock, cpu_clock = time.perf_counter, time.thread_time
+        marks = [(clock(), cpu_clock())]
         steps = [(j.steps, j.attempt.id) for j in keeps if j.steps is not None]
         if steps:
             self.runner.checkpoints().save_many(steps)
-        wrote_steps = clock()
+        marks.append((clock(), cpu_clock()))
         for j in keeps:
             self.runner.write_artifacts(j.attempt)
-        wrote_files = clock()
+        marks.append((clock(), cpu_clock()))
         records = [j.record if j.record is not None else AttemptRecord.of(j.attempt, j.meta) for j in keeps]
-        made_records = clock()
+        marks.append((clock(), cpu_clock()))
         times.records_made += sum(j.record is None for j in keeps)
         with self.store.transaction():
             self.store.save_attempts(self.experiment_id, records)
             if scores:
                 self.store.save_scores(self.experiment_id, scores)
-        times.checkpoints += wrote_steps - started
-        times.artifacts += wrote_files - wrote_steps
-        times.records += made_records - wrote_files
-        times.store += clock() - made_records
+        marks.append((clock(), cpu_clock()))
+        for part, (before, after) in zip(("checkpoints", "artifacts", "records", "store"), zip(marks, marks[1:])):
+            setattr(times, part, getattr(times, part) + after[0] - before[0])
+            cpu[part] += after[1] - before[1]
         times.attempts += len(keeps)
         times.batches += 1
-
