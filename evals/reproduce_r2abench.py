@@ -159,14 +159,34 @@ def _pairs(alignment: dict) -> list[tuple[list[str], list[str], bool]]:
     return out
 
 
+def _scan(alignment: dict, key: str, flag: str) -> tuple[int, int] | None:
+    """(flagged, total) of a per-node scan list (``reference_node_coverage`` / ``predicted_node_grounding``)."""
+    scan = alignment.get(key)
+    if not isinstance(scan, list):
+        return None
+    items = [item for item in scan if isinstance(item, dict)]
+    return sum(bool(item.get(flag)) for item in items), len(items)
+
+
 def node_scores(alignment: dict) -> tuple[float, float]:
-    """(node coverage, generation precision) from a stored alignment."""
+    """(node coverage, generation precision) from a stored alignment.
+
+    The judge answers in one of two shapes: pairs only (``matched_pairs`` plus the unmatched lists), or, as the
+    package's current prompt asks and most OpenHands/MetaGPT answers do, per-node scans as well
+    (``reference_node_coverage`` with ``covered`` flags, ``predicted_node_grounding`` with ``grounded`` flags).
+    As in the package, a scan list wins over the pairs for its side: coverage = covered / scanned reference
+    nodes, precision = grounded / scanned predicted nodes.
+    """
     pairs = _pairs(alignment)
-    covered = {g for gts, preds, _ in pairs for g in gts}
-    grounded = {p for _, preds, _ in pairs for p in preds}
-    ref_total = len(covered) + len(alignment.get("unmatched_gt_nodes") or [])
-    gen_total = len(grounded) + len(alignment.get("unmatched_predicted_nodes") or [])
-    return (len(covered) / ref_total if ref_total else 0.0, len(grounded) / gen_total if gen_total else 0.0)
+    reference = _scan(alignment, "reference_node_coverage", "covered")
+    if reference is None:
+        covered = len({g for gts, _, _ in pairs for g in gts})
+        reference = covered, covered + len(alignment.get("unmatched_gt_nodes") or [])
+    generated = _scan(alignment, "predicted_node_grounding", "grounded")
+    if generated is None:
+        grounded = len({p for _, preds, _ in pairs for p in preds})
+        generated = grounded, grounded + len(alignment.get("unmatched_predicted_nodes") or [])
+    return (reference[0] / reference[1] if reference[1] else 0.0, generated[0] / generated[1] if generated[1] else 0.0)
 
 
 def edge_scores(alignment: dict, reference: PackageGraph, predicted: PackageGraph) -> tuple[float, float, float]:
