@@ -84,3 +84,39 @@ def test_a_replayed_run_scores_the_published_diagrams_and_leaves_the_rest_not_co
     broken = attempts[("replay/r2abench:deepseek-v3.2", "r2abench/library_loans/srs")]
     assert broken.rounds[0].response == BROKEN and not broken.rounds[0].check.ok
     assert attempts[("replay/r2abench:gpt-5/openhands", "r2abench/recipe_share/srs")].status.value == "not_covered"
+
+
+@pytest.mark.slow
+def test_sysmo_reproduce_r2abench_goes_through_the_replay_and_agrees_with_the_files(checkout: Path, tmp_path: Path) -> None:
+    from r2abench_checkout import COLUMNS, EXACT, LOOSE
+    from sysmo.evals.reproduce_r2abench import reproduce
+
+    replayed = reproduce(checkout, output_dir=tmp_path / "repro")
+    files = reproduce(checkout, from_files=True)
+    assert replayed.experiment_dir and (Path(replayed.experiment_dir) / "results.sqlite").is_file()
+    assert (replayed.rows_in_csv, replayed.rescored, replayed.missing) == (5, 4, 1)
+    assert replayed.missing_rows == [{"workflow": "direct", "model": "gpt-5", "project": "elsewhere",
+                                      "why": "no reference (Dataset/E-R2A/*/<project>/AD/ad.puml) in the checkout"}]
+    rows = {(r["workflow"], r["model"], r["sample_id"]): r for r in replayed.per_row}
+    assert all(r["attempt_id"] for r in rows.values())
+    for column in COLUMNS:
+        assert rows[("direct", "gpt-5", "recipe_share")][column] == pytest.approx(EXACT[column]), column
+        assert rows[("openhands", "gpt-5", "library_loans")][column] == pytest.approx(LOOSE[column]), column
+    assert rows[("direct", "deepseek-v3.2", "library_loans")]["l0_valid"] == 0.0
+    for ours, theirs in zip(replayed.columns, files.columns, strict=True):
+        assert (ours.column, ours.n, ours.ours, ours.published) == (theirs.column, theirs.n, theirs.ours, theirs.published)
+        assert ours.mean_abs_diff == pytest.approx(0.0, abs=1e-4) and ours.n >= 3
+    again = reproduce(checkout, output_dir=tmp_path / "repro")  # the stored attempts are resumed, not re-run
+    assert again.experiment_dir == replayed.experiment_dir
+    assert [r["attempt_id"] for r in again.per_row] == [r["attempt_id"] for r in replayed.per_row]
+
+    # `sysmo reproduce all`: the same experiment, each row linked to its attempt
+    from sysmo.evals.reproductions import ReproduceOptions, markdown, run_reproduction
+
+    rep = run_reproduction("r2abench", ReproduceOptions(output_dir=tmp_path / "repro"))  # $SYSMO_R2ABENCH_DIR
+    assert rep.error is None and rep.experiments == [replayed.experiment_dir]
+    table, rows = rep.tables
+    assert table.agreement == (9, 9) and rows.agreement[0] == rows.agreement[1] > 0
+    linked = {e.attempts[0] for e in rows.row_evidence if e and e.attempts}
+    assert linked == {r["attempt_id"] for r in replayed.per_row}
+    assert "sysmo trace" in markdown([rep]) and "4 of 5 CSV rows re-scored (1: no reference" in markdown([rep])

@@ -86,10 +86,11 @@ def test_rescoring_matches_hand_worked_package_values(tmp_path):
 
 
 def test_the_command_prints_one_row_per_column(tmp_path):
-    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--no-validity"],
-                                env={"COLUMNS": "150"})
+    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--from-files",
+                                                "--no-validity"], env={"COLUMNS": "150"})
     assert result.exit_code == 0, result.output
-    assert "1 of 2 CSV rows re-scored" in result.output and "l1_ged_accuracy" in result.output
+    assert "1 of 2 CSV rows re-scored, scored from the files" in result.output and "l1_ged_accuracy" in result.output
+    assert "not re-scored: 1 row(s): no predicted.puml in the checkout" in result.output
     assert "92.188" in result.output
 
 
