@@ -86,10 +86,11 @@ def test_rescoring_matches_hand_worked_package_values(tmp_path):
 
 
 def test_the_command_prints_one_row_per_column(tmp_path):
-    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--no-validity"],
-                                env={"COLUMNS": "150"})
+    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--from-files",
+                                                "--no-validity"], env={"COLUMNS": "150"})
     assert result.exit_code == 0, result.output
-    assert "1 of 2 CSV rows re-scored" in result.output and "l1_ged_accuracy" in result.output
+    assert "1 of 2 CSV rows re-scored, scored from the files" in result.output and "l1_ged_accuracy" in result.output
+    assert "not re-scored: 1 row(s): no predicted.puml in the checkout" in result.output
     assert "92.188" in result.output
 
 
@@ -168,3 +169,27 @@ A --> B
     graph = package_names(text)
     assert "Logic::Alpha" in graph.nodes and "Global::Beta" in graph.nodes
     assert graph.edges == [("Logic::Alpha", "Global::Beta")]
+
+
+def test_per_node_scans_win_over_the_pairs_for_node_scores():
+    # The package's current prompt asks for two independent 0/1 scans; where an answer has them, node coverage and
+    # generation precision come from them, not from the pairs (the pairs still drive edges and GED).
+    from sysmo.evals.reproduce_r2abench import node_scores
+
+    alignment = {
+        **ALIGNMENT,
+        "reference_node_coverage": [
+            {"gt_node": "Logic::Alpha", "covered": True, "covering_predicted_nodes": ["Global::Alpha\\n(core"]},
+            {"gt_node": "Logic::Beta", "covered": False, "covering_predicted_nodes": []},
+            {"gt_node": "Global::Logic", "covered": False, "covering_predicted_nodes": []},
+            "not a scan item",
+        ],
+        "predicted_node_grounding": [
+            {"predicted_node": "Global::Alpha\\n(core", "grounded": True, "reference_nodes": ["Logic::Alpha"]},
+            {"predicted_node": "Global::Beta", "grounded": True, "reference_nodes": ["Logic::Beta"]},
+        ],
+    }
+    assert node_scores(alignment) == (pytest.approx(1 / 3), 1.0)
+    assert node_scores(ALIGNMENT) == (1.0, 1.0)  # pairs only: covered / (covered + unmatched)
+    only_reference = {**ALIGNMENT, "reference_node_coverage": alignment["reference_node_coverage"]}
+    assert node_scores(only_reference) == (pytest.approx(1 / 3), 1.0)
