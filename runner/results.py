@@ -1,41 +1,177 @@
-"""Store writes of a finished attempt, the same for every executor: its steps' checkpoints, artifact files and
-record (``UnitRunner.keep``), then its score and the scoring's events. Only the driver process writes
-results.sqlite, so a resumed run sees the same state whichever executor ran the attempts."""
+"""The run's one writer: a thread that stores finished attempts (their steps' checkpoints, artifact files and
+record) and scores, the same for every executor. Only the driver process writes results.sqlite and
+checkpoints.sqlite, so a resumed run sees the same state whichever executor ran the attempts.
+
+Executors hand it work (``keep``, ``save_score``) and get a ``Future`` that is done once the attempt is
+committed; only then is the attempt counted (summary, progress), so what a run reported stored survives a
+SIGKILL. The thread writes what has queued up, up to ``BATCH`` attempts, in one transaction per file
+(``CheckpointStore.save_many``, then the artifact files, then ``Store.save_attempts`` and ``save_scores``):
+one commit for many attempts instead of one each. An attempt's steps are committed before its record, so a
+stored attempt has its steps; one killed in between is not on record and runs again on resume (its steps
+replaced). Before a batch it waits (at most ``UnitRunner``'s ``PERSIST_WAIT_S``) for an attempt's tool check
+to run, so its share of the interpreter lock overlaps the tool's time rather than an attempt's graph.
+"""
 
 from __future__ import annotations
 
+import queue
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.contracts.scorecard import ScoreCard
+from sysmo.log import get_logger
 from sysmo.runner.budget import Spending
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import WorkUnit, task_meta
-from sysmo.store import Store
+from sysmo.store import AttemptRecord, Store
 
 if TYPE_CHECKING:
     from sysmo.graphs.checkpoint import StepRecorder
 
+log = get_logger(__name__)
+
+BATCH = 64  # the most attempts one transaction writes
+QUEUED = 4 * BATCH  # executors keep at most about this many attempts waiting to be written (memory bound)
+
+
+@dataclass
+class _Keep:
+    attempt: Attempt
+    record: AttemptRecord | None  # made by the writer when None (a Ray worker makes it where the attempt ran)
+    meta: dict[str, Any]
+    steps: StepRecorder | None
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class _Score:
+    attempt_id: str
+    card: ScoreCard
+    events: list[Any]
+    future: Future = field(default_factory=Future)
+
+
+@dataclass
+class WriteTimes:
+    """Seconds the writer spent, by part, and how many attempts and batches (``speed/scale.py`` prints them)."""
+
+    records: float = 0.0  # serialising attempts into rows (``AttemptRecord.of``), when the writer does it
+    records_made: int = 0  # how many it made (a Ray worker makes its attempts' rows)
+    store: float = 0.0  # results.sqlite: attempts and scores
+    checkpoints: float = 0.0
+    artifacts: float = 0.0
+    attempts: int = 0
+    batches: int = 0
+
 
 class ResultWriter:
     def __init__(self, runner: UnitRunner, store: Store, experiment_id: str, spending: Spending,
-                 summary: RunSummary) -> None:
+                 summary: RunSummary, *, wait_for_tools: bool = True) -> None:
         self.runner, self.store, self.experiment_id = runner, store, experiment_id
         self.spending, self.summary = spending, summary
+        self.times = WriteTimes()
+        self._wait_for_tools = wait_for_tools  # the local executor: tool checks run in this process
+        self._queue: queue.SimpleQueue[_Keep | _Score | None] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._start_lock = threading.Lock()
 
-    def keep(self, unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None) -> None:
-        """The attempt's steps, artifacts and record (steps first: an attempt on record has its steps)."""
-        self.runner.keep(attempt, steps, self.store, self.experiment_id, task_meta(unit.task))
+    # ------------------------------------------------------------------ submitting (any thread)
+    def keep(self, unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None,
+             record: AttemptRecord | None = None) -> Future:
+        """Queue the attempt's steps, artifacts and record; the future is done once they are committed."""
+        return self._submit(_Keep(attempt, record, task_meta(unit.task), steps))
 
-    def score(self, unit: WorkUnit, attempt: Attempt) -> None:
-        """Score here (the local executor: the score cache of the store is used) and store the score."""
-        card, events = self.runner.score_with_events(unit, attempt, self.store)
-        self.save_score(attempt, card, events)
-
-    def save_score(self, attempt: Attempt, card: ScoreCard, events: list[Any]) -> None:
-        """A score made here or on a worker; its helper and judge calls count towards the budget."""
-        self.store.save_score(self.experiment_id, attempt.id, card, events)
+    def save_score(self, attempt: Attempt, card: ScoreCard, events: list[Any]) -> Future:
+        """Queue a score made here or on a worker; its helper and judge calls count towards the budget now."""
         scoring_spend = sum(getattr(e, "spend_usd", 0.0) for e in events)
         self.spending.cost += scoring_spend
         self.summary.cost_usd += scoring_spend
+        return self._submit(_Score(attempt.id, card, events))
+
+    def score(self, unit: WorkUnit, attempt: Attempt) -> None:
+        """Score here (the local executor: the score cache of the store is used) and store the score; returns
+        once it is committed."""
+        card, events = self.runner.score_with_events(unit, attempt, self.store)
+        self.save_score(attempt, card, events).result()
+
+    def _submit(self, job: _Keep | _Score) -> Future:
+        with self._start_lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._loop, name="sysmo-writer", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+        return job.future
+
+    def close(self) -> None:
+        """Write what is queued, then stop the thread (a later ``keep`` starts it again)."""
+        with self._start_lock:
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            self._queue.put(None)
+            thread.join()
+
+    # ------------------------------------------------------------------ the writer thread
+    def _loop(self) -> None:
+        stopping = False
+        while not stopping:
+            job = self._queue.get()
+            if job is None:
+                break
+            if self._wait_for_tools:
+                self.runner.wait_for_a_tool_check()
+            batch = [job]
+            while len(batch) < BATCH:
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is None:
+                    stopping = True  # write this batch, then stop
+                    break
+                batch.append(job)
+            self._write(batch)
+
+    def _write(self, batch: list[_Keep | _Score]) -> None:
+        try:
+            self.write_batch(batch)
+        except BaseException as exc:  # noqa: BLE001 - every waiting executor hears of it (a full disk, a bug)
+            log.error("writer.failed", attempts=len(batch), error=f"{type(exc).__name__}: {exc}")
+            for job in batch:
+                job.future.set_exception(exc)
+            return
+        for job in batch:
+            job.future.set_result(None)
+
+    def write_batch(self, batch: list[_Keep | _Score]) -> None:
+        """Steps (one transaction), artifact files, then records and scores (one transaction)."""
+        keeps = [j for j in batch if isinstance(j, _Keep)]
+        scores = [(j.attempt_id, j.card, j.events) for j in batch if isinstance(j, _Score)]
+        times = self.times
+        clock = time.perf_counter
+        started = clock()
+        steps = [(j.steps, j.attempt.id) for j in keeps if j.steps is not None]
+        if steps:
+            self.runner.checkpoints().save_many(steps)
+        wrote_steps = clock()
+        for j in keeps:
+            self.runner.write_artifacts(j.attempt)
+        wrote_files = clock()
+        records = [j.record if j.record is not None else AttemptRecord.of(j.attempt, j.meta) for j in keeps]
+        made_records = clock()
+        times.records_made += sum(j.record is None for j in keeps)
+        with self.store.transaction():
+            self.store.save_attempts(self.experiment_id, records)
+            if scores:
+                self.store.save_scores(self.experiment_id, scores)
+        times.checkpoints += wrote_steps - started
+        times.artifacts += wrote_files - wrote_steps
+        times.records += made_records - wrote_files
+        times.store += clock() - made_records
+        times.attempts += len(keeps)
+        times.batches += 1
+

@@ -83,10 +83,10 @@ class UnitRunner:
                 self._count_check(-1)
 
     def wait_for_a_tool_check(self, timeout_s: float | None = None) -> None:
-        """Return once an attempt's tool check is running (or after ``timeout_s``). Storing and scoring a
-        finished attempt hold the interpreter's lock for a few milliseconds; started while a check runs, that
-        overlaps the tool's time instead of holding up the next attempt on the event loop (measured: 2.5 ms
-        per attempt of the control, about a fifth of the harness's time)."""
+        """Return once an attempt's tool check is running (or after ``timeout_s``). Storing a batch of finished
+        attempts holds the interpreter's lock for milliseconds; started while a check runs, that overlaps the
+        tool's time instead of holding up the next attempts on the event loop (the writer thread waits here
+        before each batch)."""
         self._checking.wait(PERSIST_WAIT_S if timeout_s is None else timeout_s)
 
     def _count_check(self, delta: int) -> None:
@@ -128,14 +128,6 @@ class UnitRunner:
         steps = store.recorder() if store is not None else None
         attempt = await arun_attempt_steps(unit.agent, self._context(unit), model_name=unit.model, steps=steps)
         return attempt, steps
-
-    def keep(self, attempt: Attempt, steps: StepRecorder | None, store: Store, experiment_id: str, meta: dict[str, Any]) -> None:
-        """Store a finished attempt: its steps' checkpoints first, then its artifacts and its record, so an
-        attempt on record always has its steps (a SIGKILL in between re-runs it on resume, from the LLM cache)."""
-        if steps is not None:
-            self.checkpoints().save(steps, attempt.id)
-        self.write_artifacts(attempt)
-        store.save_attempt(experiment_id, attempt, meta)
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
         """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""
