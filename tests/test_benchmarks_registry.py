@@ -68,7 +68,7 @@ def test_absent_families_are_skipped_unless_asked_for(shared_benchmarks: Path, c
     with pytest.raises(DataMissingError) as err:
         registry.load_tasks(shared_benchmarks, families=["oodeval"])
     assert str(shared_benchmarks / "oodeval") in str(err.value) and "sysmo.benchmarks.oodeval" in str(err.value)
-    with pytest.raises(DataMissingError, match="figshare"):
+    with pytest.raises(DataMissingError, match="luuquangkhai9/R2ABench"):
         registry.load_tasks(shared_benchmarks, families=["r2abench"])
 
 
