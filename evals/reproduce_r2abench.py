@@ -566,7 +566,8 @@ class Table3Disagreement(BaseModel):
 
 
 def _key(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower())
+    key = re.sub(r"[^a-z0-9]+", "", text.lower())
+    return "metagpt" if key == "metagptcustom" else key  # Output/ and the CSV call the paper's MetaGPT metagpt-custom
 
 
 def _row_table3(row: dict[str, str]) -> tuple[float | None, ...]:

@@ -87,7 +87,8 @@ def test_the_ablation_option_and_an_ablation_glob_select_the_min_tasks(tmp_path)
     assert len(TaskSelection(ablations=["all"]).apply(tasks)) == 8
 
 
-def test_tasks_list_takes_the_ablation(tmp_path):
+def test_tasks_list_takes_the_ablation(tmp_path, monkeypatch):
+    monkeypatch.delenv("SYSMO_R2ABENCH_DIR", raising=False)  # it would take the place of <data>/r2abench
     data = tmp_path / "data"
     _checkout(data / "r2abench")
     result = CliRunner().invoke(
