@@ -127,6 +127,7 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
         seed=_option(ctx, "runtime.seed", tla_runtime.DEFAULT_SEED, int),
         timeout_s=_option(ctx, "runtime.timeout_s", tla_runtime.DEFAULT_TIMEOUT_S, float),
         parallel=_option(ctx, "tlc.parallel", None, int),
+        batched=_flag(ctx, "runtime.batched", False),
     )
     return StageResult(
         stage="runtime",
@@ -331,4 +332,5 @@ def tla_cascade() -> Cascade:
             FunctionStage("conformance", conformance_stage, gate=False),
             FunctionStage("invariants", invariants_stage, gate=False),
         ],
+        concurrent=True,  # runtime, conformance and invariants at once, sharing the JVM slots (tools.tla.jvm)
     )
