@@ -170,6 +170,8 @@ class Store:
         self._depth = 0  # nested ``transaction`` blocks: the outermost commits
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
+        # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
+        self._max_variables = min(32766, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         with self._lock, damaged_store(self.path):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             set_up_shared(self._conn, self._create_tables)
@@ -265,25 +267,37 @@ class Store:
         self.save_attempts(experiment_id, [AttemptRecord.of(attempt, task_meta)])
 
     def save_attempts(self, experiment_id: str, records: Sequence[AttemptRecord]) -> None:
-        """Write many attempts in one transaction (one ``executemany`` per table), replacing what an attempt
-        stored before (one run again after an interruption): all of them or none."""
+        """Write many attempts in one transaction, replacing what an attempt stored before (one run again after
+        an interruption): all of them or none. Each table takes one multi-row statement per batch (not a step
+        per row), so the writer thread gives up and takes back the interpreter's lock a few times per batch
+        instead of a few times per row."""
         if not records:
             return
-        ids = [(r.attempt_id,) for r in records]
+        ids = [r.attempt_id for r in records]
         finished_at = _now()
         with self.transaction():
             for table in ("rounds", "llm_calls", "tool_calls", "events"):
-                self._conn.executemany(f"DELETE FROM {table} WHERE attempt_id=?", ids)
-            self._conn.executemany(
-                f"INSERT OR REPLACE INTO attempts ({ATTEMPT_COLUMNS}) VALUES ({','.join('?' * 25)})",
-                [(r.attempt[0], experiment_id, *r.attempt[1:21], finished_at, *r.attempt[21:]) for r in records])
-            self._conn.executemany(f"INSERT INTO llm_calls ({LLM_CALL_COLUMNS}) VALUES ({','.join('?' * 16)})",
-                                   [row for r in records for row in r.llm_calls])
-            self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", [row for r in records for row in r.events])
-            self._conn.executemany("INSERT INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
-                                   [row for r in records for row in r.rounds])
-            self._conn.executemany("INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?)",
-                                   [row for r in records for row in r.tool_calls])
+                self._many(f"DELETE FROM {table} WHERE attempt_id IN ", ids, width=1, values=False)
+            self._many(f"INSERT OR REPLACE INTO attempts ({ATTEMPT_COLUMNS}) VALUES ",
+                       [(r.attempt[0], experiment_id, *r.attempt[1:21], finished_at, *r.attempt[21:]) for r in records],
+                       width=25)
+            self._many(f"INSERT INTO llm_calls ({LLM_CALL_COLUMNS}) VALUES ", [row for r in records for row in r.llm_calls],
+                       width=16)
+            self._many("INSERT INTO events VALUES ", [row for r in records for row in r.events], width=5)
+            self._many("INSERT INTO rounds VALUES ", [row for r in records for row in r.rounds], width=10)
+            self._many("INSERT INTO tool_calls VALUES ", [row for r in records for row in r.tool_calls], width=7)
+
+    def _many(self, head: str, rows: Sequence[Any], *, width: int, values: bool = True) -> None:
+        """``head`` followed by as many ``(?,...)`` groups as rows (or, with ``values=False``, one ``(?,...)``
+        list of single values), in statements within SQLite's limit of parameters."""
+        per = max(1, self._max_variables // width)
+        for start in range(0, len(rows), per):
+            chunk = rows[start:start + per]
+            if values:
+                group = "(" + ",".join("?" * width) + ")"
+                self._conn.execute(head + ",".join([group] * len(chunk)), [v for row in chunk for v in row])
+            else:
+                self._conn.execute(head + "(" + ",".join("?" * len(chunk)) + ")", chunk)
 
     def _insert_events(self, attempt_id: str, events: list[Any], first_seq: int) -> None:
         self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", event_rows(attempt_id, events, first_seq))

@@ -25,7 +25,7 @@ from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import Executor, RunState
 from sysmo.runner.progress import RunProgress
-from sysmo.runner.results import ResultWriter
+from sysmo.runner.results import ResultWriter, quick_turns
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import environment_record, expand, load_selected_tasks, missing_inputs
@@ -118,7 +118,7 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
                          label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:
             state = RunState(config=config, runner=runner, summary=summary, spending=spending, stop=stop, bar=bar,
                              writer=writer, attempted=store.finished_attempt_ids(experiment_id))
-            with stop.on_ctrl_c(bar.note):
+            with stop.on_ctrl_c(bar.note), quick_turns():
                 executor.run(pending, state)
             state.finish()
         store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")

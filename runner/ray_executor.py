@@ -67,19 +67,27 @@ class UnitActor:
         settings.cache_clear()  # settings read after the driver's environment is in place
         self.config = ExperimentConfig.model_validate_json(config_json)
         self.runner = UnitRunner(self.config, Path(directory))
+        self.tasks: dict[str, Any] | None = None  # the run's tasks by id, fetched once from the object store
 
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    async def run(self, unit: WorkUnit) -> tuple[Any, list[Any] | None, str | None, list[str]]:
-        """The attempt's rows for the store (``AttemptRecord``), its recorded steps (not written here) and, if
-        the run scores, its score. An async method: the actor runs several units at once on its event loop,
-        as the local executor does."""
+    async def run(self, key: tuple[str, str, str, int, str],
+                  tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
+        """The attempt of the unit ``key`` (``unit_key``): its rows for the store (``AttemptRecord``), its
+        recorded steps (not written here) and, if the run scores, its score. ``tasks`` holds the reference of
+        the run's tasks in the object store (fetched once per actor: a unit travels as its key, not with its
+        task). An async method: the actor runs several units at once on its event loop, as the local executor
+        does."""
         import asyncio
 
         from sysmo.runner.units import task_meta
         from sysmo.store import AttemptRecord
 
+        if self.tasks is None:
+            self.tasks = await tasks[0]
+        task_id, agent, model, sample, experiment_id = key
+        unit = WorkUnit(self.tasks[task_id], agent, model, sample, experiment_id)
         attempt, steps = await self.runner.arun_attempt(unit)
         card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
                         else (None, []))
@@ -91,6 +99,12 @@ class UnitActor:
 
     def close(self) -> None:
         self.runner.close()
+
+
+def unit_key(unit: WorkUnit) -> tuple[str, str, str, int, str]:
+    """What identifies a unit besides its task's content: (task id, agent, model, sample, experiment). Sent
+    instead of the unit (cloudpickle takes about 1.7 ms for a unit with its pydantic task)."""
+    return unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id
 
 
 def start_ray(address: str | None, num_cpus: int) -> Any:
@@ -144,6 +158,7 @@ class RayExecutor:
         in_flight: dict[Any, tuple[WorkUnit, int]] = {}
         storing: deque[tuple[Future, Any]] = deque()  # (writer's future, attempt) in the order handed over
         queue = list(reversed(pending))
+        tasks = [ray.put({unit.task.id: unit.task for unit in pending})]  # a list: the actor fetches it once
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
 
@@ -163,7 +178,7 @@ class RayExecutor:
                         continue
                     index = min(load, key=load.__getitem__)
                     load[index] += 1
-                    in_flight[actors[index].run.remote(unit)] = (unit, index)
+                    in_flight[actors[index].run.remote(unit_key(unit), tasks)] = (unit, index)
                 if not in_flight:
                     break
                 refs = list(in_flight)

@@ -10,14 +10,22 @@ one commit for many attempts instead of one each. An attempt's steps are committ
 stored attempt has its steps; one killed in between is not on record and runs again on resume (its steps
 replaced). Before a batch it waits (at most ``UnitRunner``'s ``PERSIST_WAIT_S``) for an attempt's tool check
 to run, so its share of the interpreter lock overlaps the tool's time rather than an attempt's graph.
+
+Every SQLite statement and file operation gives the interpreter lock up and must take it back; while the
+event loop's thread runs graphs, taking it back waits for Python's thread switch interval (5 ms by default),
+so a writer thread with a few dozen such calls per attempt would spend most of its time waiting (and fall
+behind). ``quick_turns`` lowers the interval to ``SWITCH_INTERVAL_S`` while a run writes.
 """
 
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -37,6 +45,19 @@ log = get_logger(__name__)
 
 BATCH = 64  # the most attempts one transaction writes
 QUEUED = 4 * BATCH  # executors keep at most about this many attempts waiting to be written (memory bound)
+SWITCH_INTERVAL_S = 0.001  # Python's thread switch interval while a run writes (``quick_turns``)
+
+
+@contextmanager
+def quick_turns() -> Iterator[None]:
+    """Python's thread switch interval at most ``SWITCH_INTERVAL_S`` in the block (restored after): the writer
+    thread gets the interpreter lock back within 1 ms of a statement, not 5 ms."""
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, SWITCH_INTERVAL_S))
+    try:
+        yield
+    finally:
+        sys.setswitchinterval(previous)
 
 
 @dataclass

@@ -91,8 +91,13 @@ def test_a_batch_writes_the_rows_of_one_attempt_at_a_time(tmp_path: Path) -> Non
         many.save_scores("exp", [(a.id, card_of(0), scoring) for a in attempts])
     assert many.attempt("a0002").events[2].node == "generate"
     many.close()
+    small = Store(tmp_path / "small.sqlite")
+    small._max_variables = 40  # a statement of at most 40 parameters: the batch is cut into several
+    small.save_attempts("exp", [AttemptRecord.of(a, META) for a in attempts])
+    small.save_scores("exp", [(a.id, card_of(0), scoring) for a in attempts])
+    small.close()
     expected = dump(tmp_path / "one.sqlite")
-    assert expected == dump(tmp_path / "many.sqlite")
+    assert expected == dump(tmp_path / "many.sqlite") == dump(tmp_path / "small.sqlite")
     assert len(expected["attempts"]) == 5 and len(expected["llm_calls"]) == sum(len(a.rounds) + 1 for a in attempts)
 
 
@@ -270,3 +275,22 @@ def test_what_the_writer_reported_stored_survives_a_sigkill(tmp_path: Path) -> N
     with sqlite3.connect(tmp_path / "exp" / "checkpoints.sqlite") as conn:
         with_steps = {r[0] for r in conn.execute("SELECT DISTINCT thread_id FROM checkpoints")}
     assert stored <= with_steps  # every attempt on record has its steps
+
+
+def test_an_attempt_written_again_has_only_its_new_steps(tmp_path: Path) -> None:
+    # a file that had no steps when opened skips delete_thread for new threads; a thread written before (in
+    # this process, in this batch, or in the file when it was opened: a resumed run) is still replaced
+    path = tmp_path / "c.sqlite"
+
+    def counts() -> dict[str, int]:
+        with sqlite3.connect(path) as conn:
+            return dict(conn.execute("SELECT thread_id, COUNT(*) FROM checkpoints GROUP BY thread_id").fetchall())
+
+    with CheckpointStore(path) as store:
+        store.save_many([(recorded("a"), "a"), (recorded("a"), "a"), (recorded("b"), "b")])
+        store.save(recorded("b"), "b")
+    assert counts() == {"a": 4, "b": 4}
+    with CheckpointStore(path) as store:  # resumed: the file has steps already
+        store.save(recorded("a"), "a")
+        store.save(recorded("c"), "c")
+    assert counts() == {"a": 4, "b": 4, "c": 4}
