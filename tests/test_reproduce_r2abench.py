@@ -13,21 +13,8 @@ from typer.testing import CliRunner
 from sysmo.evals.commands import reproduce_app
 from sysmo.evals.reproduce_r2abench import package_names, rescore
 
-REFERENCE = """@startuml
-skinparam componentStyle rectangle
-package "Logic" as L {
-  rectangle "Alpha" as A
-  rectangle "Beta" as B
-}
-A --> B
-@enduml
-"""
-PREDICTED = """@startuml
-component "Alpha\\n(core)" as a
-component "Beta" as b
-a --> b : calls
-@enduml
-"""
+from r2abench_checkout import PREDICTED, REFERENCE
+
 ALIGNMENT = {
     "matched_pairs": [
         {"gt_nodes": ["Logic::Alpha"], "predicted_nodes": ["Global::Alpha\\n(core"], "is_boundary_correct": True},
