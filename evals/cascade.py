@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -55,29 +56,58 @@ class FunctionStage:
 
 @dataclass
 class Cascade:
+    """Stages in order; a stage that gates and does not pass skips every later stage.
+
+    ``concurrent``: consecutive stages that gate nothing run at the same time (option ``cascade.concurrent``,
+    default true, turns it off), the last of them started first; their results keep the stage order. Each
+    stage's ``duration_s`` is then its own wall time, and the stages' times overlap.
+    """
+
     name: str
     stages: list[Stage]
+    concurrent: bool = False
 
     def score(self, artifact: Artifact | None, task: Task, ctx: ScoringContext | None = None) -> ScoreCard:
         ctx = ctx or ScoringContext()
         card = ScoreCard(task_id=task.id, cascade=self.name)
         blocked_by: str | None = "no artifact was produced" if artifact is None or artifact.is_empty() else None
-        for stage in self.stages:
+        concurrent = self.concurrent and str(ctx.option("cascade.concurrent", True)).lower() not in (
+            "false", "0", "no", "off")
+        index = 0
+        while index < len(self.stages):
+            stage = self.stages[index]
             if blocked_by is not None:
                 card.stages.append(StageResult(stage=stage.name, value=0.0, passed=False, outcome="skipped",
                                                skipped_because=blocked_by, detail={"gated": True}))
+                index += 1
                 continue
-            started = time.monotonic()
-            try:
-                result = stage(artifact, task, ctx)
-            except SysmoError as exc:
-                result = StageResult(stage=stage.name, value=0.0, outcome="error", detail={"error": str(exc)})
-                log.warning("stage.error", stage=stage.name, task=task.id, error=str(exc))
-            result.duration_s = time.monotonic() - started
-            card.stages.append(result)
-            if stage.gate and not result.passed:
-                blocked_by = f"stage {stage.name!r} did not pass ({result.outcome})"
+            batch = [stage]
+            while concurrent and not batch[-1].gate and index + len(batch) < len(self.stages) \
+                    and not self.stages[index + len(batch)].gate:
+                batch.append(self.stages[index + len(batch)])
+            if len(batch) == 1:
+                results = [_run_stage(stage, artifact, task, ctx)]
+            else:
+                with ThreadPoolExecutor(max_workers=len(batch), thread_name_prefix=f"{self.name}-stage") as pool:
+                    futures = {s.name: pool.submit(_run_stage, s, artifact, task, ctx) for s in reversed(batch)}
+                    results = [futures[s.name].result() for s in batch]
+            for done, result in zip(batch, results):
+                card.stages.append(result)
+                if done.gate and not result.passed:
+                    blocked_by = f"stage {done.name!r} did not pass ({result.outcome})"
+            index += len(batch)
         return card
+
+
+def _run_stage(stage: Stage, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    started = time.monotonic()
+    try:
+        result = stage(artifact, task, ctx)
+    except SysmoError as exc:
+        result = StageResult(stage=stage.name, value=0.0, outcome="error", detail={"error": str(exc)})
+        log.warning("stage.error", stage=stage.name, task=task.id, error=str(exc))
+    result.duration_s = time.monotonic() - started
+    return result
 
 
 def stage_from_check(stage: str, result: CheckResult, max_diagnostics: int = 20, **detail: Any) -> StageResult:

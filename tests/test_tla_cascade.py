@@ -229,7 +229,8 @@ def test_runtime_defaults_are_sysmobench_and_seeds_are_reproducible() -> None:
     assert len(set(tla_runtime.seeds(1, 20))) == 20 and tla_runtime.seeds(2, 20) != tla_runtime.seeds(1, 20)
     task = _spinlock()
     result = tla.runtime_stage(task.references.model, task, ScoringContext())
-    assert result.detail["settings"] == {"runs": 20, "num": 50, "depth": 50, "seed": 1, "timeout_s": 30.0}
+    assert result.detail["settings"] == {"runs": 20, "num": 50, "depth": 50, "seed": 1, "timeout_s": 30.0,
+                                         "batched": 0}
     assert [r["seed"] for r in result.detail["runs"]] == tla_runtime.seeds(1, 20)
     assert result.value == 1.0 and result.passed and result.metrics["actions"] == 4.0
     assert result.provenance["tool_version"].startswith("TLC 2.15")

@@ -60,6 +60,7 @@ from __future__ import annotations
 import importlib.resources
 import re
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -82,6 +83,7 @@ log = get_logger(__name__)
 DEFAULT_TIMEOUT_S = 120.0
 BOUNDED_POLICIES = ("harness", "strict")
 DEFAULT_BOUNDED = "harness"
+DEFAULT_GROUPED = True
 DEFAULT_HELPER_ATTEMPTS = 2
 CHECKED_NAME = "SysmoInvariant"
 WRAPPER_PREFIX = "SysmoInv"
@@ -102,9 +104,12 @@ class Candidate(BaseModel):
     body: str
     possibility: bool = False  # an action template: checked as "the step can happen" (``~ENABLED`` violated)
 
-    def definitions(self) -> str:
+    def definitions(self, name: str = CHECKED_NAME) -> str:
+        return "\n".join(self.helpers + [self.checked_definition(name)])
+
+    def checked_definition(self, name: str = CHECKED_NAME) -> str:
         body = f"~ENABLED (\n    {self.body.strip()})" if self.possibility else self.body.strip()
-        return "\n".join(self.helpers + [f"{CHECKED_NAME} ==\n    {body}"])
+        return f"{name} ==\n    {body}"
 
     @property
     def temporal(self) -> bool:
@@ -209,6 +214,44 @@ def wrapper_module(module: str, spec_module: str, candidate: Candidate, standard
     return f"---- MODULE {module} ----\nEXTENDS {extends}\n\n{candidate.definitions()}\n====\n"
 
 
+def member_name(index: int) -> str:
+    """The name of template ``index``'s checked formula in a combined module (``SysmoInvariant_<index>``)."""
+    return f"{CHECKED_NAME}_{index}"
+
+
+def _helper_name(helper: str) -> str | None:
+    units = split_module(f"---- MODULE SysmoHelper ----\n{helper}\n====\n").units
+    definitions = [u for u in units if u.kind == "definition"]
+    return definitions[0].name if len(definitions) == 1 and definitions[0].name else None
+
+
+def combined_definitions(candidates: dict[int, Candidate], reserved: set[str]) -> str | None:
+    """Several candidates' definitions in one module, template ``i``'s formula named ``SysmoInvariant_<i>``.
+
+    None unless the candidates are isolated from each other: no helper name with two different texts (one
+    text is kept for a helper several candidates define alike), no candidate naming a helper it does not
+    define itself, no clash with ``reserved`` (the model's names). Then SANY accepting the combined module
+    (which EXTENDS the model and the standard modules) means it accepts each candidate's own wrapper, and
+    TLC can check the formulas in one run."""
+    helpers: dict[str, str] = {}
+    own: dict[int, set[str]] = {}
+    for index, candidate in candidates.items():
+        own[index] = set()
+        for helper in candidate.helpers:
+            name = _helper_name(helper)
+            if name is None or helpers.setdefault(name, helper.strip()) != helper.strip():
+                return None
+            own[index].add(name)
+    names = {member_name(i) for i in candidates}
+    if names & (reserved | set(helpers)) or CHECKED_NAME in reserved:
+        return None
+    for index, candidate in candidates.items():
+        used = set(IDENT.findall(blank_comments(candidate.definitions(), strings=True)))
+        if (used & (set(helpers) | names)) - own[index]:
+            return None
+    return "\n".join([*helpers.values(), *(candidates[i].checked_definition(member_name(i)) for i in candidates)])
+
+
 class _Resolver:
     """Finds a candidate per template that SANY accepts against the model, batching the SANY runs."""
 
@@ -225,7 +268,22 @@ class _Resolver:
             self.prefix += "X"
 
     def check(self, candidates: dict[int, Candidate]) -> dict[int, tuple[str | None, str]]:
-        """index -> (the wrapper module text SANY accepts, or None; SANY's first error)."""
+        """index -> (the wrapper module text SANY accepts, or None; SANY's first error).
+
+        Several candidates are first checked together in one module (``combined_definitions``): one parse of
+        the model instead of two per candidate (the PGo raftkvs spec is 2.3 MB). If SANY rejects it, or the
+        candidates are not isolated from each other, each wrapper is checked on its own, as always."""
+        if len(candidates) > 1:
+            combined = combined_definitions(candidates, self.spec_names)
+            if combined is not None:
+                name = f"{self.prefix}All"
+                module = (f"---- MODULE {name} ----\nEXTENDS {self.spec.main_module}, {STANDARD_MODULES}\n\n"
+                          f"{combined}\n====\n")
+                together, version = check_modules({name: module}, self.tla_files, self.timeout_s)
+                self.sany_version = self.sany_version or version
+                if together[name].outcome == Outcome.OK:
+                    return {i: (wrapper_module(f"{self.prefix}{i}", self.spec.main_module, c), "")
+                            for i, c in candidates.items()}
         modules: dict[str, str] = {}
         for index, candidate in candidates.items():
             for standard in (True, False):  # the standard modules may clash with the model's own names
@@ -516,6 +574,67 @@ def _under_constraint(
     return guarded, wrapper.replace(candidate.definitions(), guarded.definitions())
 
 
+@dataclass
+class _Check:
+    """One concretised template, ready for TLC: its formula, its wrapper module and the cfg it runs under."""
+
+    index: int
+    template: InvariantTemplate
+    candidate: Candidate
+    wrapper: str
+    source: str
+    notes: list[str]
+    as_property: bool
+    config: tlc_cfg.TlcConfig
+    cfg_notes: list[str]
+
+    @property
+    def module(self) -> str:
+        return re.search(r"MODULE (\w+)", self.wrapper).group(1)  # type: ignore[union-attr]
+
+    @property
+    def standard(self) -> bool:
+        return f", {STANDARD_MODULES}\n" in self.wrapper.split("\n\n", 1)[0] + "\n"
+
+    def verdict(self, result: CheckResult, bounded: str, extra: list[str] | None = None) -> InvariantVerdict:
+        return _verdict(self.template, result, self.as_property, self.candidate, self.source,
+                        self.notes + self.cfg_notes + (extra or []), bounded)
+
+
+def groupable(check: _Check) -> bool:
+    """A safety template TLC names when it is violated: a state predicate (INVARIANT), or ``[]P`` / ``[][A]_v``
+    under PROPERTY with nothing temporal inside. Possibility checks (expected to be violated at once) and
+    liveness properties (TLC does not say which temporal property failed) are checked alone."""
+    candidate = check.candidate
+    if check.template.type != "safety" or candidate.possibility:
+        return False
+    if not candidate.temporal:
+        return True
+    body = blank_comments(candidate.body, strings=True).strip()
+    helpers = blank_comments("\n".join(candidate.helpers), strings=True)
+    return body.startswith("[]") and not TEMPORAL.search(body[2:]) and not TEMPORAL.search(helpers)
+
+
+def _group_module(name: str, spec_module: str, checks: list[_Check], reserved: set[str]) -> str | None:
+    combined = combined_definitions({c.index: c.candidate for c in checks}, reserved)
+    if combined is None:
+        return None
+    extends = f"{spec_module}, {STANDARD_MODULES}" if checks[0].standard else spec_module
+    return f"---- MODULE {name} ----\nEXTENDS {extends}\n\n{combined}\n====\n"
+
+
+def _attributed(result: CheckResult, names: dict[str, _Check]) -> _Check | None:
+    """The one template of a grouped run that TLC reports violated, if the run failed on exactly that."""
+    if result.outcome != Outcome.FAILED:
+        return None
+    violations = tlc.report_of(result).violations
+    failing = [v for v in violations if v.kind in tlc.FAILING_KINDS | tlc.ERROR_KINDS]
+    named = {v.name for v in failing if v.kind in ("invariant", "property", "action-property")}
+    if len(named) != 1 or len(failing) != sum(v.name in named for v in failing):
+        return None
+    return names.get(next(iter(named)))
+
+
 def score(
     artifact: Artifact,
     templates: list[InvariantTemplate],
@@ -530,8 +649,10 @@ def score(
     parallel: int | None = None,
     strategy: str = "bfs",
     bounded: str = DEFAULT_BOUNDED,
+    grouped: bool = DEFAULT_GROUPED,
 ) -> InvariantsScore:
-    """Concretise every template, then one TLC run per concretised template (see the module doc)."""
+    """Concretise every template, then check each with TLC: the safety templates together in one run per
+    cfg when ``grouped``, every other template alone (see the module doc)."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
     concretised, sany_version, helper_model = concretise(
@@ -539,21 +660,24 @@ def score(
     )
     spec = prepare(artifact)
     tla_files = {n: t for n, t in spec.files.items() if n.endswith(".tla")}
-    operators = set(signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module).operators)
+    sig = signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module)
+    operators = set(sig.operators)
+    reserved = operators | set(sig.variables) | set(sig.constants)
     constraints = list(config.config.constraints)
     conjuncts = constraint_conjuncts(constraints, list(tla_files.values())) if constraints else set()
-
-    def check(index: int) -> tuple[InvariantVerdict, str]:
-        template = templates[index]
+    verdicts: dict[int, InvariantVerdict] = {}
+    checks: list[_Check] = []
+    for index, template in enumerate(templates):
         candidate, wrapper, source, notes = concretised[index]
         if candidate is None or wrapper is None:
-            return InvariantVerdict(
+            verdicts[index] = InvariantVerdict(
                 name=template.name,
                 type=template.type,
                 outcome=Outcome.ERROR,
                 notes=notes,
                 reason="no formula for the model's names was found",
-            ), ""
+            )
+            continue
         guarded = _under_constraint(template, candidate, wrapper, constraints, conjuncts)
         if guarded is not None:
             candidate, wrapper = guarded
@@ -561,39 +685,90 @@ def score(
                              f"as Constraint => {template.name} (TLC prunes the states that violate it)"]
         as_property = not candidate.possibility and (template.type == "liveness" or candidate.temporal)
         config_, cfg_notes = _check_config(config.config, operators, as_property, template.type == "liveness")
-        module = re.search(r"MODULE (\w+)", wrapper).group(1)  # type: ignore[union-attr]
-        files = {**tla_files, f"{module}.tla": wrapper}
+        checks.append(_Check(index=index, template=template, candidate=candidate, wrapper=wrapper, source=source,
+                             notes=notes, as_property=as_property, config=config_, cfg_notes=cfg_notes))
+
+    def single(check: _Check) -> tuple[InvariantVerdict, str]:
+        files = {**tla_files, f"{check.module}.tla": check.wrapper}
         if strategy == "hunt":  # escalating search for a counterexample (sysmo.tools.tla.bug_hunt)
             found = bug_hunt.hunt(
                 Artifact(language=Language.TLA, files=files),
-                config_,
-                ("property" if as_property else "invariant", CHECKED_NAME),
-                module=module,
+                check.config,
+                ("property" if check.as_property else "invariant", CHECKED_NAME),
+                module=check.module,
                 budget_s=timeout_s,
             )
-            verdict = _verdict(template, found.result, as_property, candidate, source, notes + cfg_notes, bounded)
+            verdict = check.verdict(found.result, bounded)
             verdict.notes += found.notes()
             verdict.duration_s = found.seconds
             return verdict, found.result.tool_version
         result = tlc.model_check(
             Artifact(language=Language.TLA, files=files),
-            config_,
-            module=module,
+            check.config,
+            module=check.module,
             check_deadlock=False,
             timeout_s=timeout_s,
             max_states=max_states,
             max_depth=max_depth,
         )
-        return _verdict(
-            template, result, as_property, candidate, source, notes + cfg_notes, bounded
-        ), result.tool_version
+        return check.verdict(result, bounded), result.tool_version
 
+    def together(group: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
+        """One TLC run checks the group; a violated template gets its verdict and the run is repeated
+        without it (TLC explores the states in the same order, so each template meets the same first
+        violation as alone); anything TLC does not pin on one template falls back to one run each."""
+        out: list[tuple[int, InvariantVerdict, str]] = []
+        remaining = list(group)
+        while len(remaining) > 1:
+            name = f"{remaining[0].module}G"
+            module = _group_module(name, spec.main_module, remaining, reserved)
+            if module is None:
+                break
+            by_name = {member_name(c.index): c for c in remaining}
+            config_ = remaining[0].config.model_copy(update={
+                "invariants": [member_name(c.index) for c in remaining if not c.as_property],
+                "properties": [member_name(c.index) for c in remaining if c.as_property]})
+            result = tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
+                                     config_, module=name, check_deadlock=False, timeout_s=timeout_s,
+                                     max_states=max_states, max_depth=max_depth)
+            note = [f"checked in one TLC run with {len(remaining) - 1} other safety template(s) "
+                    f"(invariants.grouped)"]
+            violated = _attributed(result, by_name)
+            if violated is not None:
+                out.append((violated.index, violated.verdict(result, bounded, note), result.tool_version))
+                remaining.remove(violated)
+                continue
+            if result.outcome in (Outcome.OK, Outcome.INCONCLUSIVE):
+                out += [(c.index, c.verdict(result, bounded, note), result.tool_version) for c in remaining]
+                return out
+            log.info("tla_invariants.group_fallback", module=spec.main_module, templates=len(remaining),
+                     outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
+            break
+        return out + [(c.index, *single(c)) for c in remaining]
+
+    jobs: list[list[_Check]] = []
+    if grouped and strategy != "hunt":
+        groups: dict[tuple[str, bool], list[_Check]] = {}
+        for check in checks:
+            if groupable(check):
+                groups.setdefault((without_checks(check.config).render(), check.standard), []).append(check)
+        jobs += [g for g in groups.values() if len(g) > 1]
+    in_groups = {c.index for g in jobs for c in g}
+    jobs += [[c] for c in checks if c.index not in in_groups]
+
+    def run(job: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
+        return together(job) if len(job) > 1 else [(job[0].index, *single(job[0]))]
+
+    versions: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
-        checked = list(pool.map(check, range(len(templates))))
+        for done in pool.map(run, jobs):
+            for index, verdict, version in done:
+                verdicts[index] = verdict
+                versions.append(version)
     score_ = InvariantsScore(
-        verdicts=[v for v, _ in checked],
+        verdicts=[verdicts[i] for i in range(len(templates))],
         sany_version=sany_version,
-        tlc_version=next((t for _, t in checked if t), ""),
+        tlc_version=next((t for t in versions if t), ""),
         helper_model=helper_model,
         cfg_notes=config.notes,
         bounded=bounded,
@@ -605,5 +780,6 @@ def score(
         outcome=score_.outcome.value,
         templates=len(templates),
         helper=helper_model,
+        tlc_runs_grouped=sum(len(j) for j in jobs if len(j) > 1),
     )
     return score_

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import threading
 import zipfile
 from functools import lru_cache
 from pathlib import Path
@@ -18,6 +19,29 @@ LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 # 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec); TLC's long runs want the parallel collector instead.
 SANY_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m"]
 TLC_JVM_FLAGS = ["-XX:+UseParallelGC", "-Xss16m"]
+
+
+JVMS_ENV = "SYSMO_TLA_JVMS"
+_slots_lock = threading.Lock()
+_slots: dict[int, threading.BoundedSemaphore] = {}
+
+
+def max_jvms() -> int:
+    """SANY/TLC JVMs this process runs at once, whichever stage or attempt asks: one per core (``$SYSMO_TLA_JVMS``).
+
+    Stages that run at the same time (``Cascade.concurrent``), each with its own pool, share these slots, so a
+    TLC run keeps a core to itself as when the stages ran one after another: its time limit means the same.
+    """
+    value = os.environ.get(JVMS_ENV, "").strip()
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    return max(1, os.cpu_count() or 1)
+
+
+def jvm_slot() -> threading.BoundedSemaphore:
+    size = max_jvms()
+    with _slots_lock:
+        return _slots.setdefault(size, threading.BoundedSemaphore(size))
 
 
 def default_parallel() -> int:
@@ -71,7 +95,8 @@ def run_java(
     argv += ["-cp", str(jar), main_class, *args]
 
     def run() -> RunResult:
-        return get_sandbox().run(argv, files=files, readonly_paths=readonly, limits=limits, collect=collect)
+        with jvm_slot():  # the time limit starts once the JVM has a core (max_jvms)
+            return get_sandbox().run(argv, files=files, readonly_paths=readonly, limits=limits, collect=collect)
 
     # deterministic runs are served from the content-addressed cache when SYSMO_TLA_RUN_CACHE is set
     return run_cache.cached(run, main_class, [*args, f"timeout={limits.timeout_s}"], files, jvm_flags, heap,
