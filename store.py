@@ -5,9 +5,12 @@ and reply, tool calls, graph steps, score stages, errors), one JSON row per even
 transaction (the scoring's events are appended with its score).
 
 Everything the reports and the trace viewer show is read from here; the run writes only through it.
+``save_attempts`` / ``save_scores`` write many attempts in one transaction (``executemany`` per table); the
+runner's writer thread batches finished attempts that way. An attempt's rows can be made where it ran
+(``AttemptRecord.of``: a Ray worker serialises, the driver only writes).
 
 >>> store = Store(Path("runs/exp1/results.sqlite"))
->>> store.save_attempt("exp1", attempt)
+>>> store.save_attempt("exp1", attempt, task_meta)
 """
 
 from __future__ import annotations
@@ -17,9 +20,10 @@ import re
 import sqlite3
 import threading
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 from sysmo.contracts.events import EventAdapter
 from sysmo.errors import SysmoError
@@ -95,6 +99,67 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+ATTEMPT_COLUMNS = ("id, experiment_id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, "
+                   "status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
+                   "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd")
+LLM_CALL_COLUMNS = ("attempt_id, round_idx, seq, role, purpose, model, provider, prompt_tokens, completion_tokens, "
+                    "cost_usd, latency_s, cached, request_hash, is_control, error, error_type")
+
+
+@dataclass
+class AttemptRecord:
+    """The rows of one attempt in every table (attempts, rounds, llm_calls, tool_calls, events), serialised:
+    plain tuples of strings and numbers, made once wherever the attempt ran and written as they are."""
+
+    attempt_id: str
+    attempt: tuple  # the attempts row, without experiment_id and finished_at (given when written)
+    rounds: list[tuple]
+    llm_calls: list[tuple]
+    tool_calls: list[tuple]
+    events: list[tuple]  # (attempt_id, seq, type, stage, json)
+
+    @property
+    def attempt_json(self) -> str:
+        """The attempt's JSON (``Attempt.model_dump_json``, without its events)."""
+        return self.attempt[21]
+
+    @classmethod
+    def of(cls, attempt: Attempt, task_meta: dict[str, Any]) -> AttemptRecord:
+        passed_round = next((r.index for r in attempt.rounds if r.passed), None)
+        calls = attempt.all_llm_calls()
+        row = (attempt.id, attempt.task_id, task_meta.get("benchmark"), task_meta.get("kind"), task_meta.get("domain"),
+               task_meta.get("difficulty"), attempt.agent, attempt.model, attempt.sample_index, attempt.status.value,
+               len(attempt.rounds), attempt.repair_rounds, passed_round, attempt.duration_s,
+               sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
+               sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
+               sum(c.cost_usd for c in calls), int(attempt.is_control), attempt.error, attempt.model_dump_json(),
+               sum(c.spend_usd for c in calls))
+        # round_idx NULL: the calls no round holds
+        llm_calls = [(attempt.id, None, seq, call.role, call.purpose, call.model, call.provider, call.prompt_tokens,
+                      call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached), call.request_hash,
+                      int(call.is_control), None, None) for seq, call in enumerate(attempt.calls_outside_rounds)]
+        rounds, tool_calls = [], []
+        for rnd in attempt.rounds:
+            rounds.append((attempt.id, rnd.index, rnd.kind, json.dumps(rnd.messages), rnd.response,
+                           rnd.artifact.model_dump_json() if rnd.artifact else None,
+                           rnd.check.model_dump_json() if rnd.check else None, rnd.extraction_error, rnd.error,
+                           rnd.duration_s))
+            llm_calls.extend((attempt.id, rnd.index, seq, call.role, call.purpose, call.model, call.provider,
+                              call.prompt_tokens, call.completion_tokens, call.cost_usd, call.latency_s,
+                              int(call.cached), call.request_hash, int(call.is_control), call.error, call.error_type)
+                             for seq, call in enumerate(rnd.llm_calls))
+            if rnd.check is not None:
+                tool_calls.append((attempt.id, rnd.index, rnd.check.tool, rnd.check.tool_version,
+                                   rnd.check.outcome.value, rnd.check.duration_s, len(rnd.check.diagnostics)))
+        return cls(attempt.id, row, rounds, llm_calls, tool_calls, event_rows(attempt.id, attempt.events, 0))
+
+
+def event_rows(attempt_id: str, events: Sequence[Any], first_seq: int) -> list[tuple]:
+    """The events table's rows of ``events`` (numbered from ``first_seq``)."""
+    return [(attempt_id, first_seq + i, e.type, e.stage, e.model_dump_json(exclude={"seq"}))
+            for i, e in enumerate(events)]
+
+
 class Store:
     """Thread-safe access to one experiment database (WAL; one connection guarded by a lock)."""
 
@@ -102,8 +167,11 @@ class Store:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        self._depth = 0  # nested ``transaction`` blocks: the outermost commits
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
+        # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
+        self._max_variables = min(32766, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
         with self._lock, damaged_store(self.path):
             self._conn.execute("PRAGMA synchronous=NORMAL")
             set_up_shared(self._conn, self._create_tables)
@@ -143,6 +211,20 @@ class Store:
         with self._lock:
             self._conn.close()
 
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """One transaction for the writes in the block (nested blocks join the outer one): all or none."""
+        with self._lock:
+            self._depth += 1
+            try:
+                if self._depth > 1:
+                    yield
+                    return
+                with self._conn:
+                    yield
+            finally:
+                self._depth -= 1
+
     def query(self, sql: str, params: tuple | dict = ()) -> list[sqlite3.Row]:
         with self._lock, damaged_store(self.path):
             return list(self._conn.execute(sql, params))
@@ -150,7 +232,7 @@ class Store:
     # ------------------------------------------------------------------ experiments
     def save_experiment(self, experiment_id: str, config: dict[str, Any], environment: dict[str, Any],
                         is_control: bool) -> None:
-        with self._lock, self._conn:
+        with self.transaction():
             row = self._conn.execute("SELECT id FROM experiments WHERE id=?", (experiment_id,)).fetchone()
             if row is None:
                 self._conn.execute(
@@ -161,7 +243,7 @@ class Store:
                                    (_now(), json.dumps(environment), experiment_id))
 
     def set_experiment_status(self, experiment_id: str, status: str) -> None:
-        with self._lock, self._conn:
+        with self.transaction():
             self._conn.execute("UPDATE experiments SET status=?, updated_at=? WHERE id=?", (status, _now(), experiment_id))
 
     def experiment(self, experiment_id: str) -> dict[str, Any]:
@@ -181,57 +263,44 @@ class Store:
         return {r["attempt_id"] for r in self.query("SELECT attempt_id FROM scores WHERE experiment_id=?", (experiment_id,))}
 
     def save_attempt(self, experiment_id: str, attempt: Attempt, task_meta: dict[str, Any]) -> None:
-        """Write an attempt with its rounds, LLM calls and tool calls in one transaction."""
-        passed_round = next((r.index for r in attempt.rounds if r.passed), None)
-        with self._lock, self._conn:
-            self._conn.execute("DELETE FROM rounds WHERE attempt_id=?", (attempt.id,))
-            self._conn.execute("DELETE FROM llm_calls WHERE attempt_id=?", (attempt.id,))
-            self._conn.execute("DELETE FROM tool_calls WHERE attempt_id=?", (attempt.id,))
-            self._conn.execute("DELETE FROM events WHERE attempt_id=?", (attempt.id,))
-            self._conn.execute(
-                "INSERT OR REPLACE INTO attempts (id, experiment_id, task_id, benchmark, kind, domain, difficulty, "
-                "agent, model, sample_index, status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, "
-                "tool_time_s, prompt_tokens, completion_tokens, cost_usd, is_control, error, finished_at, "
-                "attempt_json, spend_usd) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                (attempt.id, experiment_id, attempt.task_id, task_meta.get("benchmark"), task_meta.get("kind"),
-                 task_meta.get("domain"), task_meta.get("difficulty"), attempt.agent, attempt.model,
-                 attempt.sample_index, attempt.status.value, len(attempt.rounds), attempt.repair_rounds, passed_round,
-                 attempt.duration_s, sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
-                 attempt.prompt_tokens, attempt.completion_tokens, attempt.cost_usd, int(attempt.is_control),
-                 attempt.error, _now(), attempt.model_dump_json(), attempt.spend_usd))
-            for seq, call in enumerate(attempt.calls_outside_rounds):  # round_idx NULL: no round holds them
-                self._conn.execute(
-                    "INSERT INTO llm_calls (attempt_id, round_idx, seq, role, purpose, model, provider, prompt_tokens,"
-                    " completion_tokens, cost_usd, latency_s, cached, request_hash, is_control)"
-                    " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (attempt.id, None, seq, call.role, call.purpose, call.model, call.provider, call.prompt_tokens,
-                     call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached), call.request_hash,
-                     int(call.is_control)))
-            self._insert_events(attempt.id, attempt.events, first_seq=0)
-            for rnd in attempt.rounds:
-                self._conn.execute(
-                    "INSERT INTO rounds VALUES (?,?,?,?,?,?,?,?,?,?)",
-                    (attempt.id, rnd.index, rnd.kind, json.dumps(rnd.messages), rnd.response,
-                     rnd.artifact.model_dump_json() if rnd.artifact else None,
-                     rnd.check.model_dump_json() if rnd.check else None, rnd.extraction_error, rnd.error, rnd.duration_s))
-                for seq, call in enumerate(rnd.llm_calls):
-                    self._conn.execute(
-                        "INSERT INTO llm_calls (attempt_id, round_idx, seq, role, purpose, model, provider, "
-                        "prompt_tokens, completion_tokens, cost_usd, latency_s, cached, request_hash, is_control, "
-                        "error, error_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                        (attempt.id, rnd.index, seq, call.role, call.purpose, call.model, call.provider,
-                         call.prompt_tokens, call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached),
-                         call.request_hash, int(call.is_control), call.error, call.error_type))
-                if rnd.check is not None:
-                    self._conn.execute(
-                        "INSERT INTO tool_calls VALUES (?,?,?,?,?,?,?)",
-                        (attempt.id, rnd.index, rnd.check.tool, rnd.check.tool_version, rnd.check.outcome.value,
-                         rnd.check.duration_s, len(rnd.check.diagnostics)))
+        """Write an attempt with its rounds, LLM calls, tool calls and events in one transaction."""
+        self.save_attempts(experiment_id, [AttemptRecord.of(attempt, task_meta)])
+
+    def save_attempts(self, experiment_id: str, records: Sequence[AttemptRecord]) -> None:
+        """Write many attempts in one transaction, replacing what an attempt stored before (one run again after
+        an interruption): all of them or none. Each table takes one multi-row statement per batch (not a step
+        per row), so the writer thread gives up and takes back the interpreter's lock a few times per batch
+        instead of a few times per row."""
+        if not records:
+            return
+        ids = [r.attempt_id for r in records]
+        finished_at = _now()
+        with self.transaction():
+            for table in ("rounds", "llm_calls", "tool_calls", "events"):
+                self._many(f"DELETE FROM {table} WHERE attempt_id IN ", ids, width=1, values=False)
+            self._many(f"INSERT OR REPLACE INTO attempts ({ATTEMPT_COLUMNS}) VALUES ",
+                       [(r.attempt[0], experiment_id, *r.attempt[1:21], finished_at, *r.attempt[21:]) for r in records],
+                       width=25)
+            self._many(f"INSERT INTO llm_calls ({LLM_CALL_COLUMNS}) VALUES ", [row for r in records for row in r.llm_calls],
+                       width=16)
+            self._many("INSERT INTO events VALUES ", [row for r in records for row in r.events], width=5)
+            self._many("INSERT INTO rounds VALUES ", [row for r in records for row in r.rounds], width=10)
+            self._many("INSERT INTO tool_calls VALUES ", [row for r in records for row in r.tool_calls], width=7)
+
+    def _many(self, head: str, rows: Sequence[Any], *, width: int, values: bool = True) -> None:
+        """``head`` followed by as many ``(?,...)`` groups as rows (or, with ``values=False``, one ``(?,...)``
+        list of single values), in statements within SQLite's limit of parameters."""
+        per = max(1, self._max_variables // width)
+        for start in range(0, len(rows), per):
+            chunk = rows[start:start + per]
+            if values:
+                group = "(" + ",".join("?" * width) + ")"
+                self._conn.execute(head + ",".join([group] * len(chunk)), [v for row in chunk for v in row])
+            else:
+                self._conn.execute(head + "(" + ",".join("?" * len(chunk)) + ")", chunk)
 
     def _insert_events(self, attempt_id: str, events: list[Any], first_seq: int) -> None:
-        self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)",
-                               [(attempt_id, first_seq + i, e.type, e.stage, e.model_dump_json(exclude={"seq"}))
-                                for i, e in enumerate(events)])
+        self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", event_rows(attempt_id, events, first_seq))
 
     def events(self, attempt_id: str, stage: str | None = None) -> list[Any]:
         """The attempt's typed events in order (``stage``: only "attempt" or only "score" events)."""
@@ -273,24 +342,30 @@ class Store:
     def save_score(self, experiment_id: str, attempt_id: str, card: ScoreCard, events: list[Any] | None = None) -> None:
         """The attempt's scorecard, with the scoring's events (its helper/judge calls, its stages) replacing
         the score events stored before."""
-        with self._lock, self._conn:
-            if events is not None:
-                self._conn.execute("DELETE FROM events WHERE attempt_id=? AND stage='score'", (attempt_id,))
-                first = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE attempt_id=?",
-                                           (attempt_id,)).fetchone()[0]
-                self._insert_events(attempt_id, events, first_seq=first)
-            self._conn.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
-                               (attempt_id, experiment_id, card.cascade, card.model_dump_json(), _now()))
-            self._conn.execute("DELETE FROM score_metrics WHERE attempt_id=?", (attempt_id,))
-            for metric, value in card.flat().items():
-                self._conn.execute("INSERT INTO score_metrics VALUES (?,?,?,?)", (attempt_id, experiment_id, metric, value))
+        self.save_scores(experiment_id, [(attempt_id, card, events)])
+
+    def save_scores(self, experiment_id: str, scores: Sequence[tuple[str, ScoreCard, list[Any] | None]]) -> None:
+        """``save_score`` for many (attempt id, scorecard, scoring events) in one transaction."""
+        with self.transaction():
+            for attempt_id, card, events in scores:
+                if events is not None:
+                    self._conn.execute("DELETE FROM events WHERE attempt_id=? AND stage='score'", (attempt_id,))
+                    first = self._conn.execute("SELECT COALESCE(MAX(seq) + 1, 0) FROM events WHERE attempt_id=?",
+                                               (attempt_id,)).fetchone()[0]
+                    self._insert_events(attempt_id, events, first_seq=first)
+                self._conn.execute("INSERT OR REPLACE INTO scores VALUES (?,?,?,?,?)",
+                                   (attempt_id, experiment_id, card.cascade, card.model_dump_json(), _now()))
+                self._conn.execute("DELETE FROM score_metrics WHERE attempt_id=?", (attempt_id,))
+                self._conn.executemany("INSERT INTO score_metrics VALUES (?,?,?,?)",
+                                       [(attempt_id, experiment_id, metric, value)
+                                        for metric, value in card.flat().items()])
 
     def cached_scorecard(self, key: str) -> ScoreCard | None:
         rows = self.query("SELECT scorecard_json FROM score_cache WHERE key=?", (key,))
         return ScoreCard.model_validate_json(rows[0]["scorecard_json"]) if rows else None
 
     def cache_scorecard(self, key: str, card: ScoreCard) -> None:
-        with self._lock, self._conn:
+        with self.transaction():
             self._conn.execute("INSERT OR REPLACE INTO score_cache VALUES (?,?,?)", (key, card.model_dump_json(), _now()))
 
     def scorecard(self, attempt_id: str) -> ScoreCard | None:

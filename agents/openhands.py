@@ -7,7 +7,7 @@ model gives is confined to it); ``list_source`` / ``view_source`` (a line range)
 system's source files (not pasted into the prompt: a big system is read piece by piece); ``run_check`` (the
 real language tool, in its sandbox, on the files read back from the workspace; its diagnostics are the
 observation) and ``finish`` (hand-off; refused while the check fails and budget remains). Every action and
-observation is a typed event (``agents/openhands_events.py``: ``Action`` / ``Observation``) in
+observation is a typed event (``contracts/agent_events.py``: ``Action`` / ``Observation``) in
 ``scratch["events"]``. A round is one check of the workspace, so the budget matches the other agents: at most
 ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``); when the steps
 are used up the workspace is handed over as it is (checked if it changed). The workspace at the last check is
@@ -25,7 +25,7 @@ from typing import Any
 
 from langgraph.graph import END, START, StateGraph
 from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
-from sysmo.agents.openhands_events import Action, Observation
+from sysmo.contracts.agent_events import Action, Observation
 from sysmo.agents.prompts import load_prompt
 from sysmo.agents.registry import register_agent
 from sysmo.agents.source_tools import list_sources, search_sources, view_source

@@ -16,7 +16,7 @@ from sysmo.agents.registry import AgentSpec, get_agent
 from sysmo.contracts.events import ErrorEvent, EventLog, GraphStepEvent, ToolCallEvent, collecting, emit
 from sysmo.errors import NotCoveredError, SysmoError
 from sysmo.contracts.attempt import Attempt, AttemptStatus, Round
-from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
+from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, StepRouter
 from sysmo.graphs.context import AgentContext
 from sysmo.graphs.loop import initial_state
 from sysmo.llm.roles import is_control_model, model_kind
@@ -26,19 +26,28 @@ log = get_logger(__name__)
 
 RECURSION_LIMIT = 400  # graph steps; the loop itself is bounded by max_rounds, this only stops runaways
 
-_COMPILED: dict[tuple[AgentSpec, str], Any] = {}
+_COMPILED: dict[tuple, Any] = {}
 _COMPILED_LOCK = threading.Lock()
 
 
-def compiled_graph(spec: AgentSpec, ctx: AgentContext) -> Any:
+STEPS = StepRouter()  # the checkpointer of every recorded attempt of this process (each to its own recorder)
+
+
+def compiled_graph(spec: AgentSpec, ctx: AgentContext, *, recorded: bool = False) -> Any:
     """The agent's compiled graph for this context's variant, compiled once per process and shared by every
-    attempt (the nodes read ``ctx`` from the run's context, the checkpointer is attached per attempt)."""
+    attempt (the nodes read ``ctx`` from the run's context). With ``recorded`` its checkpointer is ``STEPS``,
+    which sends each attempt's steps to the recorder registered for it (``STEPS.recording``)."""
     key = (spec, spec.variant_of(ctx))
     with _COMPILED_LOCK:
         graph = _COMPILED.get(key)
         if graph is None:
             graph = _COMPILED[key] = spec.build(ctx, checkpointer=None)
-        return graph
+        if not recorded:
+            return graph
+        with_steps = _COMPILED.get((*key, "steps"))
+        if with_steps is None:
+            with_steps = _COMPILED[(*key, "steps")] = graph.copy({"checkpointer": STEPS})
+        return with_steps
 
 
 def recording_checker(checker: Any) -> Any:
@@ -138,12 +147,12 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
         ctx = dataclasses.replace(ctx, workspace_dir=_private_workspace())
     with collecting(events, stage="attempt"):
         try:
-            graph = compiled_graph(spec, ctx)
             if steps is not None:
-                final = await _drive(graph.copy({"checkpointer": steps}), initial_state(ctx), config, ctx,
-                                     durability="sync")
+                with STEPS.recording(ctx.attempt_id, steps):
+                    final = await _drive(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config, ctx,
+                                         durability="sync")
             else:
-                final = await _drive(graph, initial_state(ctx), config, ctx)
+                final = await _drive(compiled_graph(spec, ctx), initial_state(ctx), config, ctx)
         except NotCoveredError as exc:  # a replay source without this task (raised before the first round)
             attempt.status = AttemptStatus.NOT_COVERED
             attempt.error = str(exc)

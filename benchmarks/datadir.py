@@ -24,8 +24,18 @@ class Dataset(BaseModel):
     folder: str
     upstream: str
     marker: str  # a file or folder whose presence means the dataset is there
+    env: str | None = None  # an environment variable naming the family's folder directly (wins over the data dir)
 
-    def path(self, data_dir: Path) -> Path:
+    def override(self) -> Path | None:
+        value = os.environ.get(self.env) if self.env else None
+        return Path(value).expanduser() if value else None
+
+    def path(self, data_dir: Path | None) -> Path:
+        override = self.override()
+        if override is not None:
+            return override
+        if data_dir is None:
+            raise DataMissingError(f"{self.family}: no benchmark data directory is set")
         return data_dir / self.folder
 
 
@@ -56,8 +66,12 @@ DATASETS: dict[str, Dataset] = {
         Dataset(
             family="r2abench",
             folder="r2abench",
-            upstream="the R2ABench replication package on figshare (<project>/<project>_E.md + ad.puml per project)",
+            upstream=(
+                "a checkout of github.com/luuquangkhai9/R2ABench (Dataset/E-R2A/<JAVA|Python>/<project>/ with AD/ad.puml; "
+                "Output/ holds the published predictions), or flattened <project>/<project>_E.md + ad.puml"
+            ),
             marker=".",
+            env="SYSMO_R2ABENCH_DIR",
         ),
         Dataset(
             family="ardoco",
@@ -107,15 +121,22 @@ def require_data_dir(explicit: Path | str | None = None) -> Path:
 
 
 def dataset_present(data_dir: Path | None, family: str) -> bool:
-    if data_dir is None or family not in DATASETS:
+    if family not in DATASETS:
         return False
     dataset = DATASETS[family]
+    if data_dir is None and dataset.override() is None:
+        return False
     return (dataset.path(data_dir) / dataset.marker).exists()
 
 
 def dataset_dir(data_dir: Path | None, family: str) -> Path:
     """The folder of one family under ``data_dir``; a DataMissingError naming the expected path and origin if absent."""
     dataset = DATASETS[family]
+    override = dataset.override()
+    if override is not None:
+        if not (override / dataset.marker).exists():
+            raise DataMissingError(f"{family}: ${dataset.env} names {override}, which does not exist")
+        return override
     if data_dir is None:
         raise DataMissingError(
             f"{family}: no benchmark data directory is set (pass --data-dir, set SYSMO_DATA_DIR or data_dir in the "

@@ -8,7 +8,9 @@ Layouts under ``<data_dir>/r2abench`` (searched at any depth):
   ``.../<project>/AD/ad.puml`` and the SRS the authors derived from the PRD (``checked_srs.md``, else
   ``<name>_srs.md``).
 
-When a root holds no project it raises one line naming both layouts.
+When a root holds no project it raises one line naming both layouts. A project folder of the package that
+has its reference and SRS but not its PRD (a partial copy of the package) gives the ``srs`` task alone; one
+with a reference and neither input is skipped with a warning (``r2abench.no_input``).
 
 Each project gives three tasks, one per input ablation of the paper, told apart by ``labels["ablation"]``:
 ``r2abench/<project>/full`` (the whole PRD), ``r2abench/<project>/no-arch`` (the "System Architecture Description"
@@ -150,30 +152,34 @@ def srs_path(folder: Path) -> Path | None:
 
 
 def load_project(folder: Path) -> list[Task]:
-    """The ablation tasks of one project folder (three, four with an SRS)."""
+    """The ablation tasks of one project folder (three, four with an SRS; the SRS task alone without a PRD)."""
     project = folder.name
     prd_path = folder / f"{project}_E.md"
     ref_path = reference_path(folder)
-    if not prd_path.is_file() or ref_path is None:
+    srs = srs_path(folder)
+    if ref_path is None or (not prd_path.is_file() and srs is None):
         raise TaskError(
-            f"r2abench project {folder} needs {prd_path.name} (the PRD) and {REFERENCE_FILE} or "
-            f"AD/{REFERENCE_FILE} (the reference diagram)"
+            f"r2abench project {folder} needs {prd_path.name} (the PRD) or an SRS (checked_srs.md, *_srs.md), and "
+            f"{REFERENCE_FILE} or AD/{REFERENCE_FILE} (the reference diagram)"
         )
     reference_path_ = ref_path
-    prd = prd_path.read_text(encoding="utf-8")
+    if not prd_path.is_file():
+        log.warning("r2abench.prd_missing", project=project, folder=str(folder), tasks="srs only")
+    prd = prd_path.read_text(encoding="utf-8") if prd_path.is_file() else ""
     reference = Artifact(language=Language.PLANTUML, files={f"{project}.puml": reference_path_.read_text(encoding="utf-8")})
     secs = sections(prd)
     has_arch = any(map(_is_architecture, secs))
     has_min = any(map(_is_minimal, secs))
-    if not has_arch or not has_min:
+    if prd and (not has_arch or not has_min):
         log.warning("r2abench.sections_missing", project=project, architecture=has_arch, objectives_or_features=has_min)
     doc_title = _doc_title(secs)
     title = doc_title.title if doc_title else project
     level = _section_level(secs)
-    srs = srs_path(folder)
     tasks = []
     for ablation in Ablation:
         if ablation is Ablation.SRS and srs is None:
+            continue
+        if ablation is not Ablation.SRS and not prd:
             continue
         requirement = srs.read_text(encoding="utf-8") if ablation is Ablation.SRS and srs else ablate(prd, ablation)
         tasks.append(
@@ -198,16 +204,26 @@ def load_project(folder: Path) -> list[Task]:
 
 
 def _project_folders(root: Path) -> list[Path]:
-    """Folders holding ``<name>_E.md`` or a reference, at any depth (``Output/`` predictions are not projects)."""
+    """Folders holding ``<name>_E.md``, a flattened reference, or the package's ``AD/ad.puml``, at any depth
+    (``Output/`` predictions are not projects); a folder with a reference but no input is skipped, said once."""
+    def outside_output(folder: Path) -> bool:
+        return "Output" not in folder.relative_to(root).parts
+
     found = []
     for prd in sorted(root.rglob("*_E.md")):
         folder = prd.parent
-        if prd.name == f"{folder.name}_E.md" and "Output" not in folder.relative_to(root).parts:
+        if prd.name == f"{folder.name}_E.md" and outside_output(folder):
             found.append(folder)
-    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
-        if folder not in found and reference_path(folder) is not None:
-            found.append(folder)
-    return found
+    candidates = [p for p in root.iterdir() if p.is_dir()]
+    candidates += [ref.parent.parent for ref in sorted(root.rglob(f"AD/{REFERENCE_FILE}")) if outside_output(ref.parent)]
+    for folder in sorted(set(candidates)):
+        if folder in found or reference_path(folder) is None:
+            continue
+        if srs_path(folder) is None and not (folder / f"{folder.name}_E.md").is_file():
+            log.warning("r2abench.no_input", folder=str(folder), reason="a reference but neither the PRD nor an SRS")
+            continue
+        found.append(folder)
+    return sorted(found)
 
 
 def load(root: Path) -> list[Task]:

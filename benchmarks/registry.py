@@ -87,7 +87,9 @@ def load_tasks(
     if families:
         wanted = _check_families(families)
         published = [f for f in wanted if f != STARTER]
-        root = datadir.require_data_dir(data_dir) if published else None
+        # a family whose folder an environment variable names ($SYSMO_R2ABENCH_DIR) needs no data directory
+        needs_root = [f for f in published if datadir.DATASETS[f].override() is None]
+        root = datadir.require_data_dir(data_dir) if needs_root else resolved
         roots = {f: datadir.dataset_dir(root, f) for f in published}
     else:
         wanted = list(FAMILIES)

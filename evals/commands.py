@@ -297,26 +297,34 @@ def sysmobench(
 @reproduce_app.command(
     "r2abench",
     help=(
-        "R2ABench: re-score every prediction of a checkout of the replication package (Output/E-R2A/...) "
-        "with its stored judge alignment and compare with Output/results_e_r2a.csv: per column our mean, "
-        "the published mean, Pearson and Spearman r, mean absolute difference, n."
+        "R2ABench: replay every prediction of a checkout of the replication package (Output/E-R2A/...) through "
+        "sysmo run (replay/r2abench:<model>/<workflow> on the srs tasks), score the recorded replies with their "
+        "stored judge alignments and compare with Output/results_e_r2a.csv: per column our mean, the published "
+        "mean, Pearson and Spearman r, mean absolute difference, n. --from-files scores the files directly."
     ),
 )
 def r2abench(
     data_dir: Path = typer.Option(..., "--data-dir", help="A checkout of luuquangkhai9/R2ABench (may be partial)."),
     output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
-    no_validity: bool = typer.Option(False, "--no-validity", help="Skip rendering each prediction with PlantUML."),
+    from_files: bool = typer.Option(False, "--from-files", help="Score the published files directly (no replay)."),
+    no_validity: bool = typer.Option(False, "--no-validity", help="With --from-files: skip rendering each "
+                                     "prediction with PlantUML."),
+    output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the replay experiment lives "
+                                              "(default <home>/reproduce)."),
 ) -> None:
-    from sysmo.evals.reproduce_r2abench import rescore
+    from sysmo.evals.reproduce_r2abench import reproduce
 
     if output_format not in ("table", "json"):
         raise ConfigError(f"unknown --format {output_format!r}: use table or json")
-    result = rescore(data_dir, validity=not no_validity)
+    if no_validity and not from_files:
+        raise ConfigError("--no-validity goes with --from-files (a replayed attempt always has its PlantUML check)")
+    result = reproduce(data_dir, from_files=from_files, validity=not no_validity, output_dir=output_dir)
     if output_format == "json":
         typer.echo(result.model_dump_json(indent=2))
         return
-    table = Table(title=f"R2ABench: {result.rescored} of {result.rows_in_csv} CSV rows re-scored "
-                  f"({result.missing} without their files)")
+    source = f"replayed in {result.experiment_dir}" if result.experiment_dir else "scored from the files"
+    table = Table(title=f"R2ABench: {result.rescored} of {result.rows_in_csv} CSV rows re-scored, {source} "
+                  f"({result.missing} not: see below)")
     for name in ("column", "n", "ours", "published", "Pearson r", "Spearman r", "mean |diff|"):
         table.add_column(name, justify="left" if name == "column" else "right")
     for c in result.columns:
@@ -324,6 +332,15 @@ def r2abench(
                       _fmt(c.spearman, 3), _fmt(c.mean_abs_diff, 3))
     console = Console(width=max(Console().width, 110))
     console.print(table)
+    reasons: dict[str, int] = {}
+    for row in result.missing_rows:
+        reasons[row["why"]] = reasons.get(row["why"], 0) + 1
+    for why, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
+        console.print(f"  not re-scored: {count} row(s): {why}", soft_wrap=True)
+    if result.experiment_dir:
+        console.print(f"  attempts: sysmo view {Path(result.experiment_dir).parent}  "
+                      f"(sysmo trace {Path(result.experiment_dir).name} --all -o {Path(result.experiment_dir).parent})",
+                      soft_wrap=True)
     from sysmo.evals.reproduce_r2abench import csv_against_table3
 
     disagreements = csv_against_table3(data_dir)

@@ -24,15 +24,26 @@ names). Columns, as the package defines them:
 
 Printed per column: our mean, the published mean, Pearson and Spearman r, mean absolute difference, n;
 then ``csv_against_table3``: where the CSV's per model x workflow means differ from the paper's Table 3.
+
+By default (``sysmo reproduce r2abench``) the predictions go through the standard pipeline first:
+``replay_predictions`` runs every model x workflow of the CSV that has predictions in the checkout as
+``replay/r2abench:<model>/<workflow>`` on the ``srs`` tasks with ``sysmo run``'s machinery (one round, no
+repair), stores the attempts like any experiment, and the columns are computed from the replies the attempts
+recorded (verbatim: the package scored the raw file) with validity from the attempt's own PlantUML check.
+``--from-files`` re-scores the files directly (``rescore`` without replies). The two give the same numbers.
 """
 
 from __future__ import annotations
 
+import contextlib
 import csv
+import hashlib
 import json
 import math
+import os
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from pydantic import BaseModel, Field
@@ -159,14 +170,34 @@ def _pairs(alignment: dict) -> list[tuple[list[str], list[str], bool]]:
     return out
 
 
+def _scan(alignment: dict, key: str, flag: str) -> tuple[int, int] | None:
+    """(flagged, total) of a per-node scan list (``reference_node_coverage`` / ``predicted_node_grounding``)."""
+    scan = alignment.get(key)
+    if not isinstance(scan, list):
+        return None
+    items = [item for item in scan if isinstance(item, dict)]
+    return sum(bool(item.get(flag)) for item in items), len(items)
+
+
 def node_scores(alignment: dict) -> tuple[float, float]:
-    """(node coverage, generation precision) from a stored alignment."""
+    """(node coverage, generation precision) from a stored alignment.
+
+    The judge answers in one of two shapes: pairs only (``matched_pairs`` plus the unmatched lists), or, as the
+    package's current prompt asks and most OpenHands/MetaGPT answers do, per-node scans as well
+    (``reference_node_coverage`` with ``covered`` flags, ``predicted_node_grounding`` with ``grounded`` flags).
+    As in the package, a scan list wins over the pairs for its side: coverage = covered / scanned reference
+    nodes, precision = grounded / scanned predicted nodes.
+    """
     pairs = _pairs(alignment)
-    covered = {g for gts, preds, _ in pairs for g in gts}
-    grounded = {p for _, preds, _ in pairs for p in preds}
-    ref_total = len(covered) + len(alignment.get("unmatched_gt_nodes") or [])
-    gen_total = len(grounded) + len(alignment.get("unmatched_predicted_nodes") or [])
-    return (len(covered) / ref_total if ref_total else 0.0, len(grounded) / gen_total if gen_total else 0.0)
+    reference = _scan(alignment, "reference_node_coverage", "covered")
+    if reference is None:
+        covered = len({g for gts, _, _ in pairs for g in gts})
+        reference = covered, covered + len(alignment.get("unmatched_gt_nodes") or [])
+    generated = _scan(alignment, "predicted_node_grounding", "grounded")
+    if generated is None:
+        grounded = len({p for _, preds, _ in pairs for p in preds})
+        generated = grounded, grounded + len(alignment.get("unmatched_predicted_nodes") or [])
+    return (reference[0] / reference[1] if reference[1] else 0.0, generated[0] / generated[1] if generated[1] else 0.0)
 
 
 def edge_scores(alignment: dict, reference: PackageGraph, predicted: PackageGraph) -> tuple[float, float, float]:
@@ -281,6 +312,102 @@ class Reproduction(BaseModel):
     missing: int
     columns: list[ColumnComparison]
     per_row: list[dict[str, object]] = Field(default_factory=list)
+    experiment_dir: str | None = None  # the replay experiment the predictions went through (None: the files)
+    missing_rows: list[dict[str, str]] = Field(default_factory=list)  # CSV rows not re-scored, and why
+
+
+Key = tuple[str, str, str]  # (workflow, model, project)
+
+
+class ReplayedPrediction(BaseModel):
+    """One published prediction as a replayed attempt recorded it."""
+
+    attempt_id: str
+    status: str
+    reply: str | None = None  # the round's reply, verbatim
+    valid: bool | None = None  # the attempt's own PlantUML verdict on it
+
+
+class ReplayRun(BaseModel):
+    experiment_dir: str
+    predictions: dict[str, ReplayedPrediction] = Field(default_factory=dict)  # "workflow/model/project" ->
+
+    def get(self, key: Key) -> ReplayedPrediction | None:
+        return self.predictions.get("/".join(key))
+
+
+@contextlib.contextmanager
+def _checkout_env(root: Path) -> Iterator[None]:
+    """Point ``$SYSMO_R2ABENCH_DIR`` at ``root`` for the tasks and the replay source, then put it back."""
+    before = os.environ.get("SYSMO_R2ABENCH_DIR")
+    os.environ["SYSMO_R2ABENCH_DIR"] = str(root)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("SYSMO_R2ABENCH_DIR", None)
+        else:
+            os.environ["SYSMO_R2ABENCH_DIR"] = before
+
+
+def _csv_rows(root: Path) -> list[dict[str, str]]:
+    csv_path = root / RESULTS_CSV
+    if not csv_path.is_file():
+        raise ConfigError(f"no {RESULTS_CSV} under {root}: point --data-dir at a checkout of luuquangkhai9/R2ABench")
+    csv.field_size_limit(sys.maxsize)
+    with csv_path.open(encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def _prediction_folder(root: Path, workflow: str, model: str, project: str) -> Path:
+    return root / "Output" / "E-R2A" / workflow / model / project
+
+
+def replay_predictions(root: Path, *, output_dir: Path | None = None, concurrency: int = 2) -> ReplayRun:
+    """Run (or resume) every model x workflow of the CSV that has predictions in ``root`` as a replay experiment
+    on the ``srs`` tasks; the replies and verdicts its attempts recorded.
+
+    The experiment id digests the replay sources' labels, which digest the predictions present, so a fuller or
+    changed checkout gets a new experiment and the same one resumes the stored attempts.
+    """
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.evals.reproduce_replay import default_output_dir
+    from sysmo.llm.replay import ReplayProvider
+    from sysmo.runner import ExperimentConfig, run_experiment
+    from sysmo.store import Store
+
+    output = root / "Output" / "E-R2A"
+    pairs = sorted({(r["workflow"], r["model_id"]) for r in _csv_rows(root)
+                    if any((output / r["workflow"] / r["model_id"]).glob("*/predicted.puml"))})
+    if not pairs:
+        raise ConfigError(f"no prediction of a {RESULTS_CSV} row under {root / 'Output' / 'E-R2A'}")
+    models = [f"replay/r2abench:{model}/{workflow}" for workflow, model in pairs]
+    with _checkout_env(root):
+        labels = [ReplayProvider.from_name(m).source.label for m in models]
+        digest = hashlib.sha256("\n".join(sorted(labels)).encode()).hexdigest()[:10]
+        config = ExperimentConfig(
+            id=f"reproduce-r2abench-{digest}", output_dir=output_dir or default_output_dir(), agents=["base_modeling"],
+            models=models, samples=1, max_rounds=0, score=False, checkpoints="none", concurrency=concurrency,
+            tasks=TaskSelection(benchmarks=["r2abench"], ablations=["srs"]),
+        )
+        directory = config.directory()
+        summary = run_experiment(config, progress=False, resume=(directory / "results.sqlite").is_file())
+    log.info("reproduce.r2abench.replayed", experiment=summary.experiment_id, ran=summary.ran, sources=labels)
+    run = ReplayRun(experiment_dir=str(directory))
+    by_model = {m: pair for m, pair in zip(models, pairs, strict=True)}
+    store = Store(directory / "results.sqlite")
+    try:
+        for attempt in store.attempts(summary.experiment_id):
+            workflow, model = by_model[attempt.model]
+            project = attempt.task_id.split("/")[1]
+            first = attempt.rounds[0] if attempt.rounds else None
+            run.predictions[f"{workflow}/{model}/{project}"] = ReplayedPrediction(
+                attempt_id=attempt.id, status=attempt.status.value, reply=first.response if first else None,
+                valid=first.check.ok if first is not None and first.check is not None else None,
+            )
+    finally:
+        store.close()
+    return run
 
 
 def _structural(alignment: dict, ref_path: Path, text: str) -> dict[str, float | None]:
@@ -322,37 +449,53 @@ def _r(fn, xs: list[float], ys: list[float]) -> float | None:
     return float(fn(xs, ys)[0])
 
 
-def rescore(root: Path, validity: bool = True) -> Reproduction:
-    """Re-score every CSV row whose prediction, alignment and reference are in the checkout ``root``."""
-    csv_path = root / RESULTS_CSV
-    if not csv_path.is_file():
-        raise ConfigError(f"no {RESULTS_CSV} under {root}: point --data-dir at a checkout of luuquangkhai9/R2ABench")
-    csv.field_size_limit(sys.maxsize)
-    with csv_path.open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
+def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None) -> Reproduction:
+    """Re-score every CSV row whose prediction, alignment and reference are in the checkout ``root``.
+
+    With ``replayed`` the prediction is the reply its replayed attempt recorded and validity that attempt's own
+    PlantUML verdict; without, the file is read and (``validity``) rendered here.
+    """
+    rows = _csv_rows(root)
     refs = _references(root)
     check = None
-    if validity:
+    if validity and replayed is None:
         from sysmo.tools.plantuml import check
     pairs: dict[str, list[tuple[float, float]]] = {c: [] for c in DETERMINISTIC}
     per_row: list[dict[str, object]] = []
-    missing = 0
+    missing_rows: list[dict[str, str]] = []
+
+    def skip(row: dict[str, str], why: str) -> None:
+        missing_rows.append({"workflow": row["workflow"], "model": row["model_id"], "project": row["sample_id"], "why": why})
+
     for row in rows:
-        folder = root / "Output" / "E-R2A" / row["workflow"] / row["model_id"] / row["sample_id"]
+        key = (row["workflow"], row["model_id"], row["sample_id"])
+        folder = _prediction_folder(root, *key)
         predicted_path, ref_path = folder / "predicted.puml", refs.get(row["sample_id"])
         alignments = sorted(folder.glob("judge_alignment_*.json"))
-        if not predicted_path.is_file() or ref_path is None:
-            missing += 1
+        if ref_path is None:
+            skip(row, "no reference (Dataset/E-R2A/*/<project>/AD/ad.puml) in the checkout")
             continue
-        text = predicted_path.read_text(encoding="utf-8")
+        if not predicted_path.is_file():
+            skip(row, "no predicted.puml in the checkout")
+            continue
+        attempt = replayed.get(key) if replayed is not None else None
+        if replayed is not None and (attempt is None or attempt.reply is None):
+            skip(row, f"not replayed ({attempt.status if attempt else 'no attempt'}): the project has no srs task "
+                      "(checked_srs.md) in the checkout")
+            continue
+        text = attempt.reply if attempt is not None else predicted_path.read_text(encoding="utf-8")
         ours: dict[str, float | None] = dict.fromkeys(DETERMINISTIC)
-        ours["l0_valid"] = (1.0 if check(text).ok else 0.0) if check is not None else None
+        if attempt is not None:
+            ours["l0_valid"] = None if attempt.valid is None else float(attempt.valid)
+        else:
+            ours["l0_valid"] = (1.0 if check(text).ok else 0.0) if check is not None else None
         if alignments:
             ours.update(_structural(json.loads(alignments[0].read_text(encoding="utf-8")), ref_path, text))
-        elif check is None:
-            missing += 1
+        elif ours["l0_valid"] is None:
+            skip(row, "no judge alignment beside the prediction and validity not checked")
             continue
-        record: dict[str, object] = {"sample_id": row["sample_id"], "workflow": row["workflow"], "model": row["model_id"]}
+        record: dict[str, object] = {"sample_id": row["sample_id"], "workflow": row["workflow"], "model": row["model_id"],
+                                     "attempt_id": attempt.attempt_id if attempt is not None else None}
         for column, value in ours.items():
             published = _float(row.get(column))
             record[column] = value
@@ -375,8 +518,19 @@ def rescore(root: Path, validity: bool = True) -> Reproduction:
                 mean_abs_diff=sum(abs(a - b) for a, b in values) / n if n else None,
             )
         )
-    log.info("reproduce.r2abench", rows=len(rows), rescored=len(per_row), missing=missing)
-    return Reproduction(rows_in_csv=len(rows), rescored=len(per_row), missing=missing, columns=columns, per_row=per_row)
+    log.info("reproduce.r2abench", rows=len(rows), rescored=len(per_row), missing=len(missing_rows),
+             replayed=replayed is not None)
+    return Reproduction(rows_in_csv=len(rows), rescored=len(per_row), missing=len(missing_rows), columns=columns,
+                        per_row=per_row, experiment_dir=replayed.experiment_dir if replayed is not None else None,
+                        missing_rows=missing_rows)
+
+
+def reproduce(root: Path, *, from_files: bool = False, validity: bool = True, output_dir: Path | None = None,
+              concurrency: int = 2) -> Reproduction:
+    """``sysmo reproduce r2abench``: through the replay experiment (default) or straight from the files."""
+    if from_files:
+        return rescore(root, validity=validity)
+    return rescore(root, replayed=replay_predictions(root, output_dir=output_dir, concurrency=concurrency))
 
 
 # -- the CSV against the paper's Table 3 (Full PRD): SV, node F1, edge F1, GED, layer, orphan %, god %
@@ -412,7 +566,8 @@ class Table3Disagreement(BaseModel):
 
 
 def _key(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "", text.lower())
+    key = re.sub(r"[^a-z0-9]+", "", text.lower())
+    return "metagpt" if key == "metagptcustom" else key  # Output/ and the CSV call the paper's MetaGPT metagpt-custom
 
 
 def _row_table3(row: dict[str, str]) -> tuple[float | None, ...]:

@@ -8,8 +8,9 @@ commands ``sysmo reproduce sysmobench`` / ``r2abench``) and set its numbers in t
   on 2 cores; deterministic SANY/TLC runs are cached under ``<SYSMO_HOME>/tla-run-cache``), so ``all`` runs it
   only when asked (``--only sysmobench`` or ``--heavy``).
 - ``r2abench``: every row of ``Output/results_e_r2a.csv`` of a (partial) checkout of the replication package
-  whose files are present, per column our mean beside the published mean of the same rows, agreeing when the
-  per-row values agree (mean absolute difference within ``R2A_TOLERANCE``), each row linked to its prediction.
+  whose files are present, replayed through ``sysmo run`` (``replay/r2abench:<model>/<workflow>``; ``--from-files``
+  reads the files), per column our mean beside the published mean of the same rows, agreeing when the per-row
+  values agree (mean absolute difference within ``R2A_TOLERANCE``), each row linked to its replayed attempt.
 """
 
 from __future__ import annotations
@@ -74,11 +75,12 @@ def sysmobench(options: ReproduceOptions) -> Reproduction:
 
 
 def r2abench_root(options: ReproduceOptions) -> Path:
-    """``--r2abench-dir``, else ``<data>/r2abench`` when it is a checkout of the replication package."""
-    from sysmo.benchmarks.datadir import require_data_dir
+    """``--r2abench-dir``, else ``$SYSMO_R2ABENCH_DIR``, else ``<data>/r2abench``, when it is a checkout of the
+    replication package."""
     from sysmo.evals.reproduce_r2abench import RESULTS_CSV
+    from sysmo.llm.replay import r2abench_checkout
 
-    candidates = [options.r2abench_dir] if options.r2abench_dir else [require_data_dir(options.data_dir) / "r2abench"]
+    candidates = [options.r2abench_dir] if options.r2abench_dir else [r2abench_checkout(options.data_dir)]
     for root in candidates:
         if root is not None and (root / RESULTS_CSV).is_file():
             return root
@@ -88,10 +90,10 @@ def r2abench_root(options: ReproduceOptions) -> Path:
 
 @register_reproduction("r2abench", title="R2ABench: the published predictions re-scored against results_e_r2a.csv")
 def r2abench(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.reproduce_r2abench import csv_against_table3, rescore
+    from sysmo.evals.reproduce_r2abench import csv_against_table3, reproduce
 
     root = r2abench_root(options)
-    result = rescore(root)
+    result = reproduce(root, from_files=options.from_files, output_dir=options.output_dir)
     table = ReproTable(title="per column: our mean (the CSV's mean over the same rows)",
                        columns=["column", "n", "mean", "Pearson r", "mean |diff|"])
     for c in result.columns:
@@ -113,14 +115,21 @@ def r2abench(options: ReproduceOptions) -> Reproduction:
                                     agrees=None if ours is None or theirs is None
                                     else abs(float(ours) - float(theirs)) <= R2A_TOLERANCE)
         folder = root / "Output" / "E-R2A" / line["workflow"] / line["model"] / line["project"]
-        rows.add(line, Evidence(file=str(folder / "predicted.puml")))
+        attempt = record.get("attempt_id")
+        rows.add(line, Evidence(experiment_dir=result.experiment_dir, model=f"replay/r2abench:{line['model']}/"
+                                f"{line['workflow']}", attempts=[str(attempt)]) if attempt and result.experiment_dir
+                 else Evidence(file=str(folder / "predicted.puml")))
     disagreements = csv_against_table3(root)
-    rows.notes = [f"{result.rescored} of {result.rows_in_csv} CSV rows re-scored ({result.missing} without their "
-                  f"files); the CSV against the paper's Table 3 (means of the rows present): {len(disagreements)} "
+    reasons: dict[str, int] = {}
+    for missing in result.missing_rows:
+        reasons[missing["why"]] = reasons.get(missing["why"], 0) + 1
+    rows.notes = [f"{result.rescored} of {result.rows_in_csv} CSV rows re-scored"
+                  + (f" ({'; '.join(f'{n}: {why}' for why, n in reasons.items())})" if reasons else "")
+                  + f"; the CSV against the paper's Table 3 (means of the rows present): {len(disagreements)} "
                   "differences beyond rounding."]
     return Reproduction(name="r2abench", title="R2ABench: the published predictions re-scored against "
                         "results_e_r2a.csv", source=f"a checkout of luuquangkhai9/R2ABench at {root}",
-                        tables=[table, rows],
+                        tables=[table, rows], experiments=[result.experiment_dir] if result.experiment_dir else [],
                         flaws=["The paper counts orphan and god ratios over all nodes; the package (which produced "
                                "the numbers) over leaves: sysmo follows the package and keeps the paper's variant "
                                "as an option."])

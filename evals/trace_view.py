@@ -192,7 +192,7 @@ def _argument(value: Any, full: bool) -> str:
 def agent_event_lines(events: list[dict[str, Any]], full: bool = False) -> list[str]:
     """One line per action (the tool calls of a model reply) and per observation (the tool's answer: its
     first line, or all of it with ``full``), as the attempt's ``extras["events"]`` holds them (typed)."""
-    from sysmo.agents.openhands_events import Action, AgentEventList
+    from sysmo.contracts.agent_events import Action, AgentEventList
 
     lines: list[str] = []
     for event in AgentEventList.validate_python(events):

@@ -35,9 +35,11 @@ log = get_logger("sysmo.llm")
 
 def repair_surrogates(text: str) -> str:
     """``text`` with lone UTF-16 surrogates (which UTF-8 cannot encode) replaced by U+FFFD; pairs are joined."""
-    if not any("\ud800" <= ch <= "\udfff" for ch in text):
+    try:
+        text.encode("utf-8")  # fails exactly on surrogates (in C: 2.4k characters in microseconds, not 0.25 ms)
         return text
-    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def checked_reply(response: LLMResponse, max_chars: int | None) -> LLMResponse:

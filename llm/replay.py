@@ -22,6 +22,16 @@ Sources (under the data directory, ``--data-dir`` / ``$SYSMO_DATA_DIR``):
     ``deepseek``, ``gemini``; ``<strategy>``: the optional level between system and model (``specula``,
     ``simpleloop``). The answer is every file as a fenced block, like the ``reference`` control's.
 
+``r2abench`` -- ``<checkout>/Output/E-R2A/<workflow>/<model>/<project>/predicted.puml`` of a checkout of the
+    R2ABench replication package (``$SYSMO_R2ABENCH_DIR``, else ``<data dir>/r2abench``): each model's published
+    diagram for a project answers the task ``r2abench/<project>/srs`` (the package generated them from the
+    project's SRS, ``checked_srs.md``; the other input ablations are not covered). ``<model>`` is the folder
+    (``gpt-5``, ``claude-sonnet-4-6``, ``deepseek-v3.2``, ``qwen3-coder-480b-a35b-instruct``); ``<strategy>`` the
+    workflow folder (``direct``, default; ``metagpt-custom``, ``openhands``, ``mini-swe-agent``; a unique prefix
+    such as ``metagpt`` or ``OpenHands`` will do). The source's label ends with ``@<n>:<digest>``: how many
+    predictions the checkout holds for that model and workflow and a digest of which (names and contents), so a
+    replay of a fuller checkout is never mistaken for an earlier one. One answer per task.
+
 A task the source has no output for is *not covered* (``NotCoveredError``; the attempt's status is
 ``not_covered``, which is neither a pass nor a failure). Generator calls are answered with the outputs; judge
 calls (``--judge replay``) with the source's stored SysMEval judge answers, where it has them: DesignBench's
@@ -58,6 +68,8 @@ REPLAY_NOTE = "replayed published output: no model was called and nothing was sp
 NAME_FORM = "replay/<source>:<model>[/<strategy>]"
 DESIGNBENCH_STRATEGIES = ("direct", "few-shot", "cot", "grammar")
 CIL_LOOPS = ("openai", "anthropic", "deepseek_reasoner", "mistral_large", "ai_agent")
+R2ABENCH_OUTPUT = Path("Output") / "E-R2A"
+R2ABENCH_DEFAULT_WORKFLOW = "direct"
 
 
 class ReplaySpec(BaseModel):
@@ -112,13 +124,16 @@ def _folder(path: Path, what: str) -> Path:
     return path
 
 
-def _pick(name: str, choices: list[str], what: str, where: Path) -> str:
+def _pick(name: str, choices: list[str], what: str, where: Path, prefix: bool = False) -> str:
     for choice in choices:
         if choice == name:
             return choice
     folded = [c for c in choices if c.lower() == name.lower()]
     if folded:
         return folded[0]
+    started = [c for c in choices if prefix and c.lower().startswith(name.lower())]
+    if len(started) == 1:
+        return started[0]
     raise ConfigError(f"no {what} {name!r} under {where}: use one of {', '.join(sorted(choices, key=str.lower))}")
 
 
@@ -272,12 +287,54 @@ class SysMoBenchSource:
         return sorted(f"sysmobench/{p.name}" for p in self.root.iterdir() if p.is_dir() and self.output(f"sysmobench/{p.name}"))
 
 
-SOURCES = {"designbench": DesignBenchSource, "cil": CILSource, "sysmobench": SysMoBenchSource}
+class R2ABenchSource:
+    """``<checkout>/Output/E-R2A/<workflow>/<model>/<project>/predicted.puml``: one published diagram per project."""
+
+    def __init__(self, root: Path, model: str, strategy: str | None) -> None:
+        import hashlib
+
+        out = _folder(root / R2ABENCH_OUTPUT, f"r2abench predictions ({R2ABENCH_OUTPUT} of the checkout)")
+        workflows = [p.name for p in out.iterdir() if p.is_dir()]
+        self.workflow = _pick(strategy or R2ABENCH_DEFAULT_WORKFLOW, workflows, "R2ABench workflow", out, prefix=True)
+        models = [p.name for p in (out / self.workflow).iterdir() if p.is_dir() and any(p.glob("*/predicted.puml"))]
+        self.model = _pick(model, models, f"R2ABench model with predictions for {self.workflow}", out / self.workflow)
+        self.folder = out / self.workflow / self.model
+        self.predictions = {p.parent.name: p for p in sorted(self.folder.glob("*/predicted.puml"))}
+        digest = hashlib.sha256()
+        for project, path in self.predictions.items():
+            digest.update(f"{project}\0{hashlib.sha256(path.read_bytes()).hexdigest()}\0".encode())
+        self.label = f"r2abench:{self.model}/{self.workflow}@{len(self.predictions)}:{digest.hexdigest()[:10]}"
+        log.info("replay.r2abench", source=self.label, projects=sorted(self.predictions))
+
+    def output(self, task_id: str) -> SourceOutput | None:
+        family, _, rest = task_id.partition("/")
+        project, _, ablation = rest.rpartition("/")
+        path = self.predictions.get(project)
+        if family != "r2abench" or ablation != "srs" or path is None:
+            return None
+        return SourceOutput(replies=[path.read_text(encoding="utf-8")], served_model=self.model)
+
+    def task_ids(self) -> list[str]:
+        return [f"r2abench/{project}/srs" for project in self.predictions]
+
+
+SOURCES = {"designbench": DesignBenchSource, "cil": CILSource, "sysmobench": SysMoBenchSource,
+           "r2abench": R2ABenchSource}
+
+
+def r2abench_checkout(data_dir: Path | str | None = None) -> Path:
+    """The R2ABench checkout: ``$SYSMO_R2ABENCH_DIR``, else ``<data dir>/r2abench``."""
+    from sysmo.benchmarks.datadir import DATASETS, require_data_dir
+
+    override = DATASETS["r2abench"].override()
+    return override if override is not None else require_data_dir(data_dir) / DATASETS["r2abench"].folder
 
 
 def open_source(spec: ReplaySpec, data_dir: Path | str | None = None) -> Source:
     from sysmo.benchmarks.datadir import require_data_dir
 
+    if spec.source == "r2abench":
+        return R2ABenchSource(r2abench_checkout(data_dir), spec.model, spec.strategy)
     return SOURCES[spec.source](require_data_dir(data_dir), spec.model, spec.strategy)
 
 

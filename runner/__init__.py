@@ -8,7 +8,8 @@ Modules, lowest first (none imports one below it in this list):
 - ``summary``: ``RunSummary``
 - ``unit_runner``: ``UnitRunner``, one unit end to end (attempt, score) with shared clients and tool slots
 - ``budget``: ``Spending`` (caps) and ``StopControl`` (Ctrl-C)
-- ``results``: ``ResultWriter``, the store writes of a finished attempt
+- ``results``: ``ResultWriter``, the run's one writer thread (finished attempts' steps, files, records
+  and scores, batched)
 - ``executor``: the ``Executor`` protocol and ``RunState``, what every executor shares
 - ``local_executor``, ``ray_executor``: the two executors
 - ``experiment``: ``run_experiment``

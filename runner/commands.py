@@ -99,7 +99,8 @@ def register(app: typer.Typer) -> None:
         exclude: list[str] = typer.Option([], "--exclude", help="Task id globs to leave out."),
         ablation: list[str] = typer.Option([], "--ablation", help="R2ABench input: full (default), no-arch, min, srs, all."),
         similarity: Optional[str] = typer.Option(None, "--similarity", help="Architecture node alignment: exact, token, "
-                                                 "embedding (MiniLM) or judge; default judge if --judge, else exact."),
+                                                 "embedding (MiniLM) or judge; default judge if --judge, else MiniLM (token "
+                                                 "when its weights are not installed, said in the report)."),
         sample_tasks: Optional[int] = typer.Option(None, "--sample-tasks", help="Run a seeded sample of N tasks."),
         data_dir: Optional[Path] = typer.Option(None, help="Benchmark data directory (or SYSMO_DATA_DIR)."),
         sources_dir: Optional[Path] = typer.Option(

@@ -25,7 +25,7 @@ from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import Executor, RunState
 from sysmo.runner.progress import RunProgress
-from sysmo.runner.results import ResultWriter
+from sysmo.runner.results import ResultWriter, quick_turns
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import environment_record, expand, load_selected_tasks, missing_inputs
@@ -110,17 +110,20 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
              kind=config.kind, executor=config.executor)
     spending = Spending.of_experiment(store, experiment_id)  # caps count earlier runs too
     stop = StopControl(stop_event)
+    # the run's one writer of results.sqlite and checkpoints.sqlite; on a local run it waits for a tool check
+    # before a batch (on Ray the tools run in the workers)
+    writer = ResultWriter(runner, store, experiment_id, spending, summary, wait_for_tools=config.executor == "local")
     try:
         with RunProgress(total=len(units), done=summary.skipped_done, enabled=progress,
                          label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:
             state = RunState(config=config, runner=runner, summary=summary, spending=spending, stop=stop, bar=bar,
-                             writer=ResultWriter(runner, store, experiment_id, spending, summary),
-                             attempted=store.finished_attempt_ids(experiment_id))
-            with stop.on_ctrl_c(bar.note):
+                             writer=writer, attempted=store.finished_attempt_ids(experiment_id))
+            with stop.on_ctrl_c(bar.note), quick_turns():
                 executor.run(pending, state)
             state.finish()
         store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")
     finally:
+        writer.close()  # what was handed to it is written (also after an abort)
         runner.close()
         summary.seconds = time.monotonic() - started
         store.close()

@@ -1,5 +1,5 @@
-"""The local executor: attempts on one asyncio event loop (model calls awaited there), tool checks, scoring and
-store writes in the loop's worker threads."""
+"""The local executor: attempts on one asyncio event loop (model calls awaited there), tool checks and scoring
+in the loop's worker threads, store writes by the run's writer thread (``ResultWriter``)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from sysmo.contracts.attempt import Attempt
 from sysmo.errors import SysmoError
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import RunState
+from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
 
 if TYPE_CHECKING:
@@ -19,8 +20,8 @@ if TYPE_CHECKING:
 
 
 class LocalExecutor:
-    """A two-stage pipeline: up to ``concurrency`` attempts run while up to as many finished ones are stored
-    and scored, so writing results does not hold up the next attempts."""
+    """A two-stage pipeline: up to ``concurrency`` attempts run while finished ones are stored (by the writer
+    thread, many per transaction) and scored, so writing results does not hold up the next attempts."""
 
     def start(self, config: ExperimentConfig, directory: Path) -> None:
         """Nothing to start ahead: the event loop and its threads live for ``run``."""
@@ -53,33 +54,44 @@ class LocalExecutor:
     @staticmethod
     async def _persist_unit(unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None, fresh: bool,
                             state: RunState) -> tuple[WorkUnit, Attempt]:
-        """Stage 2, in a worker thread while the next attempts run; it starts when the next attempt waits for
-        a tool."""
-
-        def store_and_score() -> None:
-            state.runner.wait_for_a_tool_check()
-            if fresh:
-                state.writer.keep(unit, attempt, steps)
-            if state.config.score:
-                state.writer.score(unit, attempt)
-
-        await asyncio.to_thread(store_and_score)
+        """Stage 2: the attempt queued for the writer (done once it is committed), then scored in a worker
+        thread while the next attempts run, and its score stored."""
+        if fresh:
+            await asyncio.wrap_future(state.writer.keep(unit, attempt, steps))
+        if state.config.score:
+            await asyncio.to_thread(state.writer.score, unit, attempt)
         return unit, attempt
 
     async def _schedule(self, pending: list[WorkUnit], state: RunState) -> None:
         queue = list(pending)
         queue.reverse()  # pop() from the end: the units in their stable order
         concurrency = state.config.concurrency
-        running: set[asyncio.Task] = set()
-        persisting: set[asyncio.Task] = set()
+        # attempts waiting for the writer cost only memory; scoring ones hold worker threads and tool slots
+        waiting = concurrency if state.config.score else max(concurrency, QUEUED)
+        running: set[asyncio.Future] = set()
+        persisting: set[asyncio.Future] = set()
+        finished: list[asyncio.Future] = []  # tasks done since the loop last looked (their callbacks add them)
+        wake = asyncio.Event()
+
+        def on_done(task: asyncio.Future) -> None:
+            finished.append(task)
+            wake.set()
+
+        def start(coroutine: object, into: set[asyncio.Future]) -> None:
+            task = asyncio.ensure_future(coroutine)  # type: ignore[arg-type]
+            task.add_done_callback(on_done)
+            into.add(task)
+
         try:
             while queue or running or persisting:
-                while queue and len(running) < concurrency and len(persisting) <= concurrency and state.may_start():
-                    running.add(asyncio.ensure_future(self._run_unit(queue.pop(), state)))
+                while queue and len(running) < concurrency and len(persisting) <= waiting and state.may_start():
+                    start(self._run_unit(queue.pop(), state), running)
                 if not running and not persisting:
                     break
-                finished, _ = await asyncio.wait(running | persisting, return_when=asyncio.FIRST_COMPLETED)
-                for task in finished:
+                await wake.wait()
+                wake.clear()
+                done, finished[:] = list(finished), []
+                for task in done:
                     stage_one = task in running
                     (running if stage_one else persisting).discard(task)
                     try:
@@ -90,12 +102,13 @@ class LocalExecutor:
                     if stage_one:
                         unit, attempt, steps = result
                         fresh = state.came_back(unit, attempt)
-                        persisting.add(asyncio.ensure_future(self._persist_unit(unit, attempt, steps, fresh, state)))
+                        start(self._persist_unit(unit, attempt, steps, fresh, state), persisting)
                         continue
                     state.finished(result[1])
         except BaseException:
             # an unexpected failure (a full disk, a bug) or an abort: the other units stop before the loop
-            # closes; what was stored stays, the rest runs again on resume
+            # closes; what was stored stays (the writer finishes what was handed to it), the rest runs again
+            # on resume
             for task in running | persisting:
                 task.cancel()
             await asyncio.gather(*running, *persisting, return_exceptions=True)

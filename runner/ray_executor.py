@@ -3,9 +3,11 @@ summary, progress and store writes (``RunState``).
 
 A pool of actors (one per node of the cluster, or ``--ray-workers``), each with one ``UnitRunner`` kept for the whole run (LLM clients and their
 cache, warm tool servers, imports paid once per actor, not per attempt). An actor runs an attempt with its
-steps recorded in memory and scores it (the tool-heavy part stays on the workers); the driver stores the
-attempt's steps, artifacts, record and score exactly as the local executor does, so only the driver touches
-results.sqlite and checkpoints.sqlite, and a run can be resumed with either executor.
+steps recorded in memory (serialised as they come), scores it (the tool-heavy part stays on the workers) and
+serialises its record into the store's rows (``AttemptRecord``); the driver's writer thread stores the
+attempt's steps, artifacts, record and score exactly as for the local executor, writing the workers' bytes as
+they are, so only the driver touches results.sqlite and checkpoints.sqlite, and a run can be resumed with
+either executor.
 
 A unit is started only while ``RunState.may_start()``: at most ``concurrency`` attempts are in flight, so a
 budget cap stops a Ray run as early as a local one. On Ctrl-C no new unit starts and the attempts in flight are
@@ -20,12 +22,15 @@ import dataclasses
 import os
 import re
 import time
+from collections import deque
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
 from sysmo.errors import ConfigError
 from sysmo.log import get_logger
 from sysmo.runner.executor import RunState
+from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
 
 log = get_logger(__name__)
@@ -62,26 +67,44 @@ class UnitActor:
         settings.cache_clear()  # settings read after the driver's environment is in place
         self.config = ExperimentConfig.model_validate_json(config_json)
         self.runner = UnitRunner(self.config, Path(directory))
+        self.tasks: dict[str, Any] | None = None  # the run's tasks by id, fetched once from the object store
 
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    async def run(self, unit: WorkUnit) -> tuple[str, list[str], list[Any] | None, str | None, list[str]]:
-        """The attempt (steps recorded in memory, not written here) and, if the run scores, its score. An async
-        method: the actor runs several units at once on its event loop, as the local executor does."""
+    async def run(self, key: tuple[str, str, str, int, str],
+                  tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
+        """The attempt of the unit ``key`` (``unit_key``): its rows for the store (``AttemptRecord``), its
+        recorded steps (not written here) and, if the run scores, its score. ``tasks`` holds the reference of
+        the run's tasks in the object store (fetched once per actor: a unit travels as its key, not with its
+        task). An async method: the actor runs several units at once on its event loop, as the local executor
+        does."""
         import asyncio
 
+        from sysmo.runner.units import task_meta
+        from sysmo.store import AttemptRecord
+
+        if self.tasks is None:
+            self.tasks = await tasks[0]
+        task_id, agent, model, sample, experiment_id = key
+        unit = WorkUnit(self.tasks[task_id], agent, model, sample, experiment_id)
         attempt, steps = await self.runner.arun_attempt(unit)
         card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
                         else (None, []))
-        # JSON for the records (pydantic models may hold unpicklable caches); the recorded checkpoint calls
+        # plain rows and JSON (pydantic models may hold unpicklable caches); the recorded checkpoint calls
         # (already serialised) travel as they are, the recorder itself holds thread-locals
-        return (attempt.model_dump_json(), [e.model_dump_json() for e in attempt.events],
+        return (AttemptRecord.of(attempt, task_meta(unit.task)),
                 portable_calls(steps.calls) if steps is not None else None,
                 card.model_dump_json() if card is not None else None, [e.model_dump_json() for e in events])
 
     def close(self) -> None:
         self.runner.close()
+
+
+def unit_key(unit: WorkUnit) -> tuple[str, str, str, int, str]:
+    """What identifies a unit besides its task's content: (task id, agent, model, sample, experiment). Sent
+    instead of the unit (cloudpickle takes about 1.7 ms for a unit with its pydantic task)."""
+    return unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id
 
 
 def start_ray(address: str | None, num_cpus: int) -> Any:
@@ -133,9 +156,19 @@ class RayExecutor:
         config = state.config
         load = {index: 0 for index in range(len(actors))}  # attempts in flight per actor
         in_flight: dict[Any, tuple[WorkUnit, int]] = {}
+        storing: deque[tuple[Future, Any]] = deque()  # (writer's future, attempt) in the order handed over
         queue = list(reversed(pending))
+        tasks = [ray.put({unit.task.id: unit.task for unit in pending})]  # a list: the actor fetches it once
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
+
+        def count_stored(block: bool = False) -> None:
+            """Count the attempts the writer has committed (all of them with ``block``)."""
+            while storing and (block or storing[0][0].done()):
+                future, attempt = storing.popleft()
+                future.result()  # a failed write (a full disk) fails the run
+                state.finished(attempt)
+
         try:
             while queue or in_flight:
                 while queue and len(in_flight) < config.concurrency and state.may_start():
@@ -145,25 +178,33 @@ class RayExecutor:
                         continue
                     index = min(load, key=load.__getitem__)
                     load[index] += 1
-                    in_flight[actors[index].run.remote(unit)] = (unit, index)
+                    in_flight[actors[index].run.remote(unit_key(unit), tasks)] = (unit, index)
                 if not in_flight:
                     break
-                done, _ = ray.wait(list(in_flight), num_returns=1, timeout=WAIT_S)
+                refs = list(in_flight)
+                done, rest = ray.wait(refs, num_returns=1, timeout=WAIT_S)
+                if done and rest:  # and whatever else is ready
+                    done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 for ref in done:
                     unit, index = in_flight.pop(ref)
                     load[index] -= 1
                     try:
-                        attempt, steps, card, events = self._decode(*ray.get(ref))
+                        attempt, record, steps, card, events = self._decode(*ray.get(ref))
                     except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on
                         cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's exception
                         log.warning("ray.unit_failed", unit=unit.attempt_id, error=f"{type(cause).__name__}: {cause}")
                         state.failed(cause)
                         continue
                     state.came_back(unit, attempt)
-                    state.writer.keep(unit, attempt, self._recorder(state, steps))
+                    future = state.writer.keep(unit, attempt, self._recorder(state, steps), record)
                     if card is not None:
-                        state.writer.save_score(attempt, card, events)
-                    state.finished(attempt)
+                        future = state.writer.save_score(attempt, card, events)  # written after the record
+                    storing.append((future, attempt))
+                count_stored()
+                if len(storing) > QUEUED:  # the writer is behind: wait for it rather than hold more
+                    storing[0][0].result()
+                    count_stored()
+            count_stored(block=True)
         except BaseException:  # an abort (second Ctrl-C) or a failure: stored work stays, resume runs the rest
             for ref in in_flight:
                 ray.cancel(ref, force=True)
@@ -171,16 +212,15 @@ class RayExecutor:
         log.info("ray.done", seconds=round(time.monotonic() - started, 2))
 
     @staticmethod
-    def _decode(attempt_json: str, attempt_events: list[str], calls: list[Any] | None, card_json: str | None,
-                score_events: list[str]) -> tuple[Any, Any, Any, list[Any]]:
+    def _decode(record: Any, calls: list[Any] | None, card_json: str | None,
+                score_events: list[str]) -> tuple[Any, Any, Any, Any, list[Any]]:
         from sysmo.contracts.attempt import Attempt
         from sysmo.contracts.events import EventAdapter
         from sysmo.contracts.scorecard import ScoreCard
 
-        attempt = Attempt.model_validate_json(attempt_json)
-        attempt.events = [EventAdapter.validate_json(e) for e in attempt_events]
+        attempt = Attempt.model_validate_json(record.attempt_json)  # its events are in the record's rows
         card = ScoreCard.model_validate_json(card_json) if card_json else None
-        return attempt, calls, card, [EventAdapter.validate_json(e) for e in score_events]
+        return attempt, record, calls, card, [EventAdapter.validate_json(e) for e in score_events]
 
     @staticmethod
     def _recorder(state: RunState, calls: list[Any] | None) -> Any:

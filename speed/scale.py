@@ -9,13 +9,14 @@ worker (a worker set-up hook). Everything else is the real runner: work units, s
 graph execution with every step checkpointed (``checkpoints: steps``), artifact files, store writes, budget
 and progress bookkeeping. Scoring is off (it would run the real tools).
 
-Prints per executor: attempts/s, results.sqlite and checkpoints.sqlite bytes per attempt, time spent in store
-writes per attempt (the attempt record) and in checkpoint writes per attempt (both timed in the driver, where
-all writes happen), artifact bytes, the driver's peak memory (and the workers' for Ray); then whether both
-executors stored identical results (task, agent, model, sample, status, rounds, final artifact hash). With
-``--resume-check`` a local run is killed (SIGKILL) once half its attempts are stored, resumed, and its results
-compared with the uninterrupted run. Targets: >= 300 attempts/s harness-only on 2 cores, store writes < 1 ms
-per attempt.
+Prints the machine's load average, then per executor: attempts/s, the driver's CPU time per attempt,
+results.sqlite and checkpoints.sqlite bytes per attempt, time spent in store writes per attempt (the attempt's
+record: its rows made, when the driver makes them, and written) and in checkpoint and artifact writes per
+attempt (all timed in the driver's writer thread, where all writes happen, with the mean batch it wrote),
+artifact bytes, the driver's peak memory (and the workers' for Ray); then whether both executors stored
+identical results (task, agent, model, sample, status, rounds, final artifact hash). With ``--resume-check`` a
+local run is killed (SIGKILL) once half its attempts are stored, resumed, and its results compared with the
+uninterrupted run. Targets: >= 300 attempts/s harness-only on 2 cores, store writes < 1 ms per attempt.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 TARGET_RATE = 300.0  # attempts/s, harness only, 2 cores
 TARGET_STORE_MS = 1.0  # per attempt
 
-TIMINGS: dict[str, float] = {"store": 0.0, "checkpoints": 0.0}
+WRITERS: list[Any] = []  # the run's ResultWriter (its ``times``)
 
 
 def fake_tools() -> None:
@@ -49,24 +50,20 @@ def fake_tools() -> None:
 
 
 def time_writes() -> None:
-    """Time the driver's store writes (attempt records) and checkpoint writes."""
-    from sysmo.graphs.checkpoint import CheckpointStore
-    from sysmo.store import Store
+    """Keep the run's writer, to read the time it spent writing (``ResultWriter.times``)."""
+    from sysmo.runner.results import ResultWriter
 
-    def timed(owner: Any, name: str, bucket: str) -> None:
-        original = getattr(owner, name)
+    original = ResultWriter.__init__
 
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                return original(*args, **kwargs)
-            finally:
-                TIMINGS[bucket] += time.perf_counter() - started
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        WRITERS.append(self)
 
-        setattr(owner, name, wrapper)
+    ResultWriter.__init__ = init  # type: ignore[method-assign]
 
-    timed(Store, "save_attempt", "store")
-    timed(CheckpointStore, "save", "checkpoints")
+
+def load_average() -> str:
+    return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
 CHECKPOINTS = {"mode": "steps"}  # --checkpoints
@@ -112,11 +109,12 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
 
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"worker_process_setup_hook": fake_tools})
-    TIMINGS.update(store=0.0, checkpoints=0.0)
+    WRITERS.clear()
     cfg = config(f"scale-{executor}", output, attempts, tasks, executor, workers)
-    started = time.monotonic()
+    print(f"\n{executor}: starting at {load_average()}")
+    started, cpu_s = time.monotonic(), time.process_time()
     summary = run_experiment(cfg, progress=False)
-    seconds = time.monotonic() - started
+    seconds, cpu_s = time.monotonic() - started, time.process_time() - cpu_s
     worker_mb = 0.0
     if executor == "ray":
         import ray
@@ -126,14 +124,22 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
     directory = output / cfg.experiment_id()
     n = max(1, summary.ran)
     rate = summary.ran / seconds
-    store_ms = 1000 * TIMINGS["store"] / n
-    print(f"\n{executor}: {summary.ran} attempts ({summary.passed} passed) in {seconds:.1f} s = {rate:.0f} attempts/s "
-          f"(target >= {TARGET_RATE:.0f}: {'met' if rate >= TARGET_RATE else 'NOT met'})")
+    times = WRITERS[-1].times
+    store_ms = 1000 * (times.records + times.store) / n
+    cpu = {part: 1000 * spent / n for part, spent in times.cpu.items()}
+    rows = (f"rows {1000 * times.records / n:.3f} + SQL {1000 * times.store / n:.3f}" if times.records_made
+            else f"rows made on the workers; SQL {1000 * times.store / n:.3f}")
+    print(f"{executor}: {summary.ran} attempts ({summary.passed} passed) in {seconds:.1f} s = {rate:.0f} attempts/s "
+          f"(target >= {TARGET_RATE:.0f}: {'met' if rate >= TARGET_RATE else 'NOT met'}); {load_average()}")
+    print(f"  driver CPU      {1000 * cpu_s / n:8.3f} ms/attempt (all its threads)")
     print(f"  results.sqlite  {size(directory / 'results.sqlite') / n:8.0f} B/attempt, writes {store_ms:.3f} ms/attempt "
-          f"(target < {TARGET_STORE_MS:.0f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'})")
+          f"({rows}; target < {TARGET_STORE_MS:.0f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'}), "
+          f"writer CPU {cpu['records'] + cpu['store']:.3f} ms")
     print(f"  checkpoints     {size(directory / 'checkpoints.sqlite') / n:8.0f} B/attempt, writes "
-          f"{1000 * TIMINGS['checkpoints'] / n:.3f} ms/attempt")
-    print(f"  artifacts       {folder_size(directory / 'artifacts') / n:8.0f} B/attempt (files)")
+          f"{1000 * times.checkpoints / n:.3f} ms/attempt, writer CPU {cpu['checkpoints']:.3f} ms")
+    print(f"  artifacts       {folder_size(directory / 'artifacts') / n:8.0f} B/attempt (files), writes "
+          f"{1000 * times.artifacts / n:.3f} ms/attempt, writer CPU {cpu['artifacts']:.3f} ms")
+    print(f"  writer          {times.batches} transactions, {times.attempts / max(1, times.batches):.1f} attempts each")
     print(f"  peak memory     driver {peak_rss_mb():.0f} MB" + (f", largest worker {worker_mb:.0f} MB" if worker_mb else ""))
     return results(directory)
 
@@ -197,7 +203,8 @@ def main() -> None:
     os.environ.setdefault("SYSMO_LOG_LEVEL", "WARNING")
     fake_tools()
     time_writes()
-    print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints: {args.checkpoints}")
+    print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints: {args.checkpoints}; "
+          f"{load_average()}")
     outcomes: dict[str, list[tuple]] = {}
     with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
         for executor in args.executors.split(","):

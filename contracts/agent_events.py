@@ -1,4 +1,5 @@
-"""The openhands agent's typed actions and observations (a pydantic union discriminated by ``type``).
+"""The openhands agent's typed actions and observations (a pydantic union discriminated by ``type``), in the
+contracts layer so the trace viewer (evals/) reads them without importing an agent.
 
 Each step's model reply is an :class:`Action` (its text and tool calls); each tool's answer an
 :class:`Observation`. They are validated when made and kept, as JSON, in the attempt's ``extras["events"]``;
