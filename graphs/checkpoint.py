@@ -308,6 +308,11 @@ class CheckpointStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        # a file created here holds only the threads written here since: the others need no ``delete_thread``
+        # before they are written (two statements per attempt less); a file that was there (a resumed run) may
+        # hold any thread, so each is replaced
+        self._new_file = not self.path.exists() or self.path.stat().st_size == 0
+        self._written: set[str] = set()
         self._conn: _OneTransaction = sqlite3.connect(str(self.path), check_same_thread=False,
                                                       factory=_OneTransaction)
         self._conn.execute("PRAGMA busy_timeout=30000")
@@ -317,10 +322,6 @@ class CheckpointStore:
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()
-        # a file without checkpoints when opened holds only the threads written here since: the others need no
-        # ``delete_thread`` before they are written (two statements per attempt less)
-        self._empty_when_opened = next(iter(self._saver.list(None, limit=1)), None) is None
-        self._written: set[str] = set()
 
     def recorder(self) -> StepRecorder:
         """A recorder for one attempt's steps, to ``save`` here when the attempt ends."""
@@ -338,7 +339,7 @@ class CheckpointStore:
             batch: set[str] = set()
             with self._conn.transaction():
                 for steps, thread_id in items:
-                    if not self._empty_when_opened or thread_id in self._written or thread_id in batch:
+                    if not self._new_file or thread_id in self._written or thread_id in batch:
                         self._saver.delete_thread(thread_id)
                     batch.add(thread_id)
                     steps.replay_into(self._saver)

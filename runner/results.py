@@ -71,6 +71,9 @@ class _Keep:
     meta: dict[str, Any]
     steps: StepRecorder | None
     future: Future = field(default_factory=Future)
+    # False once the executor cancelled its future (an abort): the finished attempt is written all the same
+    # (resume then skips it), its future left as it is
+    report: bool = True
 
 
 @dataclass
@@ -79,6 +82,9 @@ class _Score:
     card: ScoreCard
     events: list[Any]
     future: Future = field(default_factory=Future)
+    # False once the executor cancelled its future (an abort): the finished attempt is written all the same
+    # (resume then skips it), its future left as it is
+    report: bool = True
 
 
 @dataclass
@@ -164,6 +170,8 @@ class ResultWriter:
                     stopping = True  # write this batch, then stop
                     break
                 batch.append(job)
+            for job in batch:  # from now on the futures cannot be cancelled
+                job.report = job.future.set_running_or_notify_cancel()
             if self._wait_for_tools and not stopping:
                 self.runner.wait_for_a_tool_check()
             self._write(batch)
@@ -174,10 +182,12 @@ class ResultWriter:
         except BaseException as exc:  # noqa: BLE001 - every waiting executor hears of it (a full disk, a bug)
             log.error("writer.failed", attempts=len(batch), error=f"{type(exc).__name__}: {exc}")
             for job in batch:
-                job.future.set_exception(exc)
+                if job.report:
+                    job.future.set_exception(exc)
             return
         for job in batch:
-            job.future.set_result(None)
+            if job.report:
+                job.future.set_result(None)
 
     def write_batch(self, batch: list[_Keep | _Score]) -> None:
         """Steps (one transaction), artifact files, then records and scores (one transaction)."""

@@ -294,3 +294,33 @@ def test_an_attempt_written_again_has_only_its_new_steps(tmp_path: Path) -> None
         store.save(recorded("a"), "a")
         store.save(recorded("c"), "c")
     assert counts() == {"a": 4, "b": 4, "c": 4}
+
+
+def test_an_attempt_whose_executor_gave_up_waiting_is_written_all_the_same(tmp_path: Path, monkeypatch) -> None:
+    # an abort cancels what the executor waits for; the attempt finished, so it is stored (resume skips it) and
+    # the writer goes on with the next ones
+    from sysmo.runner.results import ResultWriter
+
+    writer = writer_for(tmp_path)
+    release = threading.Event()
+    write_batch = ResultWriter.write_batch
+
+    def held_write(self, batch):
+        release.wait(10)
+        write_batch(self, batch)
+
+    monkeypatch.setattr(ResultWriter, "write_batch", held_write)
+    attempts = [attempt_of(n) for n in range(3)]
+    unit = unit_for(attempts[0])
+    first = writer.keep(unit, attempts[0], recorded("a0000"))
+    while not first.running():  # the writer took it (and holds its batch)
+        threading.Event().wait(0.01)
+    gave_up, last = (writer.keep(unit, a, recorded(a.id)) for a in attempts[1:])
+    assert gave_up.cancel()
+    release.set()
+    first.result(timeout=30), last.result(timeout=30)
+    writer.close()
+    assert gave_up.cancelled()
+    assert {r["id"] for r in writer.store.query("SELECT id FROM attempts")} == {"a0000", "a0001", "a0002"}
+    writer.store.close()
+    writer.runner.close()
