@@ -14,12 +14,15 @@ from typing import Any, Protocol
 
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import Task, TaskKind
-from sysmo.errors import SysmoError
+from sysmo.errors import ConfigError, SysmoError
 from sysmo.contracts.scorecard import ScoreCard, StageResult
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 
 log = get_logger(__name__)
+
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
 
 
 @dataclass
@@ -33,6 +36,17 @@ class ScoringContext:
 
     def option(self, key: str, default: Any) -> Any:
         return self.options.get(key, default)
+
+    def flag(self, key: str, default: bool) -> bool:
+        """A true/false option, given as a bool or as text (``true/false``, ``1/0``, ``yes/no``, ``on/off``: the
+        command line and YAML give either); any other text is a ConfigError naming the option."""
+        value = self.option(key, default)
+        if not isinstance(value, str):
+            return bool(value)
+        word = value.strip().lower()
+        if word not in TRUE_WORDS + FALSE_WORDS:
+            raise ConfigError(f"{key} must be true or false, not {value!r}")
+        return word in TRUE_WORDS
 
 
 class Stage(Protocol):
@@ -73,8 +87,7 @@ class Cascade:
         card = ScoreCard(task_id=task.id, cascade=self.name)
         blocked_by: str | None = "no artifact was produced" if artifact is None or artifact.is_empty() else None
         wanted = self.concurrent(ctx) if callable(self.concurrent) else self.concurrent
-        concurrent = wanted and str(ctx.option("cascade.concurrent", True)).lower() not in (
-            "false", "0", "no", "off")
+        concurrent = wanted and ctx.flag("cascade.concurrent", True)
         index = 0
         while index < len(self.stages):
             stage = self.stages[index]

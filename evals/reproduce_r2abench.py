@@ -51,6 +51,7 @@ from scipy import stats
 
 from sysmo.errors import ConfigError
 from sysmo.evals.metrics.architecture import REPLICATION_WEIGHTS
+from sysmo.llm.replay import R2ABENCH_OUTPUT
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
@@ -360,7 +361,7 @@ def _csv_rows(root: Path) -> list[dict[str, str]]:
 
 
 def _prediction_folder(root: Path, workflow: str, model: str, project: str) -> Path:
-    return root / "Output" / "E-R2A" / workflow / model / project
+    return root / R2ABENCH_OUTPUT / workflow / model / project
 
 
 def replay_predictions(root: Path, *, output_dir: Path | None = None, concurrency: int = 2) -> ReplayRun:
@@ -376,11 +377,11 @@ def replay_predictions(root: Path, *, output_dir: Path | None = None, concurrenc
     from sysmo.runner import ExperimentConfig, run_experiment
     from sysmo.store import Store
 
-    output = root / "Output" / "E-R2A"
+    output = root / R2ABENCH_OUTPUT
     pairs = sorted({(r["workflow"], r["model_id"]) for r in _csv_rows(root)
                     if any((output / r["workflow"] / r["model_id"]).glob("*/predicted.puml"))})
     if not pairs:
-        raise ConfigError(f"no prediction of a {RESULTS_CSV} row under {root / 'Output' / 'E-R2A'}")
+        raise ConfigError(f"no prediction of a {RESULTS_CSV} row under {output}")
     models = [f"replay/r2abench:{model}/{workflow}" for workflow, model in pairs]
     with _checkout_env(root):
         labels = [ReplayProvider.from_name(m).source.label for m in models]

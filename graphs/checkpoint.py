@@ -67,7 +67,27 @@ class _PutWrites:
     task_path: str
 
 
-class StepRecorder(BaseCheckpointSaver[str]):
+class _InMemorySaver(BaseCheckpointSaver[str]):
+    """What the in-memory savers below share: the async interface answered by their sync methods (nothing
+    they do waits), and channel versions in the format of the SQLite saver that will hold them (a fork
+    continues them)."""
+
+    def get_next_version(self, current: str | None, channel: None) -> str:
+        return SqliteSaver.get_next_version(self, current, channel)  # type: ignore[arg-type]
+
+    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
+        return self.get_tuple(config)
+
+    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> RunnableConfig:
+        return self.put(config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
+                          task_path: str = "") -> None:
+        self.put_writes(config, writes, task_id, task_path)
+
+
+class StepRecorder(_InMemorySaver):
     """The checkpointer of one running attempt: every ``put`` / ``put_writes`` LangGraph makes is kept in memory,
     serialised as it comes, for ``CheckpointStore.save`` to hand to a ``SqliteSaver`` in one transaction.
 
@@ -109,20 +129,6 @@ class StepRecorder(BaseCheckpointSaver[str]):
                                      [(channel, self.serde.dumps_typed(value)) for channel, value in writes],
                                      task_id, task_path))
 
-    def get_next_version(self, current: str | None, channel: None) -> str:
-        # channel versions in the format of the saver that will hold them (a fork continues them)
-        return SqliteSaver.get_next_version(self, current, channel)  # type: ignore[arg-type]
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.get_tuple(config)
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        self.put_writes(config, writes, task_id, task_path)
 
     def replay_into(self, saver: BaseCheckpointSaver) -> None:
         """Make the recorded calls on ``saver``, in order. A saver built with ``AlreadySerialised(...)`` as its
@@ -138,7 +144,7 @@ class StepRecorder(BaseCheckpointSaver[str]):
                 saver.put_writes(call.config, writes, call.task_id, call.task_path)
 
 
-class StepRouter(BaseCheckpointSaver[str]):
+class StepRouter(_InMemorySaver):
     """One checkpointer for all the attempts a process runs at once: each ``put`` / ``put_writes`` goes to the
     ``StepRecorder`` registered for its thread id (the attempt's id) with ``recording``. One compiled graph
     with a router serves every attempt, where a recorder of its own would need a copy of the graph per attempt
@@ -180,24 +186,10 @@ class StepRouter(BaseCheckpointSaver[str]):
                    task_path: str = "") -> None:
         self._recorder(config).put_writes(config, writes, task_id, task_path)
 
-    def get_next_version(self, current: str | None, channel: None) -> str:
-        return SqliteSaver.get_next_version(self, current, channel)  # type: ignore[arg-type]
-
-    async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        return self.get_tuple(config)
-
-    async def aput(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
-                   new_versions: ChannelVersions) -> RunnableConfig:
-        return self.put(config, checkpoint, metadata, new_versions)
-
-    async def aput_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
-                          task_path: str = "") -> None:
-        self.put_writes(config, writes, task_id, task_path)
-
 
 # LangGraph reads the signature of a saver's ``(a)put_writes`` (does it take ``task_path``?) at the start of every
 # graph run, i.e. of every attempt; computed once here, Python's ``inspect`` answers from ``__signature__``
-for _method in (StepRecorder.put_writes, StepRecorder.aput_writes, StepRouter.put_writes, StepRouter.aput_writes):
+for _method in (StepRecorder.put_writes, StepRouter.put_writes, _InMemorySaver.aput_writes):
     _method.__signature__ = inspect.signature(_method)  # type: ignore[attr-defined]
 
 

@@ -47,6 +47,7 @@ judged the published reply verbatim.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import threading
@@ -291,8 +292,6 @@ class R2ABenchSource:
     """``<checkout>/Output/E-R2A/<workflow>/<model>/<project>/predicted.puml``: one published diagram per project."""
 
     def __init__(self, root: Path, model: str, strategy: str | None) -> None:
-        import hashlib
-
         out = _folder(root / R2ABENCH_OUTPUT, f"r2abench predictions ({R2ABENCH_OUTPUT} of the checkout)")
         workflows = [p.name for p in out.iterdir() if p.is_dir()]
         self.workflow = _pick(strategy or R2ABENCH_DEFAULT_WORKFLOW, workflows, "R2ABench workflow", out, prefix=True)
@@ -326,8 +325,8 @@ def r2abench_checkout(data_dir: Path | str | None = None) -> Path:
     """The R2ABench checkout: ``$SYSMO_R2ABENCH_DIR``, else ``<data dir>/r2abench``."""
     from sysmo.benchmarks.datadir import DATASETS, require_data_dir
 
-    override = DATASETS["r2abench"].override()
-    return override if override is not None else require_data_dir(data_dir) / DATASETS["r2abench"].folder
+    dataset = DATASETS["r2abench"]
+    return dataset.path(None if dataset.override() is not None else require_data_dir(data_dir))
 
 
 def open_source(spec: ReplaySpec, data_dir: Path | str | None = None) -> Source:

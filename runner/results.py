@@ -64,27 +64,29 @@ def quick_turns() -> Iterator[None]:
         sys.setswitchinterval(previous)
 
 
+@dataclass(kw_only=True)
+class _Job:
+    """Work handed to the writer; ``future`` is done once it is committed."""
+
+    future: Future = field(default_factory=Future)
+    # False once the executor cancelled its future (an abort): the finished attempt is written all the same
+    # (resume then skips it), its future left as it is
+    report: bool = True
+
+
 @dataclass
-class _Keep:
+class _Keep(_Job):
     attempt: Attempt
     record: AttemptRecord | None  # made by the writer when None (a Ray worker makes it where the attempt ran)
     meta: dict[str, Any]
     steps: StepRecorder | None
-    future: Future = field(default_factory=Future)
-    # False once the executor cancelled its future (an abort): the finished attempt is written all the same
-    # (resume then skips it), its future left as it is
-    report: bool = True
 
 
 @dataclass
-class _Score:
+class _Score(_Job):
     attempt_id: str
     card: ScoreCard
     events: list[Any]
-    future: Future = field(default_factory=Future)
-    # False once the executor cancelled its future (an abort): the finished attempt is written all the same
-    # (resume then skips it), its future left as it is
-    report: bool = True
 
 
 @dataclass

@@ -13,16 +13,8 @@ from typer.testing import CliRunner
 from sysmo.evals.commands import reproduce_app
 from sysmo.evals.reproduce_r2abench import package_names, rescore
 
-from r2abench_checkout import PREDICTED, REFERENCE
+from r2abench_checkout import ALIGNMENT, PREDICTED, REFERENCE
 
-ALIGNMENT = {
-    "matched_pairs": [
-        {"gt_nodes": ["Logic::Alpha"], "predicted_nodes": ["Global::Alpha\\n(core"], "is_boundary_correct": True},
-        {"gt_nodes": ["Logic::Beta"], "predicted_nodes": ["Global::Beta"], "is_boundary_correct": True},
-    ],
-    "unmatched_gt_nodes": [],
-    "unmatched_predicted_nodes": [],
-}
 # worked by hand with the package's rules: the container Logic is an unmatched reference node (GED 1.0) and
 # the worst case is 3 (1.0 + 2.0) + 2 * 0.8 + 1 * 1.0 + 1 * 1.2 = 12.8
 EXPECTED = {

@@ -154,5 +154,5 @@ def test_the_grouped_option_is_a_boolean() -> None:
     task = load_task_folder(STARTER_DIR / "tla" / "spinlock")
     with pytest.raises(ConfigError, match="invariants.grouped"):
         tla.invariants_stage(task.references.model, task, ScoringContext(options={"invariants.grouped": "maybe"}))
-    assert tla._flag(ScoringContext(options={"invariants.grouped": "false"}), "invariants.grouped", True) is False
-    assert tla._flag(ScoringContext(options={}), "invariants.grouped", True) is True
+    assert ScoringContext(options={"invariants.grouped": "false"}).flag("invariants.grouped", True) is False
+    assert ScoringContext(options={}).flag("invariants.grouped", True) is True

@@ -179,7 +179,7 @@ def judge_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageRes
 
 
 def antipatterns_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
-    inherit = bool(ctx.option("antipatterns.inherit_container_edges", True))
+    inherit = ctx.flag("antipatterns.inherit_container_edges", True)
     found = arch.antipatterns(parse_architecture(artifact.main_text), inherit)
     reference_text = _reference_text(task)
     baseline = arch.antipatterns(parse_architecture(reference_text), inherit) if reference_text else None

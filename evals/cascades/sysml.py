@@ -106,7 +106,7 @@ def text_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResu
         "bleu_sacrebleu": "sacrebleu sentence_bleu (13a, exp smoothing) / 100",
         "rougeL_word": "rouge-score ROUGE-L F1, default tokenizer, stemmer on",
     }
-    if ctx.option("text.bertscore", True):
+    if ctx.flag("text.bertscore", True):
         model = ctx.option("text.bertscore_model", text_metrics.DEFAULT_BERTSCORE_MODEL)
         layers = int(ctx.option("text.bertscore_layers", text_metrics.DEFAULT_BERTSCORE_LAYERS))
         bert = text_metrics.bertscore(ref, cand, model=model, num_layers=layers)

@@ -61,7 +61,6 @@ from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register
 from sysmo.evals.metrics import tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax
 from sysmo.contracts.scorecard import StageResult
 from sysmo.contracts.check import Outcome
-from sysmo.errors import ConfigError
 
 MAX_DIAGNOSTICS = 20
 NO_TRACES = "the task has no traces"
@@ -71,15 +70,6 @@ NO_TEMPLATES = "the task has no invariant templates"
 def _option(ctx: ScoringContext, key: str, default: Any, kind: type) -> Any:
     value = ctx.option(key, default)
     return value if value is None else kind(value)
-
-
-def _flag(ctx: ScoringContext, key: str, default: bool) -> bool:
-    value = ctx.option(key, default)
-    if isinstance(value, str):
-        if value.strip().lower() not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-            raise ConfigError(f"{key} must be true or false, not {value!r}")
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return bool(value)
 
 
 def syntax_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
@@ -131,7 +121,7 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
         seed=_option(ctx, "runtime.seed", tla_runtime.DEFAULT_SEED, int),
         timeout_s=_option(ctx, "runtime.timeout_s", tla_runtime.DEFAULT_TIMEOUT_S, float),
         parallel=_option(ctx, "tlc.parallel", None, int),
-        batched=_flag(ctx, "runtime.batched", False),
+        batched=ctx.flag("runtime.batched", False),
     )
     return StageResult(
         stage="runtime",
@@ -279,7 +269,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         parallel=_option(ctx, "tlc.parallel", None, int),
         strategy=str(ctx.option("invariants.strategy", "bfs")),
         bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
-        grouped=_flag(ctx, "invariants.grouped", tla_invariants.DEFAULT_GROUPED),
+        grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
     )
     verdicts = score.verdicts
 

@@ -224,9 +224,21 @@ def _vacuous(candidate: Candidate) -> bool:
     return re.sub(r"\s+", "", candidate.body) in VACUOUS
 
 
-def wrapper_module(module: str, spec_module: str, candidate: Candidate, standard: bool = True) -> str:
+def _module(name: str, spec_module: str, definitions: str, standard: bool) -> str:
+    """A module extending the model (and the standard modules, unless they clash with its names)."""
     extends = f"{spec_module}, {STANDARD_MODULES}" if standard else spec_module
-    return f"---- MODULE {module} ----\nEXTENDS {extends}\n\n{candidate.definitions()}\n====\n"
+    return f"---- MODULE {name} ----\nEXTENDS {extends}\n\n{definitions}\n====\n"
+
+
+def wrapper_module(module: str, spec_module: str, candidate: Candidate, standard: bool = True) -> str:
+    return _module(module, spec_module, candidate.definitions(), standard)
+
+
+def combined_module(name: str, spec_module: str, candidates: dict[int, Candidate], reserved: set[str],
+                    standard: bool = True) -> str | None:
+    """``combined_definitions`` as a module extending the model; None when the candidates are not isolated."""
+    combined = combined_definitions(candidates, reserved)
+    return None if combined is None else _module(name, spec_module, combined, standard)
 
 
 def member_name(index: int) -> str:
@@ -289,11 +301,9 @@ class _Resolver:
         the model instead of two per candidate (the PGo raftkvs spec is 2.3 MB). If SANY rejects it, or the
         candidates are not isolated from each other, each wrapper is checked on its own, as always."""
         if len(candidates) > 1:
-            combined = combined_definitions(candidates, self.spec_names)
-            if combined is not None:
-                name = f"{self.prefix}All"
-                module = (f"---- MODULE {name} ----\nEXTENDS {self.spec.main_module}, {STANDARD_MODULES}\n\n"
-                          f"{combined}\n====\n")
+            name = f"{self.prefix}All"
+            module = combined_module(name, self.spec.main_module, candidates, self.spec_names)
+            if module is not None:
                 together, version = check_modules({name: module}, self.tla_files, self.timeout_s)
                 self.sany_version = self.sany_version or version
                 if together[name].outcome == Outcome.OK:
@@ -630,14 +640,6 @@ def groupable(check: _Check) -> bool:
     return body.startswith("[]") and not TEMPORAL.search(body[2:]) and not TEMPORAL.search(helpers)
 
 
-def _group_module(name: str, spec_module: str, checks: list[_Check], reserved: set[str]) -> str | None:
-    combined = combined_definitions({c.index: c.candidate for c in checks}, reserved)
-    if combined is None:
-        return None
-    extends = f"{spec_module}, {STANDARD_MODULES}" if checks[0].standard else spec_module
-    return f"---- MODULE {name} ----\nEXTENDS {extends}\n\n{combined}\n====\n"
-
-
 def _attributed(result: CheckResult, names: dict[str, _Check]) -> _Check | None:
     """The one template of a grouped run that TLC reports violated, if the run failed on exactly that."""
     if result.outcome != Outcome.FAILED:
@@ -736,7 +738,8 @@ def score(
         remaining = list(group)
         while len(remaining) > 1:
             name = f"{remaining[0].module}G"
-            module = _group_module(name, spec.main_module, remaining, reserved)
+            module = combined_module(name, spec.main_module, {c.index: c.candidate for c in remaining}, reserved,
+                                    standard=remaining[0].standard)
             if module is None:
                 break
             by_name = {member_name(c.index): c for c in remaining}
