@@ -168,6 +168,10 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0  # nested ``transaction`` blocks: the outermost commits
+        # a file created here holds only the attempts written here since: the others have no rows to replace
+        # (``save_attempts`` skips their DELETEs); in a file that was there (a resumed run) any attempt may
+        self._new_file = not self.path.exists() or self.path.stat().st_size == 0
+        self._written: set[str] = set()
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
         # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
@@ -275,9 +279,13 @@ class Store:
             return
         ids = [r.attempt_id for r in records]
         finished_at = _now()
+        stored_before = ids if not self._new_file else [i for i in ids if i in self._written]
+        if len(set(ids)) < len(ids):  # the same attempt twice in one batch: the last one stays
+            records = list({r.attempt_id: r for r in records}.values())
         with self.transaction():
-            for table in ("rounds", "llm_calls", "tool_calls", "events"):
-                self._many(f"DELETE FROM {table} WHERE attempt_id IN ", ids, width=1, values=False)
+            if stored_before:
+                for table in ("rounds", "llm_calls", "tool_calls", "events"):
+                    self._many(f"DELETE FROM {table} WHERE attempt_id IN ", stored_before, width=1, values=False)
             self._many(f"INSERT OR REPLACE INTO attempts ({ATTEMPT_COLUMNS}) VALUES ",
                        [(r.attempt[0], experiment_id, *r.attempt[1:21], finished_at, *r.attempt[21:]) for r in records],
                        width=25)
@@ -286,6 +294,7 @@ class Store:
             self._many("INSERT INTO events VALUES ", [row for r in records for row in r.events], width=5)
             self._many("INSERT INTO rounds VALUES ", [row for r in records for row in r.rounds], width=10)
             self._many("INSERT INTO tool_calls VALUES ", [row for r in records for row in r.tool_calls], width=7)
+        self._written.update(ids)  # committed
 
     def _many(self, head: str, rows: Sequence[Any], *, width: int, values: bool = True) -> None:
         """``head`` followed by as many ``(?,...)`` groups as rows (or, with ``values=False``, one ``(?,...)``

@@ -111,6 +111,14 @@ def test_writing_an_attempt_again_replaces_its_rows(tmp_path: Path) -> None:
     assert [r[:2] for r in rows["rounds"] if r[0] == "a0001"] == [("a0001", 0)]
     assert len([r for r in rows["llm_calls"] if r[0] == "a0001"]) == 2  # its round's call and the outside one
     assert len([r for r in rows["events"] if r[0] == "a0001"]) == 3
+    # a file that was there (a resumed run): any attempt may have rows to replace; twice in a batch: the last
+    again = Store(tmp_path / "r.sqlite")
+    again.save_attempts("exp", [AttemptRecord.of(attempt_of(2, rounds=3), META),
+                                AttemptRecord.of(attempt_of(2, rounds=1), META)])
+    rows = dump(tmp_path / "r.sqlite")
+    again.close()
+    assert [r[:2] for r in rows["rounds"] if r[0] == "a0002"] == [("a0002", 0)]
+    assert len([r for r in rows["events"] if r[0] == "a0002"]) == 3
 
 
 def test_a_failed_batch_writes_none_of_its_attempts(tmp_path: Path) -> None:
