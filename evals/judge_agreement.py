@@ -63,7 +63,7 @@ def _run_points(folder: Path, refs: dict[int, str], model: str, strategy: str,
         precision = sysmeval.parse_score(sample.sysm_eval_r_response or "")  # the authors' swap, corrected
         recall = sysmeval.parse_score(sample.sysm_eval_p_response or "")
         judge = sysmeval.f1(precision.value if precision else None, recall.value if recall else None) or 0.0
-        ref_tree, cand_tree = _tree(_sysml(refs[sample.id])), _tree(_sysml(sample.prediction))
+        ref_tree, cand_tree = _tree(_sysml(refs[sample.id]), reference=True), _tree(_sysml(sample.prediction))
         if any(t.check is not None and t.check.outcome not in (Outcome.OK, Outcome.FAILED)
                for t in (ref_tree, cand_tree)):  # a timeout says nothing about the model: not a point
             undecided.append(f"{model}/{strategy} sysmbench/{sample.id}")

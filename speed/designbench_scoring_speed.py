@@ -51,7 +51,7 @@ def score_file(args: tuple[str, str, int, float]) -> tuple[dict[str, list[float]
         text.rouge_l_paper(ref, cand)
         text.rouge_l_word(ref, cand)
         t1 = time.perf_counter()
-        ref_tree = _tree(Artifact(language=Language.SYSML, files={"model.sysml": ref}))
+        ref_tree = _tree(Artifact(language=Language.SYSML, files={"model.sysml": ref}), reference=True)
         cand_tree = _tree(Artifact(language=Language.SYSML, files={"model.sysml": cand or " "}))
         t2 = time.perf_counter()
         if ref_tree.complete:

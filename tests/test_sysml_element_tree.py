@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
 
 from sysmo.contracts.artifact import Artifact
@@ -144,3 +145,68 @@ def test_a_model_with_syntax_errors_has_no_tree_but_keeps_its_check():
     assert tree.complete is False and tree.elements == []
     assert tree.check is not None and tree.check.outcome == Outcome.FAILED
     assert {d.code for d in tree.check.errors} == {"syntax"}
+
+
+def test_library_names_are_learnt_once_and_the_turtle_export_skipped_after(monkeypatch):
+    """Library elements have name-based ids: once a Turtle export named ``ScalarValues::Real``, a later valid
+    model referencing only known library elements is exported as JSON alone, and its tree is the same as
+    the one read with its own Turtle export."""
+    et = importlib.import_module("sysmo.tools.sysml.element_tree")
+    from sysmo.tools.sysml.kernel import shared_kernel
+    from sysmo.tools.sysml.validate import model_files, run_files
+
+    monkeypatch.setattr(et, "_LIBRARIES", {})  # nothing learnt yet in this test
+    first = element_tree(BICYCLE)
+    learnt = et.library_of(shared_kernel()).names_for(set())
+    assert learnt == {}  # known-and-empty: the cache answers for no references
+    asked: list[tuple[str, ...]] = []
+    original = et.run_files
+
+    def spy(*args, **kwargs):
+        check, run = original(*args, **kwargs)
+        asked.append(tuple(run.exports) if run else ())
+        return check, run
+
+    monkeypatch.setattr(et, "run_files", spy)
+    other = BICYCLE.replace("Bicycle", "Tricycle").replace("weight", "mass")
+    second = element_tree(other)
+    assert asked == [(et.JSON_EXPORT,)]  # no Turtle export: Real and Integer were met in the first model
+    check, run = run_files(model_files(other), exports=(et.JSON_EXPORT, et.TURTLE_EXPORT))
+    assert run is not None
+    with_turtle = et.parse_api_json(run.exports[et.JSON_EXPORT], run.exports[et.TURTLE_EXPORT])
+    assert [e.model_dump() for e in second.elements] == [e.model_dump() for e in with_turtle]
+    assert any(e.types == ["ScalarValues::Real"] for e in second.elements)
+    assert first.complete and second.complete
+
+
+def test_a_model_with_errors_always_reads_its_own_turtle_export(monkeypatch):
+    """``Real`` without its import: the JSON export still references ScalarValues::Real, its Turtle export has
+    no stub for it, and the tree keeps the type unnamed as before (the cache is not consulted)."""
+    et = importlib.import_module("sysmo.tools.sysml.element_tree")
+
+    monkeypatch.setattr(et, "_LIBRARIES", {})
+    element_tree(BICYCLE)  # learns ScalarValues::Real
+    broken = "package V {\n  part def Car {\n    attribute mass : Real;\n  }\n}\n"
+    tree = element_tree(broken)
+    assert tree.check is not None and tree.check.outcome == Outcome.FAILED
+    mass = next(e for e in tree.elements if e.name == "mass")
+    assert mass.types == []
+
+
+def test_library_stubs_keep_unnamed_library_elements():
+    from sysmo.tools.sysml.element_tree import LibraryNames, library_names, library_stubs
+
+    turtle = (
+        '<urn:sysmlv2:element:r>\n    a sysml:DataType ;\n    sysml:elementId "r" ;\n'
+        '    sysml:qualifiedName "ScalarValues::Real" ;\n    sysml:isLibraryElement "true"^^xsd:boolean .\n\n'
+        'elmt:m\n    a sysml:OwningMembership ;\n    sysml:elementId "m" ;\n'
+        '    sysml:isLibraryElement "true"^^xsd:boolean .\n\n'
+        'elmt:own\n    a sysml:PartDefinition ;\n    sysml:elementId "own" .\n'
+    )
+    assert library_stubs(turtle) == {"r": "ScalarValues::Real", "m": None}
+    assert library_names(turtle) == {"r": "ScalarValues::Real"}
+    names = LibraryNames()
+    assert names.names_for({"r"}) is None
+    names.learn(turtle)
+    assert names.names_for({"r", "m"}) == {"r": "ScalarValues::Real"}
+    assert names.names_for({"r", "x"}) is None

@@ -43,27 +43,50 @@ MAX_DIAGNOSTICS = 20
 NO_REFERENCE = "the task has no reference model"
 NO_JUDGE = "no judge model configured"
 
-_TREES: OrderedDict[str, object] = OrderedDict()
-_TREES_LOCK = threading.Lock()
-_TREES_MAX = 256  # references are scored again for every attempt: keep their trees
+class _TreeCache:
+    """Element trees by content hash, least recently used out first (thread-safe)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._trees: OrderedDict[str, object] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> object | None:
+        with self._lock:
+            tree = self._trees.get(key)
+            if tree is not None:
+                self._trees.move_to_end(key)
+            return tree
+
+    def put(self, key: str, tree: object) -> None:
+        with self._lock:
+            self._trees[key] = tree
+            while len(self._trees) > self.size:
+                self._trees.popitem(last=False)
 
 
-def _tree(model: Artifact):
-    """The model's element tree and validation from one OpenSysML load, cached by content hash."""
+# References apart: every attempt on a task needs its reference's tree again, and with candidates in the same
+# 256 places a benchmark of 151 tasks scored file by file (151 references + 151 predictions per file) pushed
+# each reference out before its next use: every prediction paid a second OpenSysML load (the reference's,
+# valid and exported: about 100 ms of the kernel), three quarters of DesignBench's re-scoring time.
+_REFERENCE_TREES = _TreeCache(4096)
+_TREES = _TreeCache(256)
+
+
+def _tree(model: Artifact, *, reference: bool = False):
+    """The model's element tree and validation from one OpenSysML load, cached by content hash (a task's
+    reference model, ``reference=True``, in a cache of its own)."""
     from sysmo.tools.sysml.element_tree import element_tree
 
     key = model.sha256
-    with _TREES_LOCK:
-        if key in _TREES:
-            _TREES.move_to_end(key)
-            return _TREES[key]
+    for cache in (_REFERENCE_TREES, _TREES):
+        tree = cache.get(key)
+        if tree is not None:
+            return tree
     tree = element_tree(model)
     # a timeout or a kernel crash says nothing about the model: do not keep it
     if tree.check is None or tree.check.outcome in (Outcome.OK, Outcome.FAILED):
-        with _TREES_LOCK:
-            _TREES[key] = tree
-            while len(_TREES) > _TREES_MAX:
-                _TREES.popitem(last=False)
+        (_REFERENCE_TREES if reference else _TREES).put(key, tree)
     return tree
 
 
@@ -176,7 +199,7 @@ def elements_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Stage
     reference = _reference(task)
     if reference is None:
         return _skipped("elements", NO_REFERENCE)
-    ref_tree = _tree(_as_sysml(reference))
+    ref_tree = _tree(_as_sysml(reference), reference=True)
     cand_tree = _tree(_as_sysml(artifact))
     provenance = {
         "tool": cand_tree.check.tool,

@@ -15,7 +15,12 @@ transitions, requirements, constraints, calculations and cases, each with
 
 Implied elements (a port definition's conjugate, connector end features, the trigger and succession inside
 a transition) are left out. Library types are named by their qualified names (``ScalarValues::Real``),
-read from the Turtle export, which carries a stub for each library element the model references.
+read from the Turtle export, which carries a stub for each library element the model references. OpenSysML
+names library elements by name-based (v5) UUIDs, the same in every session of one kernel binary, so the names
+learnt from one export hold for every later model (``LibraryNames``): the Turtle export, a fifth of a valid
+model's time in the kernel, is asked for only when the JSON export of a model without errors references a
+library element not met before, and the tree is the same either way (a model with errors may reference a
+library element its Turtle export has no stub for, so its own export is always read).
 
 >>> tree = element_tree("package P { part def Car { part e : Engine; } part def Engine; }")
 >>> [(e.kind.value, e.qualified_name, e.types) for e in tree.elements if e.kind != ElementKind.PACKAGE]
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Iterator
 from enum import StrEnum
 from typing import Any
@@ -35,8 +41,9 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import ToolCrashError
 from sysmo.log import get_logger
-from sysmo.tools.sysml.kernel import OpenSysMLKernel
-from sysmo.contracts.check import CheckResult
+from sysmo.tools.sysml.diagnostics import parse_load_output
+from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, shared_kernel
+from sysmo.contracts.check import CheckResult, Severity
 from sysmo.tools.sysml.validate import model_files, run_files
 
 log = get_logger(__name__)
@@ -189,21 +196,85 @@ def _ttl_string(text: str) -> str:
     return text.replace('\\"', '"').replace("\\\\", "\\")
 
 
-def library_names(turtle: str) -> dict[str, str]:
-    """Library element id -> qualified name, from the stubs the Turtle export writes for referenced elements.
+def library_stubs(turtle: str) -> dict[str, str | None]:
+    """Library element id -> qualified name (``None`` for an unnamed one, e.g. a membership), from the stubs
+    the Turtle export writes for the library elements a model references.
 
     A stub is one subject block (blank-line separated) with ``sysml:isLibraryElement "true"``; its subject
     is written ``<urn:sysmlv2:element:ID>`` or ``elmt:ID`` depending on the id, so the id is read from
     ``sysml:elementId`` instead.
     """
-    names: dict[str, str] = {}
+    stubs: dict[str, str | None] = {}
     for block in turtle.split("\n\n"):
         if 'sysml:isLibraryElement "true"' not in block:
             continue
         element_id, qname = _TTL_ID.search(block), _TTL_QNAME.search(block)
-        if element_id and qname:
-            names[_ttl_string(element_id.group(1))] = _ttl_string(qname.group(1))
-    return names
+        if element_id:
+            stubs[_ttl_string(element_id.group(1))] = _ttl_string(qname.group(1)) if qname else None
+    return stubs
+
+
+def library_names(turtle: str) -> dict[str, str]:
+    """Library element id -> qualified name, for the named stubs of the Turtle export."""
+    return {element_id: name for element_id, name in library_stubs(turtle).items() if name is not None}
+
+
+def external_refs(elements: list[dict[str, Any]]) -> set[str]:
+    """The ids an API JSON export references but does not contain (library elements)."""
+    own = {e["@id"] for e in elements if isinstance(e, dict) and "@id" in e}
+    found: set[str] = set()
+
+    def walk(value: Any) -> None:
+        if isinstance(value, dict):
+            ref = value.get("@id")
+            if isinstance(ref, str):
+                found.add(ref)
+            for inner in value.values():
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    for element in elements:
+        if isinstance(element, dict):
+            for key, value in element.items():
+                if key != "@id":
+                    walk(value)
+    return found - own
+
+
+class LibraryNames:
+    """The library stubs met so far in one kernel binary's exports (thread-safe).
+
+    ``names_for(refs)`` is what ``library_names`` of the model's own Turtle export would give for those
+    references (a stub's id is a name-based UUID: the same element, the same id, the same name), or ``None``
+    when one of them was never met, and the Turtle export must be asked for.
+    """
+
+    def __init__(self) -> None:
+        self._stubs: dict[str, str | None] = {}
+        self._lock = threading.Lock()
+
+    def learn(self, turtle: str) -> None:
+        stubs = library_stubs(turtle)
+        with self._lock:
+            self._stubs.update(stubs)
+
+    def names_for(self, refs: set[str]) -> dict[str, str] | None:
+        with self._lock:
+            if not refs <= self._stubs.keys():
+                return None
+            return {ref: name for ref in refs if (name := self._stubs[ref]) is not None}
+
+
+_LIBRARIES: dict[str, LibraryNames] = {}
+_LIBRARIES_LOCK = threading.Lock()
+
+
+def library_of(kernel: OpenSysMLKernel) -> LibraryNames:
+    """The library stubs learnt from this kernel binary's exports."""
+    with _LIBRARIES_LOCK:
+        return _LIBRARIES.setdefault(str(kernel.binary), LibraryNames())
 
 
 class _Export:
@@ -322,12 +393,14 @@ def _tree_elements(export: _Export) -> Iterator[Element]:
         )
 
 
-def parse_api_json(api_json: str | list[dict[str, Any]], turtle: str = "") -> list[Element]:
-    """Tree elements from an OMG API JSON export (and the Turtle export, for library type names)."""
+def parse_api_json(api_json: str | list[dict[str, Any]], turtle: str = "",
+                   library: dict[str, str] | None = None) -> list[Element]:
+    """Tree elements from an OMG API JSON export, with library type names from the Turtle export (or
+    ``library``, id -> qualified name, when given)."""
     elements = json.loads(api_json) if isinstance(api_json, str) else api_json
     if not isinstance(elements, list):
         raise ToolCrashError("the OpenSysML JSON export is not a list of elements")
-    return list(_tree_elements(_Export(elements, library_names(turtle))))
+    return list(_tree_elements(_Export(elements, library if library is not None else library_names(turtle))))
 
 
 def element_tree(model: str | Artifact | dict[str, str], *, timeout_s: float | None = None,
@@ -337,9 +410,33 @@ def element_tree(model: str | Artifact | dict[str, str], *, timeout_s: float | N
     A model with syntax errors cannot be exported: the tree is then empty and ``complete`` is False;
     ``check`` always holds the validation result.
     """
-    check, run = run_files(model_files(model), exports=(JSON_EXPORT, TURTLE_EXPORT), timeout_s=timeout_s, kernel=kernel)
+    kernel = kernel or shared_kernel()
+    library = library_of(kernel)
+    parsed: dict[str, Any] = {}
+
+    def turtle_unless_known(run: KernelRun) -> tuple[str, ...]:
+        # a model with errors may reference a library element its Turtle export has no stub for (``Real``
+        # without its import): the names then come from its own export, as they always did
+        if any(d.severity in (Severity.ERROR, Severity.TYPING) for d in parse_load_output(run.reply.stdout)):
+            return (TURTLE_EXPORT,)
+        try:
+            elements = json.loads(run.exports[JSON_EXPORT])
+        except (KeyError, ValueError):
+            return (TURTLE_EXPORT,)
+        parsed["elements"] = elements
+        if isinstance(elements, list):
+            parsed["library"] = library.names_for(external_refs(elements))
+        return (TURTLE_EXPORT,) if parsed.get("library") is None else ()
+
+    check, run = run_files(model_files(model), exports=(JSON_EXPORT,), more_exports=turtle_unless_known,
+                           timeout_s=timeout_s, kernel=kernel)
     if run is None or JSON_EXPORT not in run.exports:
         refused = next((r.error for r in (run.export_replies if run else []) if r.error), None)
         log.info("opensysml.export_refused", outcome=check.outcome.value, reason=refused)
         return ElementTree(complete=False, check=check)
-    return ElementTree(elements=parse_api_json(run.exports[JSON_EXPORT], run.exports.get(TURTLE_EXPORT, "")), check=check)
+    if TURTLE_EXPORT in run.exports:
+        library.learn(run.exports[TURTLE_EXPORT])
+        return ElementTree(elements=parse_api_json(parsed.get("elements", run.exports[JSON_EXPORT]),
+                                                   run.exports[TURTLE_EXPORT]), check=check)
+    return ElementTree(elements=parse_api_json(parsed.get("elements", run.exports[JSON_EXPORT]), library=parsed.get("library")),
+                       check=check)

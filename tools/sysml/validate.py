@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
 
@@ -71,8 +72,11 @@ def _result(outcome: Outcome, diagnostics: list[Diagnostic], start: float, versi
 
 
 def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
-              typing_fails: bool = True, kernel: OpenSysMLKernel | None = None) -> tuple[CheckResult, KernelRun | None]:
-    """Load ``files`` together in one fresh folder; the check result and the kernel's raw run (with exports)."""
+              typing_fails: bool = True, kernel: OpenSysMLKernel | None = None,
+              more_exports: Callable[[KernelRun], tuple[str, ...]] | None = None,
+              ) -> tuple[CheckResult, KernelRun | None]:
+    """Load ``files`` together in one fresh folder; the check result and the kernel's raw run (with exports;
+    ``more_exports`` as in ``OpenSysMLKernel.load``)."""
     start = time.monotonic()
     kernel = kernel or shared_kernel()
     version = _version(str(kernel.binary))
@@ -87,7 +91,7 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
             "the model declares nothing (only whitespace or comments): write at least one package or definition"))],
             start, version), None
     try:
-        run = kernel.load(files, exports=exports, timeout_s=timeout_s)
+        run = kernel.load(files, exports=exports, timeout_s=timeout_s, more_exports=more_exports)
     except SysmoError as exc:  # the kernel could not start: a tool problem, not the model's
         log.error("opensysml.unavailable", error=str(exc))
         return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=str(exc))], start, version), None
