@@ -102,6 +102,9 @@ def _now() -> str:
 ATTEMPT_COLUMNS = ("id, experiment_id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, "
                    "status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
                    "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd")
+# AttemptRecord.attempt: the attempts row without experiment_id and finished_at (given when written)
+_RECORD_COLUMNS = [c for c in ATTEMPT_COLUMNS.split(", ") if c not in ("experiment_id", "finished_at")]
+_ATTEMPT_JSON_INDEX = _RECORD_COLUMNS.index("attempt_json")
 LLM_CALL_COLUMNS = ("attempt_id, round_idx, seq, role, purpose, model, provider, prompt_tokens, completion_tokens, "
                     "cost_usd, latency_s, cached, request_hash, is_control, error, error_type")
 
@@ -121,7 +124,7 @@ class AttemptRecord:
     @property
     def attempt_json(self) -> str:
         """The attempt's JSON (``Attempt.model_dump_json``, without its events)."""
-        return self.attempt[21]
+        return self.attempt[_ATTEMPT_JSON_INDEX]
 
     @classmethod
     def of(cls, attempt: Attempt, task_meta: dict[str, Any]) -> AttemptRecord:
