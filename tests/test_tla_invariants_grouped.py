@@ -156,3 +156,26 @@ def test_the_grouped_option_is_a_boolean() -> None:
         tla.invariants_stage(task.references.model, task, ScoringContext(options={"invariants.grouped": "maybe"}))
     assert ScoringContext(options={"invariants.grouped": "false"}).flag("invariants.grouped", True) is False
     assert ScoringContext(options={}).flag("invariants.grouped", True) is True
+
+
+@pytest.mark.slow
+def test_liveness_templates_expected_to_hold_share_one_run_and_a_violation_sends_each_alone(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    artifact = Artifact(language=Language.TLA, files={"Steps.tla": SPEC, "Steps.cfg": CFG})
+    config = tla_runtime.model_config(artifact)
+    holding = [_template("YReaches", "liveness", "<>(y = 2)"), _template("XReaches", "liveness", "<>(x = 6)")]
+    returns = _template("XReturns", "liveness", "[]<>(x = 0)")  # x never returns to 0: violated
+    runs: list[str] = []
+    original = tlc.model_check
+    monkeypatch.setattr(tlc, "model_check", lambda *a, **k: runs.append(k.get("module", "")) or original(*a, **k))
+    found = {}
+    for templates in (holding, [*holding, returns]):
+        for together in (True, False):
+            runs.clear()
+            score = tla_invariants.score(artifact, templates, config, timeout_s=60, group_liveness=together)
+            found[len(templates), together] = (score, list(runs))
+        assert [_key(v) for v in found[len(templates), True][0].verdicts] == \
+            [_key(v) for v in found[len(templates), False][0].verdicts]
+    assert [len(found[key][1]) for key in ((2, True), (2, False), (3, True), (3, False))] == [1, 2, 4, 3]
+    assert [v.outcome for v in found[3, True][0].verdicts] == [Outcome.OK, Outcome.OK, Outcome.FAILED]
+    assert all("other liveness template" in " ".join(v.notes) for v in found[2, True][0].verdicts)

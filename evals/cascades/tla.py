@@ -37,10 +37,12 @@ Options (``ScoringContext.options``; defaults are SysMoBench's where it has one)
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
 ``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
 derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
-``invariants.timeout_s`` (120 per check), ``invariants.max_states`` / ``invariants.max_depth`` (None:
+``invariants.timeout_s`` (60 per check, the harness's), ``invariants.max_states`` / ``invariants.max_depth`` (None:
 unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
-one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.bounded`` ("harness": a time-out without violation counts as
+one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
+(true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
+violation; needs ``invariants.grouped``), ``invariants.bounded`` ("harness": a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
@@ -270,6 +272,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         strategy=str(ctx.option("invariants.strategy", "bfs")),
         bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
         grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
+        group_liveness=ctx.flag("invariants.grouped_liveness", tla_invariants.DEFAULT_GROUP_LIVENESS),
     )
     verdicts = score.verdicts
 
