@@ -9,7 +9,8 @@ with a short random back-off until they succeed or ``SETUP_TIMEOUT_S`` has passe
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_delay, wait_random_exponential
@@ -58,3 +59,20 @@ def enable_wal(conn: sqlite3.Connection) -> None:
     mode = conn.execute("PRAGMA journal_mode").fetchone()[0]
     if str(mode).lower() != "wal":
         conn.execute("PRAGMA journal_mode=WAL")
+
+
+class WrittenKeys:
+    """Which keys (attempt ids, thread ids) a file may already hold rows for, so that writing one needs its old
+    rows deleted first: any key in a file that was there when opened (a resumed run), only the keys written
+    through this object in a file it saw created. Make it before the file is opened."""
+
+    def __init__(self, path: Path) -> None:
+        self.new_file = not path.exists() or path.stat().st_size == 0
+        self._written: set[str] = set()
+
+    def may_hold(self, key: str) -> bool:
+        return not self.new_file or key in self._written
+
+    def add(self, keys: Iterable[str]) -> None:
+        """Record keys whose rows are now committed."""
+        self._written.update(keys)

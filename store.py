@@ -29,7 +29,7 @@ from sysmo.contracts.events import EventAdapter
 from sysmo.errors import SysmoError
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.contracts.attempt import Attempt
-from sysmo.sqlite_setup import set_up_shared
+from sysmo.sqlite_setup import WrittenKeys, set_up_shared
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -102,9 +102,11 @@ def _now() -> str:
 ATTEMPT_COLUMNS = ("id, experiment_id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, "
                    "status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
                    "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd")
-# AttemptRecord.attempt: the attempts row without experiment_id and finished_at (given when written)
-_RECORD_COLUMNS = [c for c in ATTEMPT_COLUMNS.split(", ") if c not in ("experiment_id", "finished_at")]
+_ALL_COLUMNS = ATTEMPT_COLUMNS.split(", ")
+# AttemptRecord.attempt: the attempts row without experiment_id (second) and finished_at (given when written)
+_RECORD_COLUMNS = [c for c in _ALL_COLUMNS if c not in ("experiment_id", "finished_at")]
 _ATTEMPT_JSON_INDEX = _RECORD_COLUMNS.index("attempt_json")
+_FINISHED_AT = _ALL_COLUMNS.index("finished_at") - 1  # where finished_at goes in a record's row
 LLM_CALL_COLUMNS = ("attempt_id, round_idx, seq, role, purpose, model, provider, prompt_tokens, completion_tokens, "
                     "cost_usd, latency_s, cached, request_hash, is_control, error, error_type")
 
@@ -171,10 +173,8 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
         self._depth = 0  # nested ``transaction`` blocks: the outermost commits
-        # a file created here holds only the attempts written here since: the others have no rows to replace
-        # (``save_attempts`` skips their DELETEs); in a file that was there (a resumed run) any attempt may
-        self._new_file = not self.path.exists() or self.path.stat().st_size == 0
-        self._written: set[str] = set()
+        # attempts with rows to replace (``save_attempts`` skips the DELETEs of the others)
+        self._written = WrittenKeys(self.path)
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
         # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
@@ -282,7 +282,7 @@ class Store:
             return
         ids = [r.attempt_id for r in records]
         finished_at = _now()
-        stored_before = ids if not self._new_file else [i for i in ids if i in self._written]
+        stored_before = [i for i in ids if self._written.may_hold(i)]
         if len(set(ids)) < len(ids):  # the same attempt twice in one batch: the last one stays
             records = list({r.attempt_id: r for r in records}.values())
         with self.transaction():
@@ -290,14 +290,14 @@ class Store:
                 for table in ("rounds", "llm_calls", "tool_calls", "events"):
                     self._many(f"DELETE FROM {table} WHERE attempt_id IN ", stored_before, width=1, values=False)
             self._many(f"INSERT OR REPLACE INTO attempts ({ATTEMPT_COLUMNS}) VALUES ",
-                       [(r.attempt[0], experiment_id, *r.attempt[1:21], finished_at, *r.attempt[21:]) for r in records],
-                       width=25)
+                       [(r.attempt[0], experiment_id, *r.attempt[1:_FINISHED_AT], finished_at, *r.attempt[_FINISHED_AT:])
+                        for r in records], width=len(_ALL_COLUMNS))
             self._many(f"INSERT INTO llm_calls ({LLM_CALL_COLUMNS}) VALUES ", [row for r in records for row in r.llm_calls],
                        width=16)
             self._many("INSERT INTO events VALUES ", [row for r in records for row in r.events], width=5)
             self._many("INSERT INTO rounds VALUES ", [row for r in records for row in r.rounds], width=10)
             self._many("INSERT INTO tool_calls VALUES ", [row for r in records for row in r.tool_calls], width=7)
-        self._written.update(ids)  # committed
+        self._written.add(ids)  # committed
 
     def _many(self, head: str, rows: Sequence[Any], *, width: int, values: bool = True) -> None:
         """``head`` followed by as many ``(?,...)`` groups as rows (or, with ``values=False``, one ``(?,...)``

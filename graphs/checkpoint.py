@@ -42,7 +42,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
-from sysmo.sqlite_setup import set_up_shared
+from sysmo.sqlite_setup import WrittenKeys, set_up_shared
 
 
 def _reserved(name: str) -> bool:
@@ -300,11 +300,8 @@ class CheckpointStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        # a file created here holds only the threads written here since: the others need no ``delete_thread``
-        # before they are written (two statements per attempt less); a file that was there (a resumed run) may
-        # hold any thread, so each is replaced
-        self._new_file = not self.path.exists() or self.path.stat().st_size == 0
-        self._written: set[str] = set()
+        # threads with steps to replace: the others need no ``delete_thread`` (two statements per attempt less)
+        self._written = WrittenKeys(self.path)
         self._conn: _OneTransaction = sqlite3.connect(str(self.path), check_same_thread=False,
                                                       factory=_OneTransaction)
         self._conn.execute("PRAGMA busy_timeout=30000")
@@ -331,11 +328,11 @@ class CheckpointStore:
             batch: set[str] = set()
             with self._conn.transaction():
                 for steps, thread_id in items:
-                    if not self._new_file or thread_id in self._written or thread_id in batch:
+                    if self._written.may_hold(thread_id) or thread_id in batch:
                         self._saver.delete_thread(thread_id)
                     batch.add(thread_id)
                     steps.replay_into(self._saver)
-            self._written |= batch
+            self._written.add(batch)
         return sum(steps.steps for steps, _ in items)
 
     def close(self) -> None:

@@ -41,9 +41,8 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import ToolCrashError
 from sysmo.log import get_logger
-from sysmo.tools.sysml.diagnostics import parse_load_output
 from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, shared_kernel
-from sysmo.contracts.check import CheckResult, Severity
+from sysmo.contracts.check import CheckResult, Diagnostic, Severity
 from sysmo.tools.sysml.validate import model_files, run_files
 
 log = get_logger(__name__)
@@ -414,10 +413,10 @@ def element_tree(model: str | Artifact | dict[str, str], *, timeout_s: float | N
     library = library_of(kernel)
     parsed: dict[str, Any] = {}
 
-    def turtle_unless_known(run: KernelRun) -> tuple[str, ...]:
+    def turtle_unless_known(run: KernelRun, diagnostics: list[Diagnostic]) -> tuple[str, ...]:
         # a model with errors may reference a library element its Turtle export has no stub for (``Real``
         # without its import): the names then come from its own export, as they always did
-        if any(d.severity in (Severity.ERROR, Severity.TYPING) for d in parse_load_output(run.reply.stdout)):
+        if any(d.severity in (Severity.ERROR, Severity.TYPING) for d in diagnostics):
             return (TURTLE_EXPORT,)
         try:
             elements = json.loads(run.exports[JSON_EXPORT])

@@ -36,6 +36,7 @@ from jupyter_client import BlockingKernelClient
 from jupyter_client.connect import write_connection_file
 from pydantic import BaseModel, Field
 
+from sysmo.contracts.check import Diagnostic
 from sysmo.errors import SysmoError, ToolCrashError
 from sysmo.log import get_logger
 from sysmo.sandbox.base import Limits
@@ -90,6 +91,7 @@ class KernelRun(BaseModel):
     exports: dict[str, str] = Field(default_factory=dict)  # export name -> file text
     export_replies: list[KernelReply] = Field(default_factory=list)
     restarts: int = 0  # kernel restarts this run caused or needed
+    diagnostics: list[Diagnostic] | None = None  # the load's, once parsed (``validate.run_files``)
 
 
 def safe_relative_path(name: str) -> PurePosixPath:

@@ -71,12 +71,19 @@ def _result(outcome: Outcome, diagnostics: list[Diagnostic], start: float, versi
                        details=dict(details))
 
 
+def _diagnostics(run: KernelRun) -> list[Diagnostic]:
+    """The load's diagnostics, parsed once per run (``more_exports`` and the check result both read them)."""
+    if run.diagnostics is None:
+        run.diagnostics = parse_load_output(run.reply.stdout, folder=run.folder)
+    return run.diagnostics
+
+
 def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
               typing_fails: bool = True, kernel: OpenSysMLKernel | None = None,
-              more_exports: Callable[[KernelRun], tuple[str, ...]] | None = None,
+              more_exports: Callable[[KernelRun, list[Diagnostic]], tuple[str, ...]] | None = None,
               ) -> tuple[CheckResult, KernelRun | None]:
     """Load ``files`` together in one fresh folder; the check result and the kernel's raw run (with exports;
-    ``more_exports`` as in ``OpenSysMLKernel.load``)."""
+    ``more_exports`` as in ``OpenSysMLKernel.load``, also given the load's diagnostics, parsed once for both)."""
     start = time.monotonic()
     kernel = kernel or shared_kernel()
     version = _version(str(kernel.binary))
@@ -91,7 +98,8 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
             "the model declares nothing (only whitespace or comments): write at least one package or definition"))],
             start, version), None
     try:
-        run = kernel.load(files, exports=exports, timeout_s=timeout_s, more_exports=more_exports)
+        run = kernel.load(files, exports=exports, timeout_s=timeout_s,
+                          more_exports=None if more_exports is None else (lambda r: more_exports(r, _diagnostics(r))))
     except SysmoError as exc:  # the kernel could not start: a tool problem, not the model's
         log.error("opensysml.unavailable", error=str(exc))
         return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=str(exc))], start, version), None
@@ -111,7 +119,7 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
         message = f"OpenSysML refused the load: {reply.error}"
         return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=message)],
                        start, version, reply.stdout + reply.stderr, reason="command-error", **details), run
-    diagnostics = parse_load_output(reply.stdout, folder=run.folder)
+    diagnostics = _diagnostics(run)
     if len(files) == 1:  # one file: name it as the caller did
         only = next(iter(files))
         for d in diagnostics:
