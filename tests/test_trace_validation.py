@@ -122,7 +122,7 @@ def test_only_traces_consumed_to_their_last_line_pass_and_the_first_failing_line
     bad_init = [{**good[0], "state": {**good[0]["state"], "locked": True}}] + good[1:]
     traces = [_trace(good, "good"), _trace(last_bad, "last-bad"), _trace(wrong_event, "wrong-event"),
               _trace(skipped, "skipped"), _trace(bad_init, "bad-init"), _trace(good[:5], "prefix")]
-    result = tv.validate_traces(_spinlock(), traces)
+    result = tv.validate_traces(_spinlock(), traces, walks_per_trace=0)  # breadth-first replay only
     verdicts = {v.trace: v for v in result.traces}
     assert len(result.runs) == 1  # one configuration, one TLC run
     assert [v.trace for v in result.traces if v.accepted] == ["good", "prefix"]
@@ -178,7 +178,7 @@ def _counter() -> tuple[Artifact, list[dict], list[dict]]:
 @pytest.mark.slow
 def test_an_evaluation_error_in_a_shared_run_is_blamed_on_the_trace_that_caused_it() -> None:
     artifact, good, crash = _counter()
-    result = tv.validate_traces(artifact, [_trace(good, "good"), _trace(crash, "crash")])
+    result = tv.validate_traces(artifact, [_trace(good, "good"), _trace(crash, "crash")], walks_per_trace=0)
     verdicts = {v.trace: v for v in result.traces}
     assert verdicts["good"].accepted
     assert verdicts["crash"].outcome == Outcome.FAILED and verdicts["crash"].first_failing_event == 2
@@ -197,7 +197,7 @@ def test_concurrent_replays_give_the_same_verdicts_and_runs_as_one_at_a_time(mon
     artifact, good, crash = _counter()
     wrong = good[:2] + [{"event": "Inc", "state": {"x": 7}}]
     traces = [_trace(good, "good"), _trace(crash, "crash"), _trace(wrong, "wrong"), _trace(good[:2], "prefix")]
-    sequential = tv.validate_traces(artifact, traces, batch_size=2, parallel=1)
+    sequential = tv.validate_traces(artifact, traces, batch_size=2, parallel=1, walks_per_trace=0)
 
     started = threading.Barrier(2, timeout=60)  # the two batches of the first wave must be running at once
     calls: list[int] = []
@@ -210,7 +210,7 @@ def test_concurrent_replays_give_the_same_verdicts_and_runs_as_one_at_a_time(mon
         return real_run(*args, **kwargs)
 
     monkeypatch.setattr(tv, "_run", together)
-    concurrent = tv.validate_traces(artifact, traces, batch_size=2, parallel=2)
+    concurrent = tv.validate_traces(artifact, traces, batch_size=2, parallel=2, walks_per_trace=0)
     assert len(calls) == 3  # [good, crash] and [wrong, prefix] at once, then crash alone
     assert [v.model_dump() for v in concurrent.traces] == [v.model_dump() for v in sequential.traces]
     assert [(r.outcome, r.details["traces"]) for r in concurrent.runs] == \
@@ -218,3 +218,56 @@ def test_concurrent_replays_give_the_same_verdicts_and_runs_as_one_at_a_time(mon
     verdicts = {v.trace: (v.accepted, v.outcome) for v in concurrent.traces}
     assert verdicts == {"good": (True, Outcome.OK), "crash": (False, Outcome.FAILED),
                         "wrong": (False, Outcome.FAILED), "prefix": (True, Outcome.OK)}
+
+
+def test_random_walks_decide_the_same_traces_as_breadth_first_replay_and_accept_them_first() -> None:
+    good = _lines()
+    last_bad = [dict(line) for line in good]
+    last_bad[-1] = {**good[-1], "state": {**good[-1]["state"], "locked": not good[-1]["state"]["locked"]}}
+    traces = [_trace(good, "good"), _trace(last_bad, "last-bad"), _trace(good[:5], "prefix")]
+    walked = tv.validate_traces(_spinlock(), traces)
+    breadth_first = tv.validate_traces(_spinlock(), traces, walks_per_trace=0)
+    assert [(v.trace, v.accepted, v.outcome, v.events_consumed) for v in walked.traces] == \
+        [(v.trace, v.accepted, v.outcome, v.events_consumed) for v in breadth_first.traces]
+    assert [r.details["mode"] for r in walked.runs] == ["simulate", "bfs"]  # walks, then the rest breadth-first
+    assert walked.runs[1].details["traces"] == ["last-bad"]
+    verdicts = {v.trace: v for v in walked.traces}
+    assert verdicts["good"].run == 0 and "random walk" in verdicts["good"].reason
+    assert verdicts["last-bad"].run == 1 and verdicts["last-bad"].first_failing_event == len(good) - 1
+
+
+LOOSE = """---- MODULE Loose ----
+EXTENDS Naturals
+VARIABLES bits, steps
+Init == bits = [i \\in 1..16 |-> FALSE] /\\ steps = 0
+Flip(i) == bits' = [bits EXCEPT ![i] = ~@] /\\ steps' = steps + 1
+Next == \\E i \\in 1..16 : Flip(i)
+====
+"""
+
+
+@pytest.mark.slow
+def test_a_trace_the_model_constrains_loosely_is_accepted_by_a_walk_where_breadth_first_runs_out_of_time() -> None:
+    # no event or field of the log is named in the model: the replay asks only for 30 steps of Next, and
+    # breadth-first search enumerates every one of the 2^16 bit vectors at every length first
+    lines = [{"event": "Init", "state": {}}] + [{"event": "Tick", "state": {"n": i}} for i in range(1, 31)]
+    artifact = Artifact(language=Language.TLA, files={"Loose.tla": LOOSE})
+    trace = _trace(lines, "ticks")
+    breadth_first = tv.validate_traces(artifact, [trace], walks_per_trace=0, timeout_s=8)
+    assert breadth_first.traces[0].outcome == Outcome.INCONCLUSIVE and not breadth_first.traces[0].accepted
+    walked = tv.validate_traces(artifact, [trace], timeout_s=8)
+    assert walked.traces[0].accepted and walked.score == 1.0 and walked.runs[0].details["mode"] == "simulate"
+
+
+def test_a_breadth_first_replay_prints_only_lines_further_than_before_and_stops_extending_a_consumed_trace() -> None:
+    good = _lines()
+    module = tv.checking_module([_trace(good, "good")], tv.resolve_mapping(_spinlock(), [_trace(good, "good")]),
+                                "Spinlock", None)
+    assert f"TLCGet({tv.REGISTER_BASE} + tv__t) < Len(TV__Logs[tv__t])" in module.text
+    assert f"TLCSet({tv.REGISTER_BASE} + tv__t, tv__i')" in module.text
+    walks = tv.checking_module([_trace(good, "good")], tv.resolve_mapping(_spinlock(), [_trace(good, "good")]),
+                               "Spinlock", None, registers=False)
+    assert "TLCGet" not in walks.text and "TLCSet" not in walks.text
+    result = tv.validate_traces(_spinlock(), [_trace(good, "good")], walks_per_trace=0)
+    printed = result.runs[0].raw_output.count(f'"{tv.REACHED}"')
+    assert result.traces[0].accepted and printed == len(good)  # the initial state, then one line per new line
