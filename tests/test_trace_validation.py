@@ -271,3 +271,23 @@ def test_a_breadth_first_replay_prints_only_lines_further_than_before_and_stops_
     result = tv.validate_traces(_spinlock(), [_trace(good, "good")], walks_per_trace=0)
     printed = result.runs[0].raw_output.count(f'"{tv.REACHED}"')
     assert result.traces[0].accepted and printed == len(good)  # the initial state, then one line per new line
+
+
+EXITING = """---- MODULE Exiting ----
+EXTENDS Naturals, TLC
+VARIABLE x
+Init == x = 0
+Inc == x' = x + 1 /\\ (x = 1 => TLCSet("exit", TRUE))
+Next == Inc
+====
+"""
+
+
+@pytest.mark.slow
+def test_a_model_that_ends_the_replay_early_gets_an_error_not_a_complete_search() -> None:
+    lines = [{"event": "Init", "state": {"x": 0}}] + [{"event": "Inc", "state": {"x": i}} for i in (1, 2, 3)]
+    artifact = Artifact(language=Language.TLA, files={"Exiting.tla": EXITING})
+    result = tv.validate_traces(artifact, [_trace(lines, "counts")])
+    verdict = result.traces[0]
+    assert not verdict.accepted and verdict.outcome == Outcome.ERROR and result.outcome == Outcome.ERROR
+    assert "ended the replay early" in result.runs[-1].details["reason"]

@@ -36,7 +36,9 @@ Stages and their metric keys (``card.flat()``):
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
 ``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
-derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120);
+derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
+walks of the replay before breadth-first search, a trace a walk reproduces to its last line is accepted; 0: off;
+``sysmo.tools.tla.trace_validation.validate_traces``);
 ``invariants.timeout_s`` (60 per check, the harness's), ``invariants.max_states`` / ``invariants.max_depth`` (None:
 unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
@@ -189,6 +191,7 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         helper=ctx.helper,
         timeout_s=_option(ctx, "conformance.timeout_s", tla_conformance.DEFAULT_TIMEOUT_S, float),
         parallel=_option(ctx, "tlc.parallel", None, int),
+        walks_per_trace=_option(ctx, "conformance.walks_per_trace", tla_conformance.DEFAULT_WALKS_PER_TRACE, int),
     )
     result = score.result
     outcome = result.outcome

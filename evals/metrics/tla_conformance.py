@@ -29,6 +29,7 @@ from sysmo.tools.tla import trace_validation as tv
 log = get_logger(__name__)
 
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_WALKS_PER_TRACE = tv.DEFAULT_WALKS_PER_TRACE
 PROMPT_FILE = "tla_trace_mapping.md"
 
 
@@ -150,6 +151,7 @@ def score(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     mapping: tv.TraceMapping | None = None,
     parallel: int | None = None,
+    walks_per_trace: int = DEFAULT_WALKS_PER_TRACE,
 ) -> ConformanceScore:
     """Replay every trace of the task; raises ``TaskError`` when the task has none (callers skip first)."""
     traces = task_traces(task)
@@ -160,7 +162,8 @@ def score(
     cfg = replay_cfg(task, traces, config, set(tv.signature(artifact).constants))
     proposer = HelperMapping(helper, task.id) if helper is not None and mapping is None else None
     result = tv.validate_traces(
-        artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s, parallel=parallel
+        artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s, parallel=parallel,
+        walks_per_trace=walks_per_trace,
     )
     return ConformanceScore(
         result=result,
