@@ -225,8 +225,14 @@ def test_random_walks_decide_the_same_traces_as_breadth_first_replay_and_accept_
     last_bad = [dict(line) for line in good]
     last_bad[-1] = {**good[-1], "state": {**good[-1]["state"], "locked": not good[-1]["state"]["locked"]}}
     traces = [_trace(good, "good"), _trace(last_bad, "last-bad"), _trace(good[:5], "prefix")]
-    walked = tv.validate_traces(_spinlock(), traces)
-    breadth_first = tv.validate_traces(_spinlock(), traces, walks_per_trace=0)
+    full = tv.resolve_mapping(_spinlock(), traces)
+    assert not tv.loosely_mapped(full, traces)  # every event and field named: no walks
+    assert [r.details["mode"] for r in tv.validate_traces(_spinlock(), traces).runs] == ["bfs"]
+    # the logged `pc` checked against no variable: each line no longer pins the state, walks go first
+    loose = full.model_copy(update={"variables": [v for v in full.variables if v.field != "pc"]})
+    assert tv.loosely_mapped(loose, traces)
+    walked = tv.validate_traces(_spinlock(), traces, mapping=loose)
+    breadth_first = tv.validate_traces(_spinlock(), traces, mapping=loose, walks_per_trace=0)
     assert [(v.trace, v.accepted, v.outcome, v.events_consumed) for v in walked.traces] == \
         [(v.trace, v.accepted, v.outcome, v.events_consumed) for v in breadth_first.traces]
     assert [r.details["mode"] for r in walked.runs] == ["simulate", "bfs"]  # walks, then the rest breadth-first

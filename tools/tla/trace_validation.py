@@ -36,7 +36,7 @@ from sysmo.log import get_logger
 from sysmo.sandbox import Limits
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.tla import cfg as tlc_cfg
-from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, default_parallel, run_java
+from sysmo.tools.tla.jvm import TLC_REPLAY_JVM_FLAGS, default_parallel, run_java
 from sysmo.tools.tla.source import module_name, prepare
 from sysmo.tools.tla.tlc_output import parse_output
 
@@ -576,7 +576,7 @@ def _run(files: dict[str, str], checking: CheckingModule, timeout_s: float,
             *mode, checking.module]
     run = run_java("tlc2.TLC", args, files={**files, f"{checking.module}.tla": checking.text,
                                              f"{checking.module}.cfg": checking.cfg},
-                   limits=limits, jvm_flags=TLC_JVM_FLAGS, heap_mb=heap)
+                   limits=limits, jvm_flags=TLC_REPLAY_JVM_FLAGS, heap_mb=heap)
     report = parse_output(run.output)
     errors = [v for v in report.violations if v.kind != "deadlock"]
     broken = [v for v in errors if v.kind in ("config", "parse")]
@@ -656,6 +656,17 @@ def _batches(traces: Sequence[Trace], constants: dict[str, Any] | None, size: in
     return [group[i:i + size] for group in groups.values() for i in range(0, len(group), size)]
 
 
+def loosely_mapped(mapping: TraceMapping, traces: Sequence[Trace]) -> bool:
+    """Some event is checked against ``Next`` alone, or some logged field against no variable: the replay may
+    branch at every line (with every event and field mapped, each line pins the step and the state)."""
+    named = {v.field for v in mapping.variables}
+    if any(entry.action is None for entry in mapping.actions):
+        return True
+    events = {entry.event for entry in mapping.actions}
+    return any((line.event not in events and line.event != mapping.init_event) or set(line.state) - named
+               for trace in traces for line in trace.lines)
+
+
 def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mapping: TraceMapping | None = None,
                     proposer: MappingProposer | None = None, module: str | None = None,
                     constants: dict[str, Any] | None = None, cfg: str | None = None,
@@ -670,13 +681,15 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
     The TLC runs are independent: up to ``parallel`` of them run at once (default: one per core, at most
     2, as the other TLC stages). Verdicts, runs and their order are the same as when run one at a time.
 
-    ``walks_per_trace`` (default 25; 0 turns it off): before the breadth-first replay, one random simulation per
-    batch walks ``walks_per_trace x traces`` times from random initial states (TLC ``-simulate``, fixed seed,
-    at most ``WALK_TIMEOUT_S``). A trace some walk consumes to its last line is accepted: the model reproduces
-    it, which is what the replay asks, and the breadth-first replay is left for the other traces. A model that
-    constrains the log loosely (events and variables it does not name) makes breadth-first replay explore
-    every interleaving up to the trace's length, past any time limit (SysMoBench's DeepSeek-R1 locksvc: no
-    trace decided in 120 s; 16 traces accepted by 400 walks in 3.6 s). If a walk meets an evaluation error,
+    ``walks_per_trace`` (default 25; 0 turns it off): when the mapping constrains the log loosely (an event
+    checked against ``Next`` alone, or a logged field no variable stands for: ``loosely_mapped``), before the
+    breadth-first replay one random simulation per batch walks ``walks_per_trace x traces`` times from random
+    initial states (TLC ``-simulate``, fixed seed, at most ``WALK_TIMEOUT_S``). A trace some walk consumes to
+    its last line is accepted: the model reproduces it, which is what the replay asks, and the breadth-first
+    replay is left for the other traces. A loose mapping makes breadth-first replay explore every
+    interleaving up to the trace's length, past any time limit (SysMoBench's DeepSeek-R1 locksvc: no trace
+    decided in 120 s; 16 traces accepted by 400 walks in 3.6 s). With every event and field mapped each line
+    pins the step and the state, breadth-first replay is narrow, and no walks are made. If a walk meets an evaluation error,
     the walks decide nothing and every trace is replayed breadth-first as before. The one difference from
     breadth-first alone: a trace a walk reproduces is accepted even where breadth-first search would first
     have stopped at an evaluation error in some other branch of the same trace.
@@ -698,7 +711,7 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
                     min(timeout_s, WALK_TIMEOUT_S), plan)
 
     with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
-        if walks_per_trace > 0:  # random walks first: a trace a walk reproduces to its end is accepted
+        if walks_per_trace > 0 and loosely_mapped(used, loaded):  # a walk-reproduced trace is accepted
             for batch, (run, reached) in zip(pending, pool.map(walk, pending), strict=True):
                 if run.outcome != Outcome.OK:  # an error on a walk: breadth-first replay decides every trace
                     continue
