@@ -689,8 +689,9 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
     replay is left for the other traces. A loose mapping makes breadth-first replay explore every
     interleaving up to the trace's length, past any time limit (SysMoBench's DeepSeek-R1 locksvc: no trace
     decided in 120 s; 16 traces accepted by 400 walks in 3.6 s). With every event and field mapped each line
-    pins the step and the state, breadth-first replay is narrow, and no walks are made. If a walk meets an evaluation error,
-    the walks decide nothing and every trace is replayed breadth-first as before. The one difference from
+    pins the step and the state, breadth-first replay is narrow, and no walks are made. If a walk meets an
+    evaluation error, the walks decide nothing and every trace is replayed breadth-first as before (walks cut
+    short by their time limit keep what they reproduced). The one difference from
     breadth-first alone: a trace a walk reproduces is accepted even where breadth-first search would first
     have stopped at an evaluation error in some other branch of the same trace.
     """
@@ -713,7 +714,9 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
     with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
         if walks_per_trace > 0 and loosely_mapped(used, loaded):  # a walk-reproduced trace is accepted
             for batch, (run, reached) in zip(pending, pool.map(walk, pending), strict=True):
-                if run.outcome != Outcome.OK:  # an error on a walk: breadth-first replay decides every trace
+                if run.outcome in (Outcome.FAILED, Outcome.ERROR):  # breadth-first replay decides every trace
+                    log.info("trace_validation.walks_discarded", module=main, traces=len(batch),
+                             outcome=run.outcome.value, reason=str(run.details.get("reason", ""))[:200])
                     continue
                 result.runs.append(run)
                 for trace, verdict in zip(batch, _verdicts(batch, run, reached, len(result.runs) - 1), strict=True):
