@@ -143,9 +143,18 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
     return wrap
 
 
+_LOADED = False  # every module of AGENT_NAMES imported (each registers its agent once, when imported)
+
+
 def _load_all() -> None:
+    """Import the agents' modules (once: ``get_agent`` runs for every attempt, and ``import_module`` of a loaded
+    module still takes the import machinery's locks)."""
+    global _LOADED
+    if _LOADED:
+        return
     for name in AGENT_NAMES:
         importlib.import_module(f"sysmo.agents.{name}")
+    _LOADED = True
 
 
 def get_agent(name: str) -> AgentSpec:

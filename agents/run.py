@@ -141,10 +141,9 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     final: dict[str, Any] = {}
     events = EventLog()
     # the agent's in-loop check (the tool check, then its own), each check recorded; same prompt_hashes dict
-    ctx = dataclasses.replace(ctx, checker=spec.in_loop_check(ctx.checker, recording_checker))
     private_workspace = ctx.workspace_dir is None
-    if private_workspace:
-        ctx = dataclasses.replace(ctx, workspace_dir=_private_workspace())
+    ctx = dataclasses.replace(ctx, checker=spec.in_loop_check(ctx.checker, recording_checker),
+                              workspace_dir=_private_workspace() if private_workspace else ctx.workspace_dir)
     with collecting(events, stage="attempt"):
         try:
             if steps is not None:

@@ -96,7 +96,8 @@ class StepRecorder(_InMemorySaver):
     the steps are meant for (``CheckpointStore.recorder``)."""
 
     def __init__(self, destination: Path | None = None) -> None:
-        super().__init__()
+        # not ``BaseCheckpointSaver.__init__``: it only sets ``serde``, checking it against a runtime Protocol (slow,
+        # and a recorder is made per attempt); the class's default is LangGraph's (typed) JsonPlusSerializer
         self.destination = destination
         self.calls: list[_Put | _PutWrites] = []  # in the order LangGraph made them
 

@@ -11,7 +11,7 @@ import re
 from pydantic import BaseModel, Field
 
 from sysmo.contracts.artifact import Artifact, Language
-from sysmo.llm.response import FENCE, json_payload
+from sysmo.llm.response import Fenced, fenced_blocks, json_payload
 
 TLA_MODULE = re.compile(r"^-{4,}\s*MODULE\s+(\w+)\s*-{4,}.*?^={4,}[ \t]*$", re.S | re.M)
 TLA_MODULE_HEAD = re.compile(r"-{4,}\s*MODULE\s+(\w+)\s*-{4,}")
@@ -36,18 +36,14 @@ class ExtractionResult(BaseModel):
     truncated: bool = False
 
 
-def _fences(text: str) -> list[tuple[str, str, bool, int]]:
+def _fences(text: str, blocks: list[Fenced]) -> list[tuple[str, str, bool, int]]:
     """(info string, body, closed?, start offset) for every fenced block."""
-    found = []
-    for m in FENCE.finditer(text):
-        closed = m.group(0).rstrip().endswith(m.group("fence"))
-        found.append((m.group("info").strip().lower(), m.group("body"), closed, m.start()))
-    return found
+    return [(b.info.strip().lower(), b.body, b.closed(text), b.start) for b in blocks]
 
 
-def _json_payload(text: str) -> dict[str, str] | None:
+def _json_payload(text: str, blocks: list[Fenced]) -> dict[str, str] | None:
     """A reply that is (or holds, in a json / untagged block) a JSON object with the files, e.g. {"spec": ..., "cfg": ...}."""
-    data = json_payload(text, within_prose=False)
+    data = json_payload(text, within_prose=False, blocks=blocks)
     if isinstance(data, dict):
         files = data.get("files") if isinstance(data.get("files"), dict) else data
         strings = {str(k): v for k, v in files.items() if isinstance(v, str) and v.strip()}
@@ -86,12 +82,13 @@ def extract_artifact(text: str | None, language: Language | str, module_name: st
     if text is None or not text.strip():
         return ExtractionResult(error="The reply was empty: answer with the complete model in one fenced code block.")
     notes: list[str] = []
-    fences = _fences(text)
+    blocks = fenced_blocks(text)  # found once, for the JSON check and the fences
+    fences = _fences(text, blocks)
     truncated = any(not closed for _, _, closed, _ in fences)
     if truncated:
         notes.append("a code block was not closed (the reply may be truncated)")
 
-    payload = _json_payload(text)
+    payload = _json_payload(text, blocks)
     if payload is not None:
         notes.append("files taken from a JSON object")
         if language == Language.TLA:

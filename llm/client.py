@@ -135,7 +135,8 @@ class LLM:
         self.data_dir = data_dir  # where replay/<source>:... finds its published outputs (else $SYSMO_DATA_DIR)
         self.override = provider
         self.spend: dict[str, RoleSpend] = {}
-        self._providers: dict[str, Provider] = {}
+        self._providers: dict[str, Provider] = {}  # by the role config's JSON: equal configs share a provider
+        self._role_providers: dict[str, tuple[RoleConfig, Provider]] = {}  # by role, for the config it was built for
         self._lock = threading.Lock()
 
     # -- providers
@@ -145,10 +146,14 @@ class LLM:
     def provider(self, role: str) -> Provider:
         """The role's provider, built on first use (this is where a bad name or a missing key is reported)."""
         config = self.config(role)
+        known = self._role_providers.get(role)
+        if known is not None and known[0] is config:  # every call asks: no JSON key while the role's config stays
+            return known[1]
         key = config.model_dump_json()
         with self._lock:
             if key not in self._providers:
                 self._providers[key] = self._build(config)
+            self._role_providers[role] = (config, self._providers[key])
             return self._providers[key]
 
     def _build(self, config: RoleConfig) -> Provider:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
@@ -18,21 +19,62 @@ T = TypeVar("T", bound=BaseModel)
 # a fenced code block (``` or ~~~, any info string); an unclosed one runs to the end (a truncated reply)
 FENCE = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n(?P<body>.*?)(?:\n[ \t]*(?P=fence)[ \t]*(?=\n|$)|\Z)",
                    re.S)
+_FENCE_OPEN = re.compile(r"(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^\n`]*)\n")  # FENCE up to its body
+_FENCE_CLOSE: dict[str, re.Pattern[str]] = {}  # fence -> its closing line (FENCE's end but \Z)
 JSON_START = re.compile(r"[\[{]")
 
 
-def json_payload(text: str | None, *, within_prose: bool = True) -> Any:
+@dataclass(frozen=True, slots=True)
+class Fenced:
+    """One fenced block of a reply: where it starts and ends (``text[start:end]``, the fences included), its
+    fence, info string and body, and whether it was closed."""
+
+    start: int
+    end: int
+    fence: str
+    info: str
+    body: str
+
+    def closed(self, text: str) -> bool:
+        """Whether the block ends with its fence (an unclosed one runs to the end of the reply: truncated)."""
+        return text[self.start:self.end].rstrip().endswith(self.fence)
+
+
+def fenced_blocks(text: str) -> list[Fenced]:
+    """Every fenced block of ``text``, as ``FENCE.finditer`` finds them, in a few times less time: an opening fence
+    is searched, then the line that closes it (a literal newline is found fast) instead of trying the closing at
+    every character of the body (about 0.1 ms per 2 kB reply)."""
+    found: list[Fenced] = []
+    pos = 0
+    while (opening := _FENCE_OPEN.search(text, pos)) is not None:
+        fence = opening.group("fence")
+        closing = _FENCE_CLOSE.get(fence)
+        if closing is None:
+            closing = _FENCE_CLOSE[fence] = re.compile(r"\n[ \t]*" + re.escape(fence) + r"[ \t]*(?=\n|$)")
+        body_start = opening.end()
+        close = closing.search(text, body_start)
+        body_end, pos = (close.start(), close.end()) if close is not None else (len(text), len(text))
+        found.append(Fenced(opening.start(), pos, fence, opening.group("info"), text[body_start:body_end]))
+        if pos == len(text):
+            break
+    return found
+
+
+def json_payload(text: str | None, *, within_prose: bool = True, blocks: list[Fenced] | None = None) -> Any:
     """The first JSON value in a model's reply, or None: from a ```json (or untagged) block first, else the text.
 
     With ``within_prose`` the value may start after prose (the first ``{`` or ``[`` that decodes as JSON);
     without it the block, or the whole reply, must begin with the value. Text after the value is ignored.
     The one JSON reader for replies: ``LLMResponse.parse`` and the artifact extractor use it.
 
+    ``blocks``: the text's ``fenced_blocks``, when the caller has them already.
+
     >>> json_payload('Sure:\\n```json\\n{"a": 1}\\n```')
     {'a': 1}
     """
     text = text or ""
-    chunks = [m.group("body") for m in FENCE.finditer(text) if m.group("info").strip().lower() in ("json", "")]
+    blocks = fenced_blocks(text) if blocks is None else blocks
+    chunks = [b.body for b in blocks if b.info.strip().lower() in ("json", "")]
     decoder = json.JSONDecoder()
     for chunk in [*chunks, text]:
         chunk = chunk.strip()

@@ -22,6 +22,7 @@ from sysmo.experiment_lock import experiment_lock
 from sysmo.llm.endpoint import check_reachable
 from sysmo.log import get_logger
 from sysmo.runner.budget import Spending, StopControl
+from sysmo.runner.collector import fewer_collections
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import Executor, RunState
 from sysmo.runner.progress import RunProgress
@@ -118,7 +119,7 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
                          label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:
             state = RunState(config=config, runner=runner, summary=summary, spending=spending, stop=stop, bar=bar,
                              writer=writer, attempted=store.finished_attempt_ids(experiment_id))
-            with stop.on_ctrl_c(bar.note), quick_turns():
+            with stop.on_ctrl_c(bar.note), quick_turns(), fewer_collections():
                 executor.run(pending, state)
             state.finish()
         store.set_experiment_status(experiment_id, "stopped" if summary.stopped else "finished")

@@ -29,6 +29,7 @@ from typing import Any
 
 from sysmo.errors import ConfigError
 from sysmo.log import get_logger
+from sysmo.runner.collector import fewer_collections
 from sysmo.runner.executor import RunState
 from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
@@ -68,6 +69,13 @@ class UnitActor:
         self.config = ExperimentConfig.model_validate_json(config_json)
         self.runner = UnitRunner(self.config, Path(directory))
         self.tasks: dict[str, Any] | None = None  # the run's tasks by id, fetched once from the object store
+        # a process of its own for the run's attempts: the collector as in the driver's run (``fewer_collections``)
+        # for the actor's life, once the agents (and LangGraph) are imported
+        from sysmo.agents.registry import all_agents
+
+        all_agents()
+        self._collections = fewer_collections()
+        self._collections.__enter__()
 
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
@@ -99,6 +107,7 @@ class UnitActor:
 
     def close(self) -> None:
         self.runner.close()
+        self._collections.__exit__(None, None, None)
 
 
 def unit_key(unit: WorkUnit) -> tuple[str, str, str, int, str]:

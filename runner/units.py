@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import platform
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ class WorkUnit:
     sample: int
     experiment_id: str
 
-    @property
+    @functools.cached_property  # read several times per attempt (a frozen dataclass: its fields never change)
     def attempt_id(self) -> str:
         """Stable within an experiment (resume finds finished units by it) and distinct across experiments."""
         key = f"{self.experiment_id}|{self.task.id}|{self.agent}|{self.model}|{self.sample}"

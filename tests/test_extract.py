@@ -51,3 +51,21 @@ def test_sysml_from_fence_and_from_prose():
     model = "package P {\n  part def A;\n}"
     assert extract_artifact(f"```sysml\n{model}\n```", Language.SYSML).artifact.main_text == model
     assert extract_artifact(f"Here you go:\n{model}", Language.SYSML).artifact.main_text.startswith("package P")
+
+
+def test_fenced_blocks_are_the_blocks_the_fence_pattern_finds():
+    """The fast scan (an opening fence, then its closing line) finds what ``FENCE.finditer`` finds: unclosed blocks,
+    longer fences, a fence that closes only on a line of its own, fences mid-line, info strings with backticks."""
+    import random
+
+    from sysmo.llm.response import FENCE, fenced_blocks
+
+    samples = ["```", "```\n", "```py\nx\n```", "a```b\n```\n``` \nc\n ```  \nd", "````x`\n``` \n````\n",
+               "~~~\nx\n~~~\n```\ny", "```a\n\n```", "```\n```", "```\n\n```\n", "x```\ny\n```z\n```", TLA]
+    pieces = ["`", "~", "\n", " ", "\t", "a", "```", "~~~", "````", "json", "{}"]
+    rng = random.Random(7)
+    samples += ["".join(rng.choice(pieces) for _ in range(rng.randint(0, 16))) for _ in range(20000)]
+    for text in samples:
+        expected = [(m.start(), m.end(), m.group("fence"), m.group("info"), m.group("body"),
+                     m.group(0).rstrip().endswith(m.group("fence"))) for m in FENCE.finditer(text)]
+        assert [(b.start, b.end, b.fence, b.info, b.body, b.closed(text)) for b in fenced_blocks(text)] == expected, text

@@ -24,8 +24,9 @@ class Prompt(BaseModel):
     name: str
     text: str
 
-    @property
+    @functools.cached_property
     def sha256(self) -> str:
+        """Computed once per prompt (a frozen model; ``load_prompt`` hands every attempt the same one)."""
         return hashlib.sha256(self.text.encode()).hexdigest()
 
     @property
