@@ -27,7 +27,9 @@ Score = actions covered without error / all actions, over ``runs`` simulations (
 about 4 s of CPU to parse per JVM); if that run meets an error or its time limit (``runs x timeout_s``), the
 ``runs`` seeded simulations are run as without the option, so errors are blamed as always. A clean model's
 coverage then comes from other random behaviours (the same number, of the same length), which can cover a
-different set of actions: values can differ, so it is off by default.
+different set of actions: values can differ, so it is off by default. They do on PGo raftkvs: one run of 1,000
+behaviours covered 9 of 15 actions, the 20 seeded runs of 50 covered 14 (TLC's behaviours within one run are
+less varied than across seeds).
 
 Passed: every run finished without error (it gates nothing: conformance and invariants are scored for
 every model SANY accepts). The value may still be below 1 when some action never fired. Coverage lines
