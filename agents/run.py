@@ -72,16 +72,23 @@ def recording_checker(checker: Any) -> Any:
 
 async def _drive(graph: Any, state: dict[str, Any], config: dict[str, Any], ctx: AgentContext,
                  **kwargs: Any) -> dict[str, Any]:
-    """Run the graph to its end, emitting a ``GraphStepEvent`` per node that ran; returns the final state."""
-    final: dict[str, Any] = {}
+    """Run the graph to its end, emitting a ``GraphStepEvent`` per node that ran; returns the final state.
+
+    Only the nodes' updates are streamed; the final state is the input with each update applied as the graph's
+    channels apply it (a reducer channel's operator, else the last value). Streaming the values as well made
+    LangGraph read every channel into a new dict after every step."""
+    channels = graph.channels
+    final = dict(state)
     step = 0
-    async for mode, chunk in graph.astream(state, config, context=ctx, stream_mode=["updates", "values"], **kwargs):
-        if mode == "values":
-            final = chunk
-            continue
+    async for chunk in graph.astream(state, config, context=ctx, stream_mode="updates", **kwargs):
         for node, update in (chunk or {}).items():
             emit(GraphStepEvent(step=step, node=str(node), keys=sorted(update) if isinstance(update, dict) else []))
             step += 1
+            for key, value in (update.items() if isinstance(update, dict) else ()):
+                if key not in channels:
+                    continue
+                reduce = getattr(channels[key], "operator", None)  # BinaryOperatorAggregate: rounds
+                final[key] = reduce(final[key], value) if reduce is not None and key in final else value
     return final
 
 

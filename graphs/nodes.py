@@ -106,6 +106,7 @@ def check(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     if (state.get("scratch") or {}).get("replay_ended_at_round") == state.get("round_index", 0):
         return {}  # the replayed source ended before this round: there is no round to record
     update: dict[str, Any] = {"check": None}
+    artifact = result = None
     if state.get("artifact") and state.get("status") != "error":
         artifact = Artifact.model_validate(state["artifact"])
         started = time.monotonic()
@@ -115,13 +116,20 @@ def check(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             result = CheckResult(tool="checker", outcome=Outcome.ERROR, raw_output=str(exc))
         update = {"check": result.model_dump(mode="json"),
                   "tool_time_s": (state.get("tool_time_s") or 0.0) + (time.monotonic() - started)}
-    return {**update, **record({**state, **update}, ctx)}  # type: ignore[typeddict-item]
+    closed = record({**state, **update}, ctx, artifact=artifact, check_result=result)  # type: ignore[typeddict-item]
+    return {**update, **closed}
 
 
-def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
-    """Close the round (part of ``check``): append its ``Round`` record; decide passed / keep going."""
+def record(state: AgentState, ctx: AgentContext, *, artifact: Artifact | None = None,
+           check_result: CheckResult | None = None) -> dict[str, Any]:
+    """Close the round (part of ``check``): append its ``Round`` record; decide passed / keep going.
+    ``artifact`` / ``check_result``: the state's ``artifact`` / ``check`` as models, when the caller has them
+    (they are not read back from the state again)."""
     index = state.get("round_index", 0)
-    check_result = CheckResult.model_validate(state["check"]) if state.get("check") else None
+    if check_result is None and state.get("check"):
+        check_result = CheckResult.model_validate(state["check"])
+    if artifact is None and state.get("artifact"):
+        artifact = Artifact.model_validate(state["artifact"])
     started = state.get("round_started") or time.monotonic()
     rnd = Round(
         index=index,
@@ -129,7 +137,7 @@ def record(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         messages=list(state.get("pending") or []),
         response=state.get("response") or "",
         llm_calls=[LLMCallSummary.model_validate(c) for c in state.get("llm_calls") or []],
-        artifact=Artifact.model_validate(state["artifact"]) if state.get("artifact") else None,
+        artifact=artifact,
         extraction_error=state.get("extraction_error"),
         extraction_notes=list(state.get("extraction_notes") or []),
         check=check_result,

@@ -24,7 +24,7 @@ from sysmo.llm.limits import SHARED_LIMITS, ConcurrencyLimits
 from sysmo.llm.mockllm import MockLLMProvider, MockScript, find_script
 from sysmo.llm.reference import ReferenceProvider
 from sysmo.llm.request import LLMRequest, Provider
-from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse
+from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse, call_event
 from sysmo.llm.retry import LLMCallError, connection_detail, is_connection_error, is_retryable, retry_policy, status_of
 from sysmo.llm.roles import ModelRoles, RoleConfig
 from sysmo.log import get_logger
@@ -310,7 +310,9 @@ class LLM:
         latency_s: float,
     ) -> None:
         with self._lock:
-            spend = self.spend.setdefault(request.role, RoleSpend())
+            spend = self.spend.get(request.role)
+            if spend is None:
+                spend = self.spend[request.role] = RoleSpend()
             spend.calls += 1
             if error is not None:
                 spend.failed_calls += 1
@@ -320,9 +322,10 @@ class LLM:
                 spend.completion_tokens += response.usage.completion_tokens
                 spend.cost_usd += response.cost_usd
                 spend.spend_usd += response.spend_usd
-        if not collecting_now() and self.on_call is None:
+        collecting = collecting_now()
+        if not collecting and self.on_call is None:
             return
-        record = LLMCallRecord(
+        fields: dict[str, Any] = dict(
             role=request.role,
             model=config.model,
             provider=response.provider if response else (provider.name if provider else "unknown"),
@@ -342,10 +345,10 @@ class LLM:
             error=str(error) if error else None,
             error_type=type(error).__name__ if error else None,
         )
-        if collecting_now():
-            emit(record.event(error_class=getattr(error, "error_class", None)))
+        if collecting:  # the event straight from the fields: a record is made only for ``on_call``
+            emit(call_event(**fields, error_class=getattr(error, "error_class", None)))
         if self.on_call is not None:
-            self.on_call(record)
+            self.on_call(LLMCallRecord(**fields))
 
     def _finish(
         self,

@@ -224,13 +224,21 @@ class LLMCallRecord(BaseModel):
     def event(self, error_class: str | None = None) -> LLMCallEvent:
         """This call as the attempt's ``LLMCallEvent`` (``error_class``: the failure's class as the LLM layer
         names it, e.g. ``ReplyTooLarge``, over the exception's type name)."""
-        ctx = self.context
-        return LLMCallEvent(
-            role=self.role, purpose=ctx.purpose if ctx else None, round=ctx.round if ctx else None,
-            agent=ctx.agent if ctx else None, attempt_id=ctx.attempt_id if ctx else None, model=self.model,
-            provider=self.provider, is_control=self.is_control, request_hash=self.request_hash,
-            sample_index=self.sample_index, messages=self.messages, params=self.params,
-            response=self.response.model_dump(mode="json", exclude={"raw"}) if self.response else None,
-            prompt_tokens=self.prompt_tokens, completion_tokens=self.completion_tokens, cost_usd=self.cost_usd,
-            spend_usd=self.spend_usd, latency_s=self.latency_s, cached=self.cached, error=self.error,
-            error_type=(error_class or self.error_type) if self.error else None)
+        return call_event(
+            role=self.role, model=self.model, provider=self.provider, is_control=self.is_control,
+            request_hash=self.request_hash, sample_index=self.sample_index, messages=self.messages, params=self.params,
+            context=self.context, response=self.response, prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens, cost_usd=self.cost_usd, spend_usd=self.spend_usd,
+            latency_s=self.latency_s, cached=self.cached, error=self.error, error_type=self.error_type,
+            error_class=error_class)
+
+
+def call_event(*, context: CallContext | None, response: LLMResponse | None, error: str | None,
+               error_type: str | None, error_class: str | None = None, **fields: Any) -> LLMCallEvent:
+    """A call as the attempt's ``LLMCallEvent`` (what ``LLMCallRecord.event`` makes, without the record: the
+    client makes only the event unless someone asked for records); ``fields`` are the fields both share."""
+    return LLMCallEvent(
+        purpose=context.purpose if context else None, round=context.round if context else None,
+        agent=context.agent if context else None, attempt_id=context.attempt_id if context else None,
+        response=response.model_dump(mode="json", exclude={"raw"}) if response else None, error=error,
+        error_type=(error_class or error_type) if error else None, **fields)

@@ -144,6 +144,69 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
     return results(directory)
 
 
+def graph_floor(runs: int = 300) -> float:
+    """CPU ms per run of LangGraph alone on an attempt's graph: ``base_modeling``'s nodes (first_request, generate,
+    check), each returning what that node of a real attempt returned (one is run first), every step checkpointed
+    by the runner's recorder, driven as an attempt is (updates and values streamed, the check in a worker
+    thread). What an attempt costs beyond it is sysmo's: node code, the LLM client, events, records, writes."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    from langgraph.graph import END, START, StateGraph
+    from sysmo.agents.run import arun_attempt_steps
+    from sysmo.benchmarks.registry import load_tasks
+    from sysmo.graphs.checkpoint import StepRecorder, StepRouter
+    from sysmo.graphs.context import AgentContext
+    from sysmo.graphs.inline import runs_inline
+    from sysmo.graphs.loop import Edges, add_node, initial_state
+    from sysmo.graphs.state import AgentState
+    from sysmo.llm import LLM
+
+    from sysmo.tools import checkers
+
+    task = next(t for t in load_tasks(None, families=["starter"]) if t.kind.value == "uml_class")
+    ctx = AgentContext(task=task, llm=LLM("reference", cache=False), checker=checkers.check_artifact)  # the fake
+    rnd = asyncio.run(arun_attempt_steps("base_modeling", ctx, model_name="reference")).rounds[0].model_dump(mode="json")
+
+    @runs_inline
+    def first_request(state: Any, ctx: Any) -> dict[str, Any]:
+        return {"pending": rnd["messages"]}
+
+    async def generate(state: Any, ctx: Any) -> dict[str, Any]:
+        return {"response": rnd["response"], "llm_calls": rnd["llm_calls"], "error": None, "llm_time_s": 0.0,
+                "artifact": rnd["artifact"], "extraction_error": None, "extraction_notes": []}
+
+    def check(state: Any, ctx: Any) -> dict[str, Any]:
+        return {"check": rnd["check"], "tool_time_s": 0.0, "rounds": [rnd], "status": "passed"}
+
+    graph = StateGraph(AgentState, context_schema=AgentContext)
+    add_node(graph, "first_request", first_request, Edges(lambda s: "next", {"next": "generate"}))
+    add_node(graph, "generate", generate)
+    add_node(graph, "check", check, Edges(lambda s: "end", {"end": END}))
+    graph.add_edge(START, "first_request")
+    graph.add_edge("generate", "check")
+    router = StepRouter()
+    compiled = graph.compile(checkpointer=router)
+
+    async def run(n: int) -> None:
+        for i in range(n):
+            config = {"configurable": {"thread_id": str(i)}}
+            with router.recording(str(i), StepRecorder()):
+                async for _ in compiled.astream(initial_state(ctx), config, context=ctx,
+                                                stream_mode=["updates", "values"], durability="sync"):
+                    pass
+
+    loop = asyncio.new_event_loop()
+    loop.set_default_executor(ThreadPoolExecutor(4))
+    try:
+        loop.run_until_complete(run(20))
+        started = time.process_time()
+        loop.run_until_complete(run(runs))
+        return 1000 * (time.process_time() - started) / runs
+    finally:
+        loop.close()
+
+
 def ray_worker_peak_mb() -> float:
     """The largest resident set among this machine's Ray worker processes (at the end of the run)."""
     import psutil
@@ -196,6 +259,9 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=10, help="starter uml_class tasks the attempts spread over")
     parser.add_argument("--executors", default="local,ray")
     parser.add_argument("--resume-check", action="store_true")
+    parser.add_argument("--floor", action="store_true",
+                        help="first measure LangGraph alone on an attempt's graph (the part of the CPU per attempt "
+                             "that is not sysmo's)")
     parser.add_argument("--checkpoints", choices=["steps", "none"], default="steps",
                         help="LangGraph's checkpoint of every step (sysmo run's default) or none")
     args = parser.parse_args()
@@ -205,6 +271,9 @@ def main() -> None:
     time_writes()
     print(f"{os.cpu_count()} cores; model `reference` (zero latency), fake tool checks, checkpoints: {args.checkpoints}; "
           f"{load_average()}")
+    if args.floor:
+        print(f"LangGraph alone: {graph_floor():.3f} ms CPU per attempt's graph (base_modeling's nodes returning a "
+              f"recorded attempt's updates, every step checkpointed)")
     outcomes: dict[str, list[tuple]] = {}
     with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
         for executor in args.executors.split(","):
