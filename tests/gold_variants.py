@@ -8,17 +8,24 @@ with its variables, actions and constants renamed, and with actions merged or sp
 - ``ScriptedHelper``: the helper role, scripted: it answers the trace-mapping request with the gold spec's
   name-based mapping carried through the renames (merged events to the merged action, split events to
   ``Next`` state-only), and an invariant request with the template's own example carried through the renames.
+- ``spin_variants`` / ``dqueue_variants``: the ten variants of each system (five renames, then five granularity
+  changes, alone or with renames); ``score_variants`` scores them on the four TLA+ stages.
 """
 
 from __future__ import annotations
 
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task
+from sysmo.evals.cascade import ScoringContext
+from sysmo.evals.cascades import tla
+from sysmo.evals.metrics import tla_conformance
 from sysmo.evals.metrics.tla_syntax import split_module
 from sysmo.tools.tla import trace_validation as tv
 
@@ -168,3 +175,98 @@ class ScriptedHelper:
         named = [t for t in self.task.references.invariants if re.search(rf"\b{t.name}\b", prompt)]
         template = max(named, key=lambda t: len(t.name))
         return _Reply(text=rename_identifiers(template.tla_example, self.variant.renames))
+
+
+# -- the ten variants of each system, and their scores
+
+STAGES = ("syntax", "runtime", "conformance", "invariants")
+OPTIONS = {"runtime.runs": 1, "invariants.max_states": 50_000, "invariants.timeout_s": 60}
+FULL_MARKS = {s: (1.0, "ok") for s in STAGES}
+
+SPIN_VARS = {"locked": "held", "pc": "phase"}
+SPIN_ACTIONS = {"Request": "Want", "Acquire": "Take", "Spin": "Wait", "Release": "Drop"}
+SPIN_CONSTANTS = {"N": "Workers", "Procs": "WorkerIds"}
+DQ_VARS = {"network": "mailbox", "processor": "sink", "stream": "source", "requester": "asker", "pc": "loc"}
+DQ_ACTIONS = {"c": "ConsumerLoop", "c1": "ConsumerAsk", "c2": "ConsumerTake", "p": "ProducerLoop",
+              "p1": "ProducerHear", "p2": "ProducerSend", "Consumer": "ConsumerProc", "Producer": "ProducerProc"}
+DQ_CONSTANTS = {"BUFFER_SIZE": "Capacity", "NUM_CONSUMERS": "Consumers", "PRODUCER": "ProducerId",
+                "NUM_NODES": "Nodes"}
+RENAMES = ["vars", "actions", "constants", "vars+actions", "all names"]
+REGRAINS = ["merged", "split", "merged+names", "split+names", "merged+split"]
+
+
+def _spin_merge(text: str) -> str:
+    return merge_actions(text, ["Acquire", "Spin"], "TestAndSet", "p", "Next")
+
+
+def _spin_split(text: str) -> str:
+    return split_action(text, "Release", "p", "p = 1", ("ReleaseFirst", "ReleaseOther"), "Next")
+
+
+def _dq_merge(text: str) -> str:
+    return merge_actions(text, ["c", "c1"], "cRequest", "self", "Consumer")
+
+
+def _dq_split(text: str) -> str:
+    return split_action(text, "p1", "self", "Len(network[self]) = 1", ("p1Last", "p1More"), "Producer")
+
+
+def spin_variants(gold: Artifact) -> list[Variant]:
+    merged = {"Acquire": "TestAndSet", "Spin": "TestAndSet"}
+    split = {"Release": None}
+    return [
+        variant(gold, "vars", SPIN_VARS),
+        variant(gold, "actions", SPIN_ACTIONS),
+        variant(gold, "constants", SPIN_CONSTANTS),
+        variant(gold, "vars+actions", {**SPIN_VARS, **SPIN_ACTIONS}),
+        variant(gold, "all names", {**SPIN_VARS, **SPIN_ACTIONS, **SPIN_CONSTANTS}),
+        variant(gold, "merged", transform=_spin_merge, event_actions=merged),
+        variant(gold, "split", transform=_spin_split, event_actions=split),
+        variant(gold, "merged+names", {**SPIN_VARS, "TestAndSet": "Attempt", **SPIN_CONSTANTS}, _spin_merge,
+                {"Acquire": "Attempt", "Spin": "Attempt"}),
+        variant(gold, "split+names", {**SPIN_VARS, **SPIN_CONSTANTS, "Request": "Want"}, _spin_split, split),
+        variant(gold, "merged+split", transform=lambda t: _spin_split(_spin_merge(t)), event_actions={**merged, **split}),
+    ]
+
+
+def dqueue_variants(gold: Artifact) -> list[Variant]:
+    merged = {"c": "cRequest", "c1": "cRequest"}
+    split = {"p1": None}
+    return [
+        variant(gold, "vars", DQ_VARS),
+        variant(gold, "actions", DQ_ACTIONS),
+        variant(gold, "constants", DQ_CONSTANTS),
+        variant(gold, "vars+actions", {**DQ_VARS, **DQ_ACTIONS}),
+        variant(gold, "all names", {**DQ_VARS, **DQ_ACTIONS, **DQ_CONSTANTS}),
+        variant(gold, "merged", transform=_dq_merge, event_actions=merged),
+        variant(gold, "split", transform=_dq_split, event_actions=split),
+        variant(gold, "merged+names", {**DQ_VARS, **DQ_CONSTANTS, "cRequest": "ConsumerRequest"}, _dq_merge,
+                {"c": "ConsumerRequest", "c1": "ConsumerRequest"}),
+        variant(gold, "split+names", {**DQ_VARS, **DQ_CONSTANTS}, _dq_split, split),
+        variant(gold, "merged+split", transform=lambda t: _dq_split(_dq_merge(t)), event_actions={**merged, **split}),
+    ]
+
+
+def _validate(task: Task) -> str | None:
+    path = task.references.extra.get("pgo_validate_cfg")
+    return Path(path).read_text() if path else None
+
+
+def gold_mapping(task: Task) -> tv.TraceMapping:
+    """The trace mapping of the gold spec itself (by name), which the scripted helper carries through renames."""
+    traces = tla_conformance.task_traces(task)
+    loaded = tla_conformance.load_traces(traces, _validate(task))
+    return tv.resolve_mapping(task.references.model, loaded)
+
+
+def _score(task: Task, chosen: Variant, mapping: tv.TraceMapping) -> dict[str, tuple[float, str]]:
+    ctx = ScoringContext(options=OPTIONS, helper=ScriptedHelper(task, mapping, chosen))
+    return {stage: (r.value, r.outcome) for stage in STAGES
+            for r in [getattr(tla, f"{stage}_stage")(chosen.artifact, task, ctx)]}
+
+
+def score_variants(task: Task, variants: list[Variant]) -> dict[str, dict[str, tuple[float, str]]]:
+    """Each variant's (value, outcome) on the four stages; TLC runs in subprocesses: two variants at a time."""
+    mapping = gold_mapping(task)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip([v.name for v in variants], pool.map(lambda v: _score(task, v, mapping), variants)))

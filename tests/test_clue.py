@@ -16,7 +16,6 @@ from sysmo.evals.metrics import clue, relation_lut
 from sysmo.evals.metrics.embedding import (
     ExactSimilarity,
     TokenSimilarity,
-    embedding_available,
     identifier_tokens,
     resolve_similarity,
 )
@@ -173,9 +172,7 @@ def test_a_renamed_attribute_lowers_exact_clue_more_than_the_token_similarity():
     assert _score(synonym, "token")["clue_class"] == pytest.approx(_score(synonym)["clue_class"], abs=0.02)
 
 
-@pytest.mark.skipif(
-    not embedding_available(), reason="the optional sentence-embedding extra is not installed"
-)
+@pytest.mark.usefixtures("minilm_available")
 def test_the_sentence_embedding_ranks_a_synonym_above_an_unrelated_rename_where_exact_match_cannot():
     synonym, unrelated = _mutate(r"\bGuest\b", "Visitor"), _mutate(r"\bGuest\b", "Sensor")
     assert _score(synonym)["clue_class"] == _score(unrelated)["clue_class"] < 1.0

