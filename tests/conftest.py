@@ -88,10 +88,11 @@ def bwrap_required() -> None:
         missing("bwrap", "bubblewrap is not installed (or cannot build namespaces here): apt-get install bubblewrap")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def tla_run_cache(tmp_path_factory):
-    """SANY/TLC runs served from a cache of this test's own (``sysmo.tools.tla.run_cache``): a deterministic run
-    the test repeats with the same inputs is made once by the real tool, the repeats get its stored output."""
+    """SANY/TLC runs served from a cache of this test file's own (``sysmo.tools.tla.run_cache``): a deterministic
+    run the file repeats with the same inputs is made once by the real tool, the repeats get its stored output.
+    Only for tests whose point is not the run itself (never for concurrency or timing tests)."""
     from sysmo.tools.tla import run_cache
 
     with run_cache.enabled(tmp_path_factory.mktemp("tla-run-cache")) as folder:

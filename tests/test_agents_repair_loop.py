@@ -28,6 +28,10 @@ TOOL_MESSAGES = {
     TaskKind.UML_CLASS: ("@enduml", "is not closed"),
     TaskKind.ARCHITECTURE: ("@enduml", "is not closed"),
 }
+# the same broken spec is checked again each round by every agent: SANY parses each distinct text once
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
+
+
 PAIRS = [
     pytest.param(spec.name, kind, id=f"{spec.name}-{kind.value}")
     for spec in all_agents()

@@ -20,6 +20,10 @@ from sysmo.tools.checkers import check_artifact
 from sysmo.contracts.check import CheckResult, Outcome
 
 
+# every level checks the same broken spec: SANY parses it once for the file
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI() as fake:

@@ -19,7 +19,7 @@ from sysmo.evals.metrics import tla_invariants, tla_runtime
 from sysmo.tools.tla import tlc
 
 # grouped and alone, the same template often needs the very same TLC run (a template the group sends alone, the
-# liveness run): each distinct run is made once per test (the run cache), the comparisons still see real TLC output
+# liveness run): each distinct run is made once for the file (the run cache), the comparisons still see real TLC output
 pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
 SPEC = """---- MODULE Steps ----

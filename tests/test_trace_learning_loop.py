@@ -24,7 +24,9 @@ from sysmo.graphs.context import AgentContext
 from sysmo.tools.checkers import check_artifact
 from sysmo.contracts.check import Outcome
 
-pytestmark = pytest.mark.slow  # real SANY + TLC + trace replays, a few seconds per attempt
+# the same specs and trace replays recur across the attempts: each distinct SANY/TLC run is made once
+pytestmark = [pytest.mark.slow,  # real SANY + TLC + trace replays, a few seconds per attempt
+              pytest.mark.usefixtures("tla_run_cache")]
 
 STARTER_TLA = Path(__file__).resolve().parents[1] / "benchmarks" / "starter" / "tla"
 NO_SPIN = STARTER_TLA / "spinlock" / "buggy" / "no_spin" / "Spinlock.tla"
