@@ -132,7 +132,17 @@ def shrink_candidates(constants: list[str], minimum: int = 2) -> list[tuple[int,
 
 def _step(strategy: Strategy, result: CheckResult, budget_s: float, constants: list[str]) -> HuntStep:
     report = tlc.report_of(result)
-    return HuntStep(strategy=strategy, outcome=result.outcome, reason=str(result.details.get("reason", "")),
+    reason = str(result.details.get("reason", ""))
+    if result.outcome == Outcome.FAILED and not _is_violation(result) and report.violations:
+        # TLC stopped at something other than a violated check (an evaluation error, a deadlock): say which,
+        # so "failed" in a hunt step is never read as the bug being found
+        first = report.violations[0]
+        message = " ".join(first.message.split())
+        if "The exception was a " in message:  # TLC's boilerplate first, the cause after it
+            message = message.split("The exception was a ", 1)[1].split(" : ", 1)[-1]
+        shown = message if len(message) <= 160 else message[:160] + "..."
+        reason = f"not a violation of the check: TLC stopped on an error ({first.kind}): {shown}"
+    return HuntStep(strategy=strategy, outcome=result.outcome, reason=reason,
                     seconds=round(result.duration_s, 2), budget_s=round(budget_s, 1), constants=constants,
                     distinct_states=report.distinct_states,
                     generated_states=report.states_generated, depth=report.depth)
