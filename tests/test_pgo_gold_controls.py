@@ -1,7 +1,8 @@
 """Gold controls on SysMoBench's PGo reference specs with their real traces: each stage scored on its own.
 
 Pinned here: syntax, runtime and conformance at 1.0 for dqueue and locksvc, conformance and syntax at 1.0 for
-raftkvs (PGo's ``AllStrings <- __all_strings`` is each run's logged strings), the invariants of dqueue at 1.0;
+raftkvs (PGo's ``AllStrings <- __all_strings`` is each run's logged strings; every shipped run's trace accepted),
+the invariants of dqueue at 1.0;
 PlusCal's ``Terminating`` (stutter-only, never fires in servers that loop forever) is excused and listed.
 """
 
@@ -18,6 +19,7 @@ from sysmo.evals.cascades import tla
 from sysmo.evals.metrics.tla_runtime import stutter_only
 from sysmo.tools.tla.pgo_trace import all_strings_constants, validation_cfg
 
+SHIPPED_RUNS = {"dqueue": 4, "locksvc": 22, "raftkvs": 2}  # pgo/<t>/traces_found/<run>/: one merged trace each
 OPTIONS = {"runtime.runs": 2, "invariants.timeout_s": 60, "conformance.timeout_s": 300}
 
 
@@ -61,5 +63,7 @@ def test_pgo_gold_stage_scores_one(stages: dict[tuple[str, str], object], name: 
     assert (result.value, result.outcome) == (1.0, "ok"), result.detail
     if stage == "runtime":
         assert result.detail["excused"] == ["Terminating"] and result.detail["uncovered"] == []
-    if stage == "conformance":
-        assert result.detail["mapping"]["source"] == "names"
+    if stage == "conformance":  # every shipped run's trace replayed to its last line, mapped by name alone
+        assert result.detail["mapping"]["source"] == "names" and result.detail["mapping"]["notes"] == []
+        assert result.metrics["traces"] == result.metrics["accepted"] == SHIPPED_RUNS[name]
+        assert all(t["accepted"] and t["lines"] > 2 for t in result.detail["traces"])

@@ -17,6 +17,9 @@ from sysmo.llm import LLM
 from sysmo.llm.mockllm import MockAnswer, MockScript
 
 FAST = {"runtime.runs": 1, "invariants.timeout_s": 60}
+# the spinlock's SANY check, its first seeded simulation and the renamed model's template wrappers recur across
+# tests: each distinct run is made once for the file (the run cache); a run that times out is never stored
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
 
 def _spinlock() -> Task:

@@ -26,7 +26,6 @@ EXAMPLE_SPECS = [
     "raftkvs/claude/raftkvs.tla",
     "raftkvs/gpt5/raftkvs.tla",
 ]
-PGO_SPECS = ["dqueue/dqueue.tla", "locksvc/locksvc.tla", "raftkvs/raftkvs.tla"]
 def test_the_corpus_lists_are_complete(shared_benchmarks: Path) -> None:
     found = sorted(str(p.relative_to(shared_benchmarks / SYSMOBENCH / "example_specs"))
                    for p in (shared_benchmarks / SYSMOBENCH / "example_specs").rglob("*.tla"))
@@ -48,10 +47,8 @@ def test_the_harness_fixture_spec_fails_as_it_was_written_to(shared_benchmarks: 
         (6, "Unknown operator: `Send'."), (7, "Unknown operator: `Send'.")]
 
 
-@pytest.mark.parametrize("relative", PGO_SPECS)
-def test_pgo_ground_truth_spec_passes_sany(shared_benchmarks: Path, relative: str) -> None:
-    result = sany.check((shared_benchmarks / SYSMOBENCH / "pgo" / relative).read_text())
-    assert result.outcome == "ok", result.summary()
+# The PGo ground-truth specs (pgo/<t>/<t>.tla) pass SANY: their syntax stage scores 1.0 (S_full, SANY on the
+# whole module) in tests/test_pgo_gold_controls.py.
 
 
 def _tlc_generating_actions(raw: str) -> tuple[set[str], set[str]]:

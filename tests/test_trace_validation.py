@@ -259,7 +259,9 @@ def test_a_trace_the_model_constrains_loosely_is_accepted_by_a_walk_where_breadt
     lines = [{"event": "Init", "state": {}}] + [{"event": "Tick", "state": {"n": i}} for i in range(1, 31)]
     artifact = Artifact(language=Language.TLA, files={"Loose.tla": LOOSE})
     trace = _trace(lines, "ticks")
-    breadth_first = tv.validate_traces(artifact, [trace], walks_per_trace=0, timeout_s=8)
+    # 2^16 x 31 states to enumerate: far more than 4 s of breadth-first search (any limit would show it); the
+    # walks, about a second, keep the larger limit only as a margin on a loaded machine
+    breadth_first = tv.validate_traces(artifact, [trace], walks_per_trace=0, timeout_s=4)
     assert breadth_first.traces[0].outcome == Outcome.INCONCLUSIVE and not breadth_first.traces[0].accepted
     walked = tv.validate_traces(artifact, [trace], timeout_s=8)
     assert walked.traces[0].accepted and walked.score == 1.0 and walked.runs[0].details["mode"] == "simulate"
