@@ -79,9 +79,17 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
     md = (out / "killed" / "report" / "report.md").read_text()
     assert "CONTROL EXPERIMENT" in md and "### uml_class" in md and "| openhands | mockllm/control |" in md
 
-    trace = subprocess.run([sys.executable, "-m", "sysmo.cli", "trace", "killed", "--all", "-o", str(out), "--json"],
-                           env=env, capture_output=True, text=True, timeout=120)
-    assert trace.returncode == 0 and '"status": "passed"' in trace.stdout
+    # `sysmo trace` in this process (the command's own code, without a fourth interpreter start)
+    import typer
+    from typer.testing import CliRunner
+
+    from sysmo.runner.commands import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    trace = CliRunner().invoke(app, ["trace", "killed", "--all", "-o", str(out), "--json"], env=env)
+    assert trace.exit_code == 0 and '"status": "passed"' in trace.output, trace.output
 
     # every attempt's steps are in the experiment's checkpoint file, up to the graph's end
     from sysmo.graphs.checkpoint import history
