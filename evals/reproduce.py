@@ -247,6 +247,11 @@ def _score_run_job(args: tuple) -> RunScores:
     return score_run(*args)
 
 
+# below this many samples (``--id`` picks a few of each run) scoring in this process is quicker than starting a
+# pool: each of its processes imports NLTK and SciPy (about 2 s) before scoring ~2 ms a sample
+IN_PROCESS_SAMPLES = 1000
+
+
 def score_runs(
     folder: Path,
     refs: dict[int, str],
@@ -259,14 +264,16 @@ def score_runs(
 ) -> list[RunScores]:
     """``score_run`` for each (model, strategy), in order; on up to ``workers`` processes (default: CPU count, max 4).
 
-    NLTK's BLEU is the slow part (about 2 ms a sample), so separate processes pay off from a few runs on.
+    NLTK's BLEU is the slow part (about 2 ms a sample), so separate processes pay off from a few runs on; a few
+    samples of each run (``ids``, fewer than ``IN_PROCESS_SAMPLES`` in all) are scored in this process.
     """
     import os
 
     workers = workers if workers is not None else min(4, os.cpu_count() or 1)
     jobs = [(folder, refs, model, strategy, corpus, (replies or {}).get((model, strategy)) if replies is not None
              else None, ids) for model, strategy in runs]
-    if workers <= 1 or len(jobs) < 3:
+    few_samples = ids is not None and len(jobs) * len(ids) < IN_PROCESS_SAMPLES
+    if workers <= 1 or len(jobs) < 3 or few_samples:
         return [_score_run_job(job) for job in jobs]
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor

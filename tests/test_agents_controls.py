@@ -36,18 +36,30 @@ def _pairs(tasks: list[Task]) -> list[tuple[str, Task]]:
 
 class OncePerArtifact:
     """``check_artifact``, run by the real tool once per distinct (task, files): the agents that end on the same
-    reference files share the tool's verdict on them instead of starting SANY/TLC, PlantUML or OpenSysML again."""
+    reference files share the tool's verdict on them instead of starting SANY/TLC, PlantUML or OpenSysML again.
 
-    def __init__(self) -> None:
+    ``shared`` holds the verdicts of the module (``known_verdicts``): the control's scripted mistakes and the
+    references are checked by the real tools once for the file; ``verdicts`` are the ones this checker was asked
+    for (made here or by an earlier test of the module)."""
+
+    def __init__(self, shared: dict[tuple, CheckResult] | None = None) -> None:
+        self.shared = {} if shared is None else shared
         self.verdicts: dict[tuple, CheckResult] = {}
         self.calls = 0
 
     def __call__(self, artifact: Artifact, task: Task | None = None) -> CheckResult:
         self.calls += 1
         key = (task.id if task else None, artifact.language, tuple(sorted(artifact.files.items())))
-        if key not in self.verdicts:
-            self.verdicts[key] = check_artifact(artifact, task)
+        if key not in self.shared:
+            self.shared[key] = check_artifact(artifact, task)
+        self.verdicts[key] = self.shared[key]
         return self.verdicts[key].model_copy(deep=True)
+
+
+@pytest.fixture(scope="module")
+def known_verdicts() -> dict[tuple, CheckResult]:
+    """The real tools' verdicts on the (task, files) checked so far in this file."""
+    return {}
 
 
 def _run(model: str, pairs: list[tuple[str, Task]], llm: LLM,
@@ -68,8 +80,8 @@ def test_starter_suite_has_references_for_the_controls() -> None:
 
 
 @pytest.mark.slow
-def test_reference_passes_in_round_one_for_every_agent_on_every_starter_task() -> None:
-    checker = OncePerArtifact()
+def test_reference_passes_in_round_one_for_every_agent_on_every_starter_task(known_verdicts) -> None:
+    checker = OncePerArtifact(known_verdicts)
     results = _run("reference", _pairs(TASKS), LLM(ModelRoles(generator="reference"), cache=False), checker)
 
     failed = [
@@ -85,15 +97,17 @@ def test_reference_passes_in_round_one_for_every_agent_on_every_starter_task() -
 
 
 @pytest.mark.slow
-def test_control_script_mistakes_are_rejected_by_the_real_tools() -> None:
-    rejected = {task.id: check_artifact(broken_artifact(task), task) for task in TASKS}
+def test_control_script_mistakes_are_rejected_by_the_real_tools(known_verdicts) -> None:
+    checker = OncePerArtifact(known_verdicts)
+    rejected = {task.id: checker(broken_artifact(task), task) for task in TASKS}
 
     assert not [tid for tid, result in rejected.items() if result.outcome != Outcome.FAILED]
     assert all(result.diagnostics for result in rejected.values())
 
 
-def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path) -> None:
-    # one task per kind keeps this fast; the script itself covers every starter task
+def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path, known_verdicts) -> None:
+    # one task per kind keeps this fast; the script itself covers every starter task. Run after the two tests
+    # above, the real tools' verdicts on the scripted mistakes and on the references come from them
     one_per_kind = list({task.kind: task for task in TASKS}.values())
     llm = LLM(
         ModelRoles(generator="mockllm/control"),
@@ -101,7 +115,7 @@ def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path) -> 
         scripts={"control": build_control_script(one_per_kind)},
     )
 
-    checker = OncePerArtifact()
+    checker = OncePerArtifact(known_verdicts)
     results = _run("mockllm/control", _pairs(one_per_kind), llm, checker)
 
     for agent, task_id, attempt in results:
