@@ -21,6 +21,11 @@ from sysmo.tools.checkers import check_artifact
 from typer.testing import CliRunner
 
 
+# the TLA+ tests check the same LockCounter/spinlock specs again and again: each distinct SANY/TLC run is made
+# once by the real tool, its repeats get the stored output (the agents' handling of it is what these pin)
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
+
+
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     """A fake OpenAI-compatible server on 127.0.0.1, stopped after the test."""

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 
 # two kinds of task (PlantUML class, architecture) x the one-call and the tool-calling agent x the 2 control
-# providers x 2 samples: 16 attempts, enough to kill the run half way (8 stored) and leave work of both kinds and
-# both agents to resume. The resume logic does not depend on the kind or the agent (SysML v2 and the other agents
-# run end to end in tests/test_agents_controls.py and tests/test_view_browser.py); each `sysmo run` here starts
-# one PlantUML server, no SysML kernel.
+# providers x 2 samples: 16 attempts, agent by agent (runner/units.py `expand`), so killed once 8 are stored the
+# run leaves the tool-calling agent's attempts on both kinds to resume. The resume logic does not depend on the
+# kind or the agent (SysML v2 and the other agents run end to end in tests/test_agents_controls.py and
+# tests/test_view_browser.py); each `sysmo run` here starts one PlantUML server and no SysML kernel (36 attempts
+# over three kinds took 80 s, 60 s CPU; these 16 take 50 s, 41 s CPU, at load 3).
 ARGS = ["--ids", "starter/uml_class/library_loans,starter/architecture/bike_sharing_system",
         "--agent", "base_modeling", "--agent", "openhands", "--samples", "2", "--no-progress"]
 STABLE = ["agent", "model", "kind", "tasks", "samples", "pass@1", "pass@2"]
