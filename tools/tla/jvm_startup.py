@@ -22,6 +22,7 @@ import os
 import subprocess
 import tempfile
 import threading
+from functools import lru_cache
 from pathlib import Path
 
 from sysmo.config import settings
@@ -47,7 +48,7 @@ Live == []<>(q = <<>>)
 """
 WARM_UP_CFG = "INIT Init\nNEXT Next\nINVARIANT Safe\nPROPERTY Live\n"
 _lock = threading.Lock()
-_archive: dict[str, Path | None] = {}
+_archive: dict[str, Path | None] = {}  # per jar and Java: the archive this process uses
 
 
 def enabled() -> bool:
@@ -66,7 +67,9 @@ def short_simulation(main_class: str, args: list[str]) -> bool:
     return num * depth <= SHORT_SIMULATION_STEPS
 
 
+@lru_cache(maxsize=4)
 def _java_version(java: str) -> str:
+    """``java -version`` (a JVM start of its own: asked once per process and binary, not before every run)."""
     result = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=30, check=False)
     return (result.stderr or result.stdout).strip()
 
@@ -77,8 +80,9 @@ def archive(library: Path) -> Path | None:
     with _lock:
         stat = jar.stat()
         tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{_java_version(java)}".encode()).hexdigest()
-        if tag in _archive:
-            return _archive[tag]
+        known = _archive.get(tag, False)
+        if known is None or (known and known.is_file()):  # made (or failed) before in this process
+            return known
         path = settings().home / "jvm" / f"tla2tools-{tag[:16]}.jsa"
         if not path.is_file():
             _make(path, java, jar, library)
