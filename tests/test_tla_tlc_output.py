@@ -76,3 +76,17 @@ def test_an_evaluation_error_is_still_the_spec_s() -> None:
     report = parse_output(wrapped + wrapped)  # met twice by a simulation: reported once
     assert [(v.kind, v.message) for v in report.violations] == [
         ("evaluation", "The second argument of \\div is 0.")]
+
+
+def test_an_unexpected_exception_keeps_its_cause_without_tlc_s_advice() -> None:
+    text = ("TLC threw an unexpected exception.\nThis was probably caused by an error in the spec or model.\n"
+            "See the User Output or TLC Console for clues to what happened.\nThe exception was a "
+            "java.lang.RuntimeException\n: Attempted to apply tuple <<>> to integer 1 which is out of domain.")
+    report = parse_output(message(1000, 1, text))
+    assert [(v.kind, v.message) for v in report.violations] == [
+        ("evaluation", "TLC threw an unexpected exception: Attempted to apply tuple <<>> to integer 1 which is out "
+                       "of domain.")]
+    bare = parse_output(message(1000, 1, "TLC threw an unexpected exception.\nThe exception was a "
+                                          "java.lang.NullPointerException"))
+    assert bare.violations[0].message == ("TLC threw an unexpected exception. The exception was a "
+                                          "java.lang.NullPointerException")

@@ -137,9 +137,7 @@ def _step(strategy: Strategy, result: CheckResult, budget_s: float, constants: l
         # TLC stopped at something other than a violated check (an evaluation error, a deadlock): say which,
         # so "failed" in a hunt step is never read as the bug being found
         first = report.violations[0]
-        message = " ".join(first.message.split())
-        if "The exception was a " in message:  # TLC's boilerplate first, the cause after it
-            message = message.split("The exception was a ", 1)[1].split(" : ", 1)[-1]
+        message = first.message
         shown = message if len(message) <= 160 else message[:160] + "..."
         reason = f"not a violation of the check: TLC stopped on an error ({first.kind}): {shown}"
     return HuntStep(strategy=strategy, outcome=result.outcome, reason=reason,

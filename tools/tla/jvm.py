@@ -15,15 +15,15 @@ from sysmo.tools.tla import jvm_startup, run_cache
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 
-# C1-only JIT and the serial collector halve JVM start-up for SANY (0.55 s -> 0.33 s on a small module,
+# C1-only JIT and the serial collector (the short-run flags) halve JVM start-up for SANY (0.55 s -> 0.33 s on a small module,
 # 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec); TLC's long runs want the parallel collector instead.
-SANY_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m"]
+SANY_JVM_FLAGS = jvm_startup.SHORT_RUN_FLAGS
 TLC_JVM_FLAGS = ["-XX:+UseParallelGC", "-Xss16m"]
 # Trace replays are short runs too (seconds): C2's compilations cost more than they return. SysMoBench's PGo
 # raftkvs replay (2 traces, 1,242 and 1,277 lines): 12-13 s instead of 22-34 s; GPT-5 locksvc's single-trace
 # replay (14,907 states) 12-13 s instead of 21-24 s (2 cores at load 13). A long model check keeps C2: the
 # 53 s PGo locksvc liveness check took twice the CPU with C1 alone.
-TLC_REPLAY_JVM_FLAGS = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xss16m"]
+TLC_REPLAY_JVM_FLAGS = jvm_startup.SHORT_RUN_FLAGS  # the flags of short simulations (jvm_startup)
 
 
 JVMS_ENV = "SYSMO_TLA_JVMS"

@@ -272,6 +272,17 @@ def resource_limit(text: str) -> str | None:
     return None
 
 
+def _general_error(text: str) -> str:
+    """TLC's "unexpected exception" message with its advice left out and the cause kept: "TLC threw an unexpected
+    exception: Attempted to apply tuple <<>> to integer 1 which is out of domain." (the whole text when TLC names no
+    cause; the wrapper's first words stay, ``_merge_evaluation_errors`` looks for them)."""
+    flat = " ".join(text.split())
+    cause = re.search(r"The exception was a [\w.$]+\s*(?::\s*)?(.*)", flat)
+    if cause is None or not cause.group(1).strip():
+        return flat
+    return f"TLC threw an unexpected exception: {cause.group(1).strip()}"
+
+
 def _violation(message: TlcMessage) -> Violation | None:
     code, text = message.code, message.text
     exhausted = resource_limit(text) if code not in (Code.INVARIANT_VIOLATED, Code.INVARIANT_VIOLATED_INITIAL,
@@ -298,7 +309,7 @@ def _violation(message: TlcMessage) -> Violation | None:
     if code == Code.GENERAL and message.level == LEVEL_ERROR:
         exception = re.search(r"The exception was a ([\w.$]+)", text)
         kind = "config" if exception and "ConfigFileException" in exception.group(1) else "evaluation"
-        return Violation(kind=kind, message=" ".join(text.split()))
+        return Violation(kind=kind, message=_general_error(text))
     if code in EVALUATION_ERROR_CODES and message.level == LEVEL_ERROR:
         return Violation(kind="evaluation", message=" ".join(text.split()),
                          location=_span(LOCATION.search(text)))
