@@ -23,6 +23,27 @@ def test_only_short_simulations_get_the_short_run_flags() -> None:
     assert not jvm_startup.short_simulation("tla2sany.SANY", ["M.tla"])
 
 
+def test_a_model_check_bounded_to_few_states_runs_on_c1_and_reports_the_same_as_unbounded(monkeypatch) -> None:
+    from sysmo.tools.tla import jvm
+
+    assert jvm.tlc_flags(5_000) == jvm_startup.SHORT_RUN_FLAGS and jvm.tlc_flags(None) == jvm.TLC_JVM_FLAGS
+    assert jvm.tlc_flags(jvm.SHORT_CHECK_STATES + 1) == jvm.TLC_JVM_FLAGS
+    argvs: list[list[str]] = []
+    real = jvm.get_sandbox
+
+    class Recording:
+        def run(self, argv, **kwargs):
+            argvs.append(list(argv))
+            return real().run(argv, **kwargs)
+
+    monkeypatch.setattr(jvm, "get_sandbox", lambda: Recording())
+    bounded = tlc.model_check(SPEC, CFG, check_deadlock=False, max_states=1_000)
+    unbounded = tlc.model_check(SPEC, CFG, check_deadlock=False)
+    assert "-XX:TieredStopAtLevel=1" in argvs[0] and "-XX:TieredStopAtLevel=1" not in argvs[1]
+    assert bounded.outcome == unbounded.outcome == "ok"
+    assert tlc.report_of(bounded).distinct_states == tlc.report_of(unbounded).distinct_states == 7
+
+
 def test_a_seeded_simulation_reports_the_same_with_and_without_fast_start(monkeypatch) -> None:
     seen = []
     for mode in ("1", "0"):

@@ -16,9 +16,25 @@ from sysmo.tools.tla import jvm_startup, run_cache
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 
 # C1-only JIT and the serial collector (the short-run flags) halve JVM start-up for SANY (0.55 s -> 0.33 s on a small module,
-# 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec); TLC's long runs want the parallel collector instead.
+# 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec).
 SANY_JVM_FLAGS = jvm_startup.SHORT_RUN_FLAGS
-TLC_JVM_FLAGS = ["-XX:+UseParallelGC", "-Xss16m"]
+# A model check keeps C2 (a long search gains from it) with the serial collector: TLC checks on one worker, and the
+# parallel collector's threads only cost CPU that concurrent runs share. Measured (`/usr/bin/time`, 2 cores):
+# PGo dqueue's grouped liveness check (8,635 states, ~4 s) 9.9 -> 7.0 s of CPU at the same wall time; PGo
+# locksvc's NoPriorityInversion check (29,074 states x 30 branches) 72.6 -> 72.4 s of CPU, 115 -> 112 s wall
+# (loaded machine); a 20-state check unchanged (about 1 s).
+TLC_JVM_FLAGS = ["-XX:+UseSerialGC", "-Xss16m"]
+# A model check bounded to at most this many distinct states (``max_states``) is a short run: C1 alone. Measured
+# CPU (C2 -> C1): PGo dqueue's grouped liveness check (8,635 states) 7.0 -> 4.3 s; a 20-state check 0.95 -> 0.75 s;
+# at the bound itself, SysMoBench's redisraft bug spec stopped at 50,000 states (552k generated), 23.4 -> 24.9 s.
+SHORT_CHECK_STATES = 50_000
+
+
+def tlc_flags(max_states: int | None) -> list[str]:
+    """TLC's JVM flags for a model check with this state bound (None: unbounded)."""
+    if max_states is not None and max_states <= SHORT_CHECK_STATES:
+        return jvm_startup.SHORT_RUN_FLAGS
+    return TLC_JVM_FLAGS
 # Trace replays are short runs too (seconds): C2's compilations cost more than they return. SysMoBench's PGo
 # raftkvs replay (2 traces, 1,242 and 1,277 lines): 12-13 s instead of 22-34 s; GPT-5 locksvc's single-trace
 # replay (14,907 states) 12-13 s instead of 21-24 s (2 cores at load 13). A long model check keeps C2: the

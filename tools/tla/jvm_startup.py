@@ -9,7 +9,8 @@ never what SANY or TLC compute:
   (``-XX:ArchiveClassesAtExit``), kept under ``<home>/jvm``; if it cannot be made or read, runs go on
   without it (``-Xshare:auto``, the JVM's log lines off so nothing reaches TLC's output);
 - for a short simulation (``num x depth`` at most ``SHORT_SIMULATION_STEPS``), the C1 compiler and the serial
-  collector, as SANY already uses (a long search keeps the parallel collector and C2).
+  collector, as SANY already uses (a long search keeps C2; a model check bounded to few states is short too:
+  ``jvm.tlc_flags``).
 
 Measured on 2 shared cores, one PGo dqueue runtime simulation: 2.3 s with the default flags, 1.2 s with both.
 ``SYSMO_TLA_FAST_START=0`` turns both off.
