@@ -12,21 +12,39 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import typer
+from typer.testing import CliRunner
 
 # two kinds of task (PlantUML class, architecture) x the one-call and the tool-calling agent x the 2 control
 # providers x 2 samples: 16 attempts, agent by agent (runner/units.py `expand`), so killed once 8 are stored the
 # run leaves the tool-calling agent's attempts on both kinds to resume. The resume logic does not depend on the
 # kind or the agent (SysML v2 and the other agents run end to end in tests/test_agents_controls.py and
 # tests/test_view_browser.py); each `sysmo run` here starts one PlantUML server and no SysML kernel (36 attempts
-# over three kinds took 80 s, 60 s CPU; these 16 take 50 s, 41 s CPU, at load 3).
+# over three kinds took 80 s, 60 s CPU; these 16 take 50 s, 41 s CPU, at load 3; with the uninterrupted run in this
+# process and the lighter scoring below, 39 s at load 4.5 where it took 94 s).
 ARGS = ["--ids", "starter/uml_class/library_loans,starter/architecture/bike_sharing_system",
         "--agent", "base_modeling", "--agent", "openhands", "--samples", "2", "--no-progress"]
 STABLE = ["agent", "model", "kind", "tasks", "samples", "pass@1", "pass@2"]
+# Every stage is scored, names compared by their tokens instead of by the MiniLM and BERTScore models: each
+# `sysmo run` process would otherwise import torch and load them (7 of its 19 CPU s); the embeddings are tested on
+# their own (tests/test_clue_sigma.py, tests/test_architecture_real_output.py). The resumed run must keep these
+# settings of the experiment (checked below).
+LIGHT_SCORING = "scoring:\n  embedding: token\n  similarity: token\n  text.bertscore: false\n"
 
 
 def sysmo(*args: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sysmo.cli", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def cli() -> typer.Typer:
+    """The commands of ``sysmo`` (``run``, ``trace``, ...), to invoke in this process."""
+    from sysmo.runner.commands import register
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    return app
 
 
 def attempts(db: Path) -> dict[tuple, tuple]:
@@ -52,12 +70,15 @@ def comparable(report_dir: Path) -> pd.DataFrame:
 def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_path):
     env = {**os.environ, "SYSMO_HOME": str(tmp_path / "home")}
     out = tmp_path / "runs"
-    straight = sysmo("run", *ARGS, "--id", "straight", "-o", str(out), env=env)
-    text, _ = straight.communicate(timeout=900)
-    assert straight.returncode == 0, text
-    assert "CONTROL" in text
+    settings = tmp_path / "light-scoring.yaml"
+    settings.write_text(LIGHT_SCORING)
+    # the uninterrupted run, to compare with: `sysmo run`'s own code (the command, its report) in this process,
+    # without an interpreter start of its own; the run that is killed and the one that resumes it are processes
+    straight = CliRunner().invoke(cli(), ["run", str(settings), *ARGS, "--id", "straight", "-o", str(out)])
+    assert straight.exit_code == 0, straight.output
+    assert "CONTROL" in straight.output
 
-    victim = sysmo("run", *ARGS, "--id", "killed", "-o", str(out), "--concurrency", "1", env=env)
+    victim = sysmo("run", str(settings), *ARGS, "--id", "killed", "-o", str(out), "--concurrency", "1", env=env)
     db = out / "killed" / "results.sqlite"
     deadline = time.monotonic() + 600
     while len(attempts(db)) < 8 and time.monotonic() < deadline and victim.poll() is None:
@@ -79,17 +100,10 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
     pd.testing.assert_frame_equal(comparable(out / "straight" / "report"), comparable(out / "killed" / "report"))
     md = (out / "killed" / "report" / "report.md").read_text()
     assert "CONTROL EXPERIMENT" in md and "### uml_class" in md and "| openhands | mockllm/control |" in md
+    assert "'clue.embedding': 'token'" in md  # the resumed run kept the experiment's scoring settings
 
-    # `sysmo trace` in this process (the command's own code, without a fourth interpreter start)
-    import typer
-    from typer.testing import CliRunner
-
-    from sysmo.runner.commands import register
-
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
-    trace = CliRunner().invoke(app, ["trace", "killed", "--all", "-o", str(out), "--json"], env=env)
+    # `sysmo trace` in this process (the command's own code, without another interpreter start)
+    trace = CliRunner().invoke(cli(), ["trace", "killed", "--all", "-o", str(out), "--json"], env=env)
     assert trace.exit_code == 0 and '"status": "passed"' in trace.output, trace.output
 
     # every attempt's steps are in the experiment's checkpoint file, up to the graph's end

@@ -49,7 +49,9 @@ def stored(tmp_path: Path) -> list[dict]:
 def test_ray_runs_units_scores_them_and_stores_them_with_their_steps_through_the_driver(tmp_path, capsys):
     from sysmo.graphs.checkpoint import history
 
-    config = config_for(tmp_path, models=["reference", "mockllm/control"], score=True,
+    # every stage scored, CLUE over name tokens: the actor's process does not import torch to load MiniLM (the
+    # embedding is tested on its own, tests/test_clue_sigma.py)
+    config = config_for(tmp_path, models=["reference", "mockllm/control"], score=True, scoring={"embedding": "token"},
                         tasks=TaskSelection(ids=["starter/uml_class/library_loans"]))
     summary = run_experiment(config, progress=True)
     assert summary.ran == 4 and summary.passed == 4 and summary.errors == 0 and summary.stopped is None
@@ -61,6 +63,7 @@ def test_ray_runs_units_scores_them_and_stores_them_with_their_steps_through_the
         ("reference", "passed", 1)]
     store = Store(tmp_path / "ray1" / "results.sqlite")
     assert len(store.scored_attempt_ids("ray1")) == 4
+    assert all(store.scorecard(row["id"]).stage("clue").passed for row in rows)
     store.close()
     for row in rows:  # the driver wrote every attempt's steps and artifacts, as the local executor does
         assert history(tmp_path / "ray1" / "checkpoints.sqlite", row["id"])

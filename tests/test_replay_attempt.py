@@ -53,7 +53,8 @@ def three_rounds(tmp_path: Path):
 
     with FakeOpenAI() as server:
         server.push(reply(BROKEN), reply(BROKEN), reply(FIXED))
-        run_experiment(config(tmp_path, server, "exp3"), progress=False)
+        # scored (CLUE over name tokens: no torch import to load MiniLM; the replay scores with the same settings)
+        run_experiment(config(tmp_path, server, "exp3", scoring={"embedding": "token"}), progress=False)
         store = Store(tmp_path / "runs" / "exp3" / "results.sqlite")
         (row,) = store.query("SELECT id FROM attempts")
         yield server, store, row["id"]
@@ -159,7 +160,9 @@ def test_judge_calls_made_while_scoring_are_score_events_count_in_the_budget_and
     rubric = '{"completeness": 4, "accuracy": 3, "rationality": 4, "readability": 5}'
     with FakeOpenAI(default=reply(rubric)) as server:
         judge = {"model": "openai/fake-judge", "api_base": server.base_url, "price_per_mtok": PRICE}
+        # the judge aligns the components; containers by name tokens (no torch import to load MiniLM)
         summary = run_experiment(config(tmp_path, server, "judged", models=["mockllm/control"], judge=judge,
+                                        scoring={"embedding": "token"},
                                         tasks=TaskSelection(benchmarks=["starter"],
                                                             ids=["starter/architecture/bike_sharing_system"])),
                                  progress=False)
@@ -188,8 +191,10 @@ def test_control_attempts_of_the_multi_stage_and_tool_calling_agents_replay_iden
 
     # code_translation is offered on TLA+ tasks only (there is code to translate there). Two runtime simulations
     # instead of SysMoBench's 20 (the defaults are pinned in tests/test_tla_cascade.py): every TLA+ stage runs.
+    # The class diagrams' CLUE compares names by their tokens (no torch import to load MiniLM).
     config = ExperimentConfig(id="ctl", output_dir=tmp_path / "runs", agents=["metagpt", "openhands", "code_translation"],
-                              models=["mockllm/control"], samples=1, concurrency=2, scoring={"runtime.runs": 2},
+                              models=["mockllm/control"], samples=1, concurrency=2,
+                              scoring={"runtime.runs": 2, "embedding": "token"},
                               tasks=TaskSelection(benchmarks=["starter"], ids=[TASK, "starter/tla/spinlock"]))
     # the three agents end on the same spinlock spec: its deterministic SANY/TLC runs are made once (the run
     # cache)

@@ -71,6 +71,8 @@ def test_a_replayed_run_scores_the_published_diagrams_and_leaves_the_rest_not_co
     config = ExperimentConfig(id="r2a-replay", output_dir=tmp_path / "runs", agents=["base_modeling"],
                               models=["replay/r2abench:gpt-5/openhands", "replay/r2abench:deepseek-v3.2"],
                               samples=1, max_rounds=0, concurrency=2, checkpoints="none",
+                              # scored, names compared by their tokens: no torch import to load MiniLM
+                              scoring={"embedding": "token"},
                               tasks=TaskSelection(benchmarks=["r2abench"], ablations=["srs"]))
     summary = run_experiment(config, progress=False)
     assert summary.not_covered == 2  # recipe_share has no prediction from either model

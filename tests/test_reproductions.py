@@ -68,15 +68,33 @@ def test_cil_rounds_sets_our_verdicts_beside_the_transcripts(shared_benchmarks: 
         store.close()
 
 
-def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path) -> None:
-    import subprocess
+def sysmo(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
+    """``sysmo ARGS`` through the command's entry point (``sysmo.cli.main``) in this process: (exit code, stdout,
+    stderr)."""
     import sys
 
-    command = [sys.executable, "-m", "sysmo.cli", "reproduce", "all", "--data-dir", str(shared_benchmarks),
-               "--from-files", "--only", "sysmbench-table2", "--id", "1", "--id", "2", "--out", str(tmp_path / "rep")]
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr
-    assert "sysmbench-table2: Table 2: ours (paper), in %:" in result.stdout
+    from sysmo import cli
+
+    if not cli.app.registered_commands:
+        cli._wire()
+    with monkeypatch.context() as patch:
+        patch.setattr(cli, "_wire", lambda: None)  # wired once
+        patch.setattr(sys, "argv", ["sysmo", *args])
+        try:
+            cli.main()
+            code = 0
+        except SystemExit as exited:
+            code = exited.code or 0
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+    command = ["reproduce", "all", "--data-dir", str(shared_benchmarks), "--from-files", "--only", "sysmbench-table2",
+               "--id", "1", "--id", "2", "--out", str(tmp_path / "rep")]
+    code, out, err = sysmo(command, monkeypatch, capsys)
+    assert code == 0, err
+    assert "sysmbench-table2: Table 2: ours (paper), in %:" in out
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     assert "SysMEval precision/recall swapped" in text and "| gpt-4.1 |" in text
     assert (tmp_path / "rep" / "reproduction.html").is_file()
@@ -84,8 +102,8 @@ def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path
     assert "/published/designbench/gpt_4.1/direct.jsonl` samples 1-2 |" in text
     # a second table run into the same folder joins the report; the first stays, with its agreement
     command[command.index("sysmbench-table2")] = "sysmbench-breakdowns"
-    result = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    assert result.returncode == 0, result.stderr
+    code, out, err = sysmo(command, monkeypatch, capsys)
+    assert code == 0, err
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     table2_line = next(line for line in text.splitlines() if line.startswith("| sysmbench-table2 | Table 2"))
     assert not table2_line.endswith("| 0/0 |") and "| sysmbench-breakdowns | by difficulty" in text
