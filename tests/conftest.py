@@ -103,14 +103,30 @@ def bwrap_required() -> None:
         missing("bwrap", "bubblewrap is not installed (or cannot build namespaces here): apt-get install bubblewrap")
 
 
+@pytest.fixture(scope="session")
+def tla_run_cache_dir(tmp_path_factory) -> Path:
+    """The run cache's folder, one for the whole test session and shared by every xdist worker: under the
+    session's base temporary folder (a worker's own base is a subfolder of it), so it starts empty each session.
+    Entries are written whole and renamed into place (``run_cache.cached``), so workers can share it; two workers
+    asking for the same run at once both make it and store the same output."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # <session base>/popen-gw<N>: the session's base is shared by the workers
+    folder = base / "tla-run-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
 @pytest.fixture(scope="module")
-def tla_run_cache(tmp_path_factory):
-    """SANY/TLC runs served from a cache of this test file's own (``sysmo.tools.tla.run_cache``): a deterministic
-    run the file repeats with the same inputs is made once by the real tool, the repeats get its stored output.
-    Only for tests whose point is not the run itself (never for concurrency or timing tests)."""
+def tla_run_cache(tla_run_cache_dir: Path):
+    """SANY/TLC runs served from the session's cache (``sysmo.tools.tla.run_cache``): a deterministic run that
+    any test file of the session already made with the same inputs (same spec and cfg files, arguments, JVM
+    flags, time limit, jar) is not started again, the test gets the real tool's stored output. Only for tests
+    whose point is not the run itself (never for concurrency or timing tests); a run that timed out or was
+    killed is never stored."""
     from sysmo.tools.tla import run_cache
 
-    with run_cache.enabled(tmp_path_factory.mktemp("tla-run-cache")) as folder:
+    with run_cache.enabled(tla_run_cache_dir) as folder:
         yield folder
 
 

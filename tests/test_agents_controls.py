@@ -20,6 +20,9 @@ from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.check import CheckResult, Outcome
 
 TASKS = [t for t in starter_tasks() if t.references.model is not None]
+# the TLA+ references' SANY checks are the very runs other files make (the cascade controls, the syntax tests):
+# made once in the session (the run cache)
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
 
 def _pairs(tasks: list[Task]) -> list[tuple[str, Task]]:

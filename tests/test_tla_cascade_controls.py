@@ -14,16 +14,25 @@ from sysmo.evals.cascades import tla
 
 STAGES = ["syntax", "runtime", "conformance", "invariants"]
 TLA_TASKS = ["bounded_buffer", "leader_election", "spinlock", "two_phase_commit"]
-# the defaults are SysMoBench's (tested in test_tla_cascade); CI uses one simulation run and a state bound far
-# above every starter reference's state space (the largest, two_phase_commit's, has 260 distinct states; the
-# references' 1.0 needs their whole space explored, so the bound cannot hide anything there). The bound caps
-# what bounded_buffer's unbounded no_bound_check variant explores per check: 5,000 states instead of 50,000
-# leave it the same lost stage (BoundedCapacity violated in 5 states, the rest bounded) for 15 s of TLC, not 32 s
-CI = {"runtime.runs": 1, "invariants.max_states": 5_000, "invariants.timeout_s": 60}
+# the defaults are SysMoBench's (tested in test_tla_cascade); CI uses one simulation run. bounded_buffer's checks
+# get a state bound far above its reference's state space (every starter reference has at most 260 distinct
+# states, two_phase_commit's; the references' 1.0 needs their whole space explored, so the bound cannot hide
+# anything there): it caps what the unbounded no_bound_check variant explores per check. 1,000 states instead of
+# 50,000 leave it the same lost stage (BoundedCapacity violated in 5 states, the rest bounded) for 11 s of TLC,
+# not 32 s. The other tasks' state spaces are finite and small: unbounded, their checks are the very runs other
+# files make (test_tla_invariants_grouped on two_phase_commit, test_tla_cascade on the spinlock), made once in
+# the session (the run cache)
+CI = {"runtime.runs": 1, "invariants.timeout_s": 60}
+BOUNDED = {"bounded_buffer": {"invariants.max_states": 1_000}}
+pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
 
 def _task(name: str) -> Task:
     return load_task_folder(STARTER_DIR / "tla" / name)
+
+
+def _options(name: str) -> dict:
+    return {**CI, **BOUNDED.get(name, {})}
 
 
 def _variants() -> list[tuple[str, str]]:
@@ -34,7 +43,7 @@ def _variants() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("name", TLA_TASKS)
 def test_starter_reference_scored_against_its_task_gets_one_on_every_stage(name: str) -> None:
     task = _task(name)
-    card = cascade_for(TaskKind.TLA).score(task.references.model, task, ScoringContext(options=CI))
+    card = cascade_for(TaskKind.TLA).score(task.references.model, task, ScoringContext(options=_options(name)))
     assert [s.stage for s in card.stages] == STAGES
     assert {s.stage: (s.value, s.outcome) for s in card.stages} == {s: (1.0, "ok") for s in STAGES}
     assert all(s.passed and s.provenance.get("tool_version") for s in card.stages)
@@ -49,7 +58,7 @@ def test_starter_reference_scored_against_its_task_gets_one_on_every_stage(name:
 def test_starter_buggy_variant_loses_exactly_the_stage_that_exposes_its_bug(name: str, variant: str) -> None:
     task = _task(name)
     buggy = next(b for b in task.references.buggy_variants if b.name == variant)
-    card = cascade_for(TaskKind.TLA).score(buggy.artifact, task, ScoringContext(options=CI))
+    card = cascade_for(TaskKind.TLA).score(buggy.artifact, task, ScoringContext(options=_options(name)))
     exposed = STAGES.index(buggy.exposed_by)
     for stage in STAGES[:exposed]:
         assert card.metric(stage) == 1.0 and card.stage(stage).passed, (stage, card.stage(stage).detail)
