@@ -15,32 +15,35 @@ from pathlib import Path
 import pytest
 
 # The files that keep a test worker busy longest (budgeted TLC hunts, Ray, whole `sysmo run`s, the gold controls,
-# the OpenSysML corpora), longest first as measured on 2 cores. With ``--dist loadfile --no-loadscope-reorder``
-# (pyproject) xdist hands files out in collection order, so these start first and the short files fill in
+# the OpenSysML corpora), longest first as measured in the suite on 2 cores (2026-11-26). With ``--dist loadfile
+# --no-loadscope-reorder`` (pyproject) xdist hands files out in collection order, so these start first and the short files fill in
 # around them; left to itself xdist starts the files with the most tests first and a long file with one test
 # can be the last thing running while the other worker idles.
 RUN_FIRST = [
+    "test_tla_cascade_controls.py",
     "test_tla_bug_hunt.py",
     "test_ray_executor.py",
-    "test_experiment_e2e.py",
-    "test_replay_attempt.py",
-    "test_gold_variants_dqueue_renamed.py",
-    "test_gold_variants_dqueue_regrained.py",
     "test_gold_variants_spinlock.py",
-    "test_sysml_corpora.py",
-    "test_tla_cascade_controls.py",
-    "test_trace_learning_loop.py",
-    "test_reproduce_sysmbench.py",
-    "test_tla_cascade.py",
+    "test_gold_variants_dqueue_renamed.py",
     "test_tla_invariants_grouped.py",
+    "test_gold_variants_dqueue_regrained.py",
+    "test_replay_attempt.py",
+    "test_experiment_e2e.py",
+    "test_tla_tlc.py",
+    "test_sysmobench_gold_invariants.py",
+    "test_tla_cascade.py",
+    "test_reproduce_sysmbench.py",
     "test_pgo_gold_controls.py",
     "test_agents_controls.py",
-    "test_sysmobench_gold_invariants.py",
-    "test_view_browser.py",
-    "test_agents_robustness.py",
-    "test_strategies.py",
+    "test_sandbox_local.py",
+    "test_sysml_corpora.py",
     "test_tla_corpus.py",
-    "test_reproduce_sysmobench.py",
+    "test_trace_validation.py",
+    "test_trace_learning_loop.py",
+    "test_view_browser.py",
+    "test_agents_repair_loop.py",
+    "test_check_command.py",
+    "test_agents_robustness.py",
 ]
 
 
