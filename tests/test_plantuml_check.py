@@ -36,6 +36,18 @@ def syntax_errors(result):
     return [d for d in result.diagnostics if d.code == "syntax"]
 
 
+def test_the_jar_version_read_from_its_manifest_is_what_the_jar_itself_prints():
+    import subprocess
+
+    from sysmo.tools.install import java_binary, plantuml_jar
+    from sysmo.tools.plantuml.check import jar_version
+
+    jar = plantuml_jar()
+    printed = subprocess.run([java_binary(), "-Djava.awt.headless=true", "-jar", str(jar), "-version"],
+                             capture_output=True, text=True, timeout=60).stdout
+    assert f"PlantUML version {jar_version(jar)} " in printed
+
+
 def test_valid_diagram_passes_through_the_server():
     result = check(VALID)
     assert result.outcome == Outcome.OK, result.summary()
