@@ -39,6 +39,9 @@ COMMANDS: list[tuple[str, str]] = [
 
 
 def _wire() -> None:
+    """Add the commands to ``app`` (once: ``main`` may run several times in one process, e.g. in tests)."""
+    if app.registered_commands or app.registered_groups:
+        return
     for module_name, attr, name, help_text in COMMAND_GROUPS:
         app.add_typer(getattr(importlib.import_module(module_name), attr), name=name, help=help_text)
     for module_name, attr in COMMANDS:

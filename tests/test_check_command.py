@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from sysmo_cli import run_sysmo
 
 from sysmo.benchmarks.starter import STARTER_DIR
 
@@ -117,20 +118,11 @@ def test_with_a_task_the_cascade_scores_the_file_up_to_the_stage_asked(files: Pa
         (("--task", "starter/tla/spinlock", "good.puml"), "wants tla"),
     ],
 )
-def test_usage_errors_exit_with_2_and_one_line(files: Path, args: tuple[str, ...], said: str, monkeypatch,
-                                               capsys) -> None:
-    """The command's entry point (``sysmo.cli.main``: its exit codes and one-line errors) in this process: no
-    tool runs, so no interpreter start per case (the tests above run the real command in a process of its own)."""
-    from sysmo import cli
-
-    if not cli.app.registered_commands:
-        cli._wire()
-    monkeypatch.setattr(cli, "_wire", lambda: None)  # wired once for the module's calls
-    monkeypatch.setattr(sys, "argv", ["sysmo", "check", *args])
+def test_usage_errors_exit_with_2_and_one_line(files: Path, args: tuple[str, ...], said: str, monkeypatch) -> None:
+    """The command's entry point in this process (tests/sysmo_cli.py): no tool runs, so no interpreter start per
+    case (the tests above run the real command in a process of its own)."""
     monkeypatch.chdir(files)
     (files / "notes.txt").write_text("x")
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    out, err = capsys.readouterr()
-    assert exited.value.code == 2, out + err
-    assert said in " ".join(err.split()) and "Traceback" not in err
+    run = run_sysmo("check", *args)
+    assert run.code == 2, run.output
+    assert said in " ".join(run.stderr.split()) and "Traceback" not in run.stderr

@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from sysmo_cli import run_sysmo
 
 
 @pytest.mark.parametrize(
@@ -18,21 +19,12 @@ import pytest
         (["trace"], "Missing argument"),
     ],
 )
-def test_usage_errors_are_one_clear_message(args: list[str], message: str, monkeypatch, capsys) -> None:
-    """The command's entry point (``sysmo.cli.main``: what ``python -m sysmo.cli`` runs, its exit code and
-    messages) in this process: no interpreter start per case (the help below runs in a process of its own)."""
-    from sysmo import cli
-
-    if not cli.app.registered_commands:
-        cli._wire()
-    monkeypatch.setattr(cli, "_wire", lambda: None)  # wired once for the module's calls
-    monkeypatch.setattr(sys, "argv", ["sysmo", *args])
-    with pytest.raises(SystemExit) as exited:
-        cli.main()
-    out, err = capsys.readouterr()
-    assert exited.value.code == 2, err[-2000:]
-    assert message in err and "Usage: " in err and "--help" in err
-    assert "Traceback" not in err + out
+def test_usage_errors_are_one_clear_message(args: list[str], message: str) -> None:
+    """The command's entry point in this process (tests/sysmo_cli.py); the help below runs in a process of its own."""
+    run = run_sysmo(*args)
+    assert run.code == 2, run.stderr[-2000:]
+    assert message in run.stderr and "Usage: " in run.stderr and "--help" in run.stderr
+    assert "Traceback" not in run.output
 
 
 def test_help_exits_cleanly() -> None:

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import typer
-from typer.testing import CliRunner
+from sysmo_cli import run_sysmo
 
 # two kinds of task (PlantUML class, architecture) x the one-call and the tool-calling agent x the 2 control
 # providers x 2 samples: 16 attempts, agent by agent (runner/units.py `expand`), so killed once 8 are stored the
@@ -35,16 +34,6 @@ LIGHT_SCORING = "scoring:\n  embedding: token\n  similarity: token\n  text.berts
 def sysmo(*args: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "sysmo.cli", *args], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
-
-
-def cli() -> typer.Typer:
-    """The commands of ``sysmo`` (``run``, ``trace``, ...), to invoke in this process."""
-    from sysmo.runner.commands import register
-
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
-    return app
 
 
 def attempts(db: Path) -> dict[tuple, tuple]:
@@ -74,8 +63,9 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
     settings.write_text(LIGHT_SCORING)
     # the uninterrupted run, to compare with: `sysmo run`'s own code (the command, its report) in this process,
     # without an interpreter start of its own; the run that is killed and the one that resumes it are processes
-    straight = CliRunner().invoke(cli(), ["run", str(settings), *ARGS, "--id", "straight", "-o", str(out)])
-    assert straight.exit_code == 0, straight.output
+    straight = run_sysmo("run", str(settings), *ARGS, "--id", "straight", "-o", str(out),
+                         env={"SYSMO_HOME": env["SYSMO_HOME"]})
+    assert straight.code == 0, straight.output
     assert "CONTROL" in straight.output
 
     victim = sysmo("run", str(settings), *ARGS, "--id", "killed", "-o", str(out), "--concurrency", "1", env=env)
@@ -103,8 +93,8 @@ def test_control_experiment_survives_sigkill_and_resumes_to_the_same_tables(tmp_
     assert "'clue.embedding': 'token'" in md  # the resumed run kept the experiment's scoring settings
 
     # `sysmo trace` in this process (the command's own code, without another interpreter start)
-    trace = CliRunner().invoke(cli(), ["trace", "killed", "--all", "-o", str(out), "--json"], env=env)
-    assert trace.exit_code == 0 and '"status": "passed"' in trace.output, trace.output
+    trace = run_sysmo("trace", "killed", "--all", "-o", str(out), "--json", env={"SYSMO_HOME": env["SYSMO_HOME"]})
+    assert trace.code == 0 and '"status": "passed"' in trace.stdout, trace.output
 
     # every attempt's steps are in the experiment's checkpoint file, up to the graph's end
     from sysmo.graphs.checkpoint import history

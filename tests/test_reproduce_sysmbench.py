@@ -40,10 +40,10 @@ def runs(published: Path) -> list[tuple[str, str]]:
 
 @pytest.fixture(scope="module")
 def rescored(published, refs):
-    """Our BLEU, ROUGE-L and SysMEval parse of all 72 x 151 published predictions (NLTK BLEU dominates: ~1 ms each).
+    """Our BLEU, ROUGE-L and SysMEval parse of all 72 x 151 published predictions (NLTK BLEU dominates: ~2 ms each).
 
     In this process: the test workers already keep the cores busy, and each process of the pool would import NLTK
-    and SciPy again (~5 s) for ~15 s of scoring in all. ``sysmo reproduce`` takes the pool
+    and SciPy again (~5 s) for ~20 s of scoring in all. ``sysmo reproduce`` takes the pool
     (tests/test_reproductions.py)."""
     return {(r.model, r.strategy): r for r in score_runs(published, refs, runs(published), corpus=False, workers=1)}
 

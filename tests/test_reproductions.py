@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from sysmo_cli import run_sysmo
 
 
 @pytest.fixture(autouse=True)
@@ -68,33 +69,12 @@ def test_cil_rounds_sets_our_verdicts_beside_the_transcripts(shared_benchmarks: 
         store.close()
 
 
-def sysmo(args: list[str], monkeypatch, capsys) -> tuple[int, str, str]:
-    """``sysmo ARGS`` through the command's entry point (``sysmo.cli.main``) in this process: (exit code, stdout,
-    stderr)."""
-    import sys
-
-    from sysmo import cli
-
-    if not cli.app.registered_commands:
-        cli._wire()
-    with monkeypatch.context() as patch:
-        patch.setattr(cli, "_wire", lambda: None)  # wired once
-        patch.setattr(sys, "argv", ["sysmo", *args])
-        try:
-            cli.main()
-            code = 0
-        except SystemExit as exited:
-            code = exited.code or 0
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path, monkeypatch, capsys) -> None:
+def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path) -> None:
     command = ["reproduce", "all", "--data-dir", str(shared_benchmarks), "--from-files", "--only", "sysmbench-table2",
                "--id", "1", "--id", "2", "--out", str(tmp_path / "rep")]
-    code, out, err = sysmo(command, monkeypatch, capsys)
-    assert code == 0, err
-    assert "sysmbench-table2: Table 2: ours (paper), in %:" in out
+    run = run_sysmo(*command)  # the command's entry point in this process (tests/sysmo_cli.py)
+    assert run.code == 0, run.stderr
+    assert "sysmbench-table2: Table 2: ours (paper), in %:" in run.stdout
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     assert "SysMEval precision/recall swapped" in text and "| gpt-4.1 |" in text
     assert (tmp_path / "rep" / "reproduction.html").is_file()
@@ -102,8 +82,8 @@ def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path
     assert "/published/designbench/gpt_4.1/direct.jsonl` samples 1-2 |" in text
     # a second table run into the same folder joins the report; the first stays, with its agreement
     command[command.index("sysmbench-table2")] = "sysmbench-breakdowns"
-    code, out, err = sysmo(command, monkeypatch, capsys)
-    assert code == 0, err
+    run = run_sysmo(*command)
+    assert run.code == 0, run.stderr
     text = (tmp_path / "rep" / "reproduction.md").read_text()
     table2_line = next(line for line in text.splitlines() if line.startswith("| sysmbench-table2 | Table 2"))
     assert not table2_line.endswith("| 0/0 |") and "| sysmbench-breakdowns | by difficulty" in text

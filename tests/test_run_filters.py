@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import sys
-
 from sysmo.store import Store
+from sysmo_cli import run_sysmo
 
 
-def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(tmp_path, monkeypatch, capsys):
+def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(tmp_path):
     # the selection is the point: the attempts run and are checked by PlantUML, but not scored (no CLUE model
     # to load); the flags add to the experiment file's settings
     settings = tmp_path / "no-score.yaml"
     settings.write_text("score: false\n")
-    # `sysmo run` through its entry point (sysmo.cli.main) in this process: no interpreter start of its own
-    from sysmo import cli
-
-    if not cli.app.registered_commands:
-        cli._wire()
-    monkeypatch.setattr(cli, "_wire", lambda: None)
-    monkeypatch.setattr(sys, "argv", [
-        "sysmo", "run", str(settings), "--benchmark", "starter", "--domain", "transport*", "--difficulty", "4-5",
+    # `sysmo run` through its entry point in this process (tests/sysmo_cli.py): no interpreter start of its own
+    run = run_sysmo(
+        "run", str(settings), "--benchmark", "starter", "--domain", "transport*", "--difficulty", "4-5",
         "--exclude", "*parking*", "--agent", "base_modeling", "--agent", "trace_learning", "--model", "reference",
         "--samples", "1", "--max-rounds", "0", "--id", "filters", "-o", str(tmp_path), "--no-report", "--no-progress",
-        "--checkpoints", "none"])
-    cli.main()  # exits only on an error
-    stdout, stderr = capsys.readouterr()
+        "--checkpoints", "none")
+    assert run.code == 0, run.output
     store = Store(tmp_path / "filters" / "results.sqlite")
     tasks = {r["task_id"] for r in store.query("SELECT DISTINCT task_id FROM attempts WHERE status = 'passed'")}
     assert store.query("SELECT COUNT(*) AS n FROM scores")[0]["n"] == 0
@@ -32,6 +25,6 @@ def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(t
     # Transportation, difficulty 4-5: bike_sharing_system (architecture 4), fleet_rental (uml_class 4);
     # parking_garage (uml_class 5) is excluded
     assert tasks == {"starter/architecture/bike_sharing_system", "starter/uml_class/fleet_rental"}
-    out = stdout + stderr
+    out = run.output
     assert "2 (agent, task) pairs skipped" in out
     assert "trace_learning: 2 task(s)" in out

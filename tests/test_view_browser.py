@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from sysmo_cli import run_sysmo
 
 pytestmark = pytest.mark.slow  # a sysmo run over real PlantUML and OpenSysML, then a browser
 
@@ -52,24 +53,16 @@ def screenshots(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
     """A control experiment: 2 tasks x 1 agent x (reference, mockllm/control) x 1 sample."""
-    import typer
-    from typer.testing import CliRunner
-
-    from sysmo.runner.commands import register
-
     root = tmp_path_factory.mktemp("view")
     # every stage scored, names compared by their tokens: the run does not import torch to load MiniLM and
     # BERTScore (the pages show whatever scores there are; the embeddings are tested on their own). `sysmo run`'s
     # own code, in this process: no interpreter start of its own
     settings = root / "light-scoring.yaml"
     settings.write_text("scoring:\n  embedding: token\n  similarity: token\n  text.bertscore: false\n")
-    app = typer.Typer()
-    app.callback()(lambda: None)
-    register(app)
-    done = CliRunner().invoke(app, [
-        "run", str(settings), "--ids", TASKS, "--agent", "base_modeling", "--model", "reference", "--model",
-        "mockllm/control", "--samples", "1", "--no-progress", "--no-report", "--id", "ctl", "-o", str(root / "runs")])
-    assert done.exit_code == 0, done.output
+    done = run_sysmo("run", str(settings), "--ids", TASKS, "--agent", "base_modeling", "--model", "reference",
+                     "--model", "mockllm/control", "--samples", "1", "--no-progress", "--no-report", "--id", "ctl",
+                     "-o", str(root / "runs"), env={"SYSMO_HOME": str(root / "home")})
+    assert done.code == 0, done.output
     return root / "runs"
 
 

@@ -15,8 +15,8 @@ from sysmo.tools.tla import jvm_startup, run_cache
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
 
-# C1-only JIT and the serial collector (the short-run flags) halve JVM start-up for SANY (0.55 s -> 0.33 s on a small module,
-# 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec).
+# C1-only JIT and the serial collector (the short-run flags) halve JVM start-up for SANY (0.55 s -> 0.33 s on a
+# small module, 5.7 s -> 2.0 s on the 2.3 MB PGo raftkvs spec).
 SANY_JVM_FLAGS = jvm_startup.SHORT_RUN_FLAGS
 # A model check keeps C2 (a long search gains from it) with the serial collector: TLC checks on one worker, and the
 # parallel collector's threads only cost CPU that concurrent runs share. Measured (`/usr/bin/time`, 2 cores):
@@ -29,17 +29,19 @@ TLC_JVM_FLAGS = ["-XX:+UseSerialGC", "-Xss16m"]
 # at the bound itself, SysMoBench's redisraft bug spec stopped at 50,000 states (552k generated), 23.4 -> 24.9 s.
 SHORT_CHECK_STATES = 50_000
 
-
-def tlc_flags(max_states: int | None) -> list[str]:
-    """TLC's JVM flags for a model check with this state bound (None: unbounded)."""
-    if max_states is not None and max_states <= SHORT_CHECK_STATES:
-        return jvm_startup.SHORT_RUN_FLAGS
-    return TLC_JVM_FLAGS
 # Trace replays are short runs too (seconds): C2's compilations cost more than they return. SysMoBench's PGo
 # raftkvs replay (2 traces, 1,242 and 1,277 lines): 12-13 s instead of 22-34 s; GPT-5 locksvc's single-trace
 # replay (14,907 states) 12-13 s instead of 21-24 s (2 cores at load 13). A long model check keeps C2: the
 # 53 s PGo locksvc liveness check took twice the CPU with C1 alone.
 TLC_REPLAY_JVM_FLAGS = jvm_startup.SHORT_RUN_FLAGS  # the flags of short simulations (jvm_startup)
+
+
+def tlc_flags(max_states: int | None) -> list[str]:
+    """TLC's JVM flags for a model check with this state bound (None: unbounded; a simulation passes None and
+    gets ``jvm_startup``'s choice). ``SYSMO_TLA_FAST_START=0`` keeps C2 for bounded checks too."""
+    if max_states is not None and max_states <= SHORT_CHECK_STATES and jvm_startup.enabled():
+        return jvm_startup.SHORT_RUN_FLAGS
+    return TLC_JVM_FLAGS
 
 
 JVMS_ENV = "SYSMO_TLA_JVMS"

@@ -38,7 +38,7 @@ from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.tla import sany
 from sysmo.tools.tla.cfg import CompatibleCfg, TlcConfig, make_compatible
-from sysmo.tools.tla.jvm import TLC_JVM_FLAGS, jar_revision, run_java, tlc_flags
+from sysmo.tools.tla.jvm import jar_revision, run_java, tlc_flags
 from sysmo.tools.tla.source import PreparedSpec, prepare
 from sysmo.tools.tla.tlc_output import SourceSpan, TlcReport, Violation, parse_output
 
@@ -229,8 +229,8 @@ def _run(
     args += mode_args + [main]
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     limits = limits or Limits(timeout_s=timeout_s, cpu_s=int(timeout_s * 4) + 60, memory_mb=heap + 1024)
-    flags = TLC_JVM_FLAGS if mode_args else tlc_flags(max_states)  # short simulations: jvm_startup's choice
-    run = run_java("tlc2.TLC", args, files=spec.files, limits=limits, jvm_flags=flags, heap_mb=heap,
+    run = run_java("tlc2.TLC", args, files=spec.files, limits=limits,
+                   jvm_flags=tlc_flags(None if mode_args else max_states), heap_mb=heap,
                    collect=[DUMP_FILE] if dump_states else None)
     output = run.output
     report = parse_output(output)
