@@ -42,3 +42,68 @@ def test_the_cache_is_off_unless_asked_for(tmp_path: Path, monkeypatch) -> None:
     assert run_cache.deterministic("tlc2.TLC", ["-workers", "1", "-simulate", "num=5", "-seed", "3"])
     assert not run_cache.deterministic("tlc2.TLC", ["-workers", "1", "-simulate", "num=5"])
     assert not run_cache.deterministic("tlc2.TLC", ["-workers", "auto"])
+
+
+def test_a_run_asked_for_while_it_runs_is_made_once_and_shared(tmp_path: Path) -> None:
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sysmo.sandbox import RunResult
+
+    started: list[int] = []
+    gate = threading.Event()
+
+    def slow_run(timed_out: bool = False) -> RunResult:
+        started.append(1)
+        gate.wait(10)
+        return RunResult(argv=["java"], returncode=0 if not timed_out else None, stdout="done", stderr="", duration_s=0.5,
+                         timed_out=timed_out)
+
+    def ask(timed_out: bool = False) -> RunResult:
+        return run_cache.cached(lambda: slow_run(timed_out), "tla2sany.SANY", ["M.tla"], {"M.tla": str(timed_out)},
+                                [], None, [])
+
+    with run_cache.enabled(tmp_path), ThreadPoolExecutor(3) as pool:
+        asked = [pool.submit(ask) for _ in range(3)]
+        time.sleep(0.3)  # all three are waiting on the one run
+        gate.set()
+        results = [f.result() for f in asked]
+        assert len(started) == 1 and {r.stdout for r in results} == {"done"} and entries(tmp_path) == 1
+        assert len({id(r) for r in results}) == 3  # each caller gets its own copy
+        # a time-out is shared with the callers waiting on it, and not stored: asked again later, it runs again
+        gate.clear()
+        started.clear()
+        timed = [pool.submit(ask, True) for _ in range(2)]
+        time.sleep(0.3)
+        gate.set()
+        assert all(f.result().timed_out for f in timed) and len(started) == 1
+        gate.set()
+        ask(True)
+        assert len(started) == 2
+
+
+def test_a_run_that_raises_raises_in_every_caller_waiting_on_it(tmp_path: Path) -> None:
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    import pytest
+
+    gate = threading.Event()
+
+    def broken():
+        gate.wait(10)
+        raise RuntimeError("the sandbox could not start")
+
+    def ask():
+        return run_cache.cached(broken, "tla2sany.SANY", ["M.tla"], {"M.tla": "y"}, [], None, [])
+
+    with run_cache.enabled(tmp_path), ThreadPoolExecutor(2) as pool:
+        asked = [pool.submit(ask) for _ in range(2)]
+        time.sleep(0.3)
+        gate.set()
+        for future in asked:
+            with pytest.raises(RuntimeError, match="could not start"):
+                future.result()
+    assert not run_cache._inflight

@@ -21,7 +21,9 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Future
 from functools import lru_cache
 from pathlib import Path
 
@@ -102,19 +104,57 @@ def cached(
     run: Callable[[], RunResult], main_class: str, args: list[str], files: dict[str, str], jvm_flags: list[str],
     heap_mb: int | None, readonly: list[Path], collect: list[str] | None = None,
 ) -> RunResult:
-    """``run()``, or its stored result when the cache is on and the same deterministic run was stored."""
+    """``run()``, or its stored result when the cache is on and the same deterministic run was stored.
+
+    With the cache on, a run asked for again while it is still running in this process (several agents'
+    attempts at one spec scored side by side) waits for that run and gets its result, whatever it was (a
+    time-out included: it is the same run at the same moment), instead of starting a second JVM."""
     folder = directory()
     if folder is None or not deterministic(main_class, args):
         return run()
     name = key(main_class, args, files, jvm_flags, heap_mb, readonly, collect)
     path = folder / name[:2] / f"{name}.json"
-    if path.is_file():
-        try:
-            result = RunResult.model_validate_json(path.read_text(encoding="utf-8"))
-            log.debug("tla_run_cache.hit", main_class=main_class, key=name[:12])
-            return result
-        except (OSError, ValueError):
-            path.unlink(missing_ok=True)
+    stored = _stored(path, main_class, name)
+    if stored is not None:
+        return stored
+    with _inflight_lock:
+        pending = _inflight.get(name)
+        owner = pending is None
+        if owner:
+            pending = _inflight[name] = Future()
+    if not owner:
+        log.debug("tla_run_cache.shared_in_flight", main_class=main_class, key=name[:12])
+        return pending.result().model_copy(deep=True)
+    try:
+        result = _stored(path, main_class, name) or _run_and_store(run, path)
+    except BaseException as exc:
+        pending.set_exception(exc)
+        raise
+    else:
+        pending.set_result(result)
+        return result
+    finally:
+        with _inflight_lock:
+            _inflight.pop(name, None)
+
+
+_inflight_lock = threading.Lock()
+_inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way in this process
+
+
+def _stored(path: Path, main_class: str, name: str) -> RunResult | None:
+    if not path.is_file():
+        return None
+    try:
+        result = RunResult.model_validate_json(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        path.unlink(missing_ok=True)
+        return None
+    log.debug("tla_run_cache.hit", main_class=main_class, key=name[:12])
+    return result
+
+
+def _run_and_store(run: Callable[[], RunResult], path: Path) -> RunResult:
     result = run()
     if result.timed_out or result.oom_killed or result.returncode is None:
         return result
