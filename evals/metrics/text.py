@@ -39,7 +39,7 @@ from itertools import repeat
 from typing import Any
 
 from pydantic import BaseModel
-
+from sysmo.evals.metrics import nltk_modules
 from sysmo.log import get_logger
 
 log = get_logger(__name__)
@@ -52,18 +52,22 @@ _NOT_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
 @lru_cache(maxsize=1)
-def _method3() -> Any:
-    from nltk.translate.bleu_score import SmoothingFunction
+def _bleu_score() -> Any:
+    """NLTK's ``nltk.translate.bleu_score`` module (without ``import nltk``'s 3 s: ``nltk_modules``)."""
+    with nltk_modules.light_imports():
+        from nltk.translate import bleu_score
+    return bleu_score
 
-    return SmoothingFunction().method3
+
+@lru_cache(maxsize=1)
+def _method3() -> Any:
+    return _bleu_score().SmoothingFunction().method3
 
 
 def bleu_paper(reference: str, candidate: str) -> float:
     """SysMBench's per-sample BLEU: NLTK sentence BLEU, whitespace tokens, case-sensitive, method3 smoothing."""
-    from nltk.translate.bleu_score import sentence_bleu
-
     return float(
-        sentence_bleu(
+        _bleu_score().sentence_bleu(
             [reference.split()], candidate.split(), weights=PAPER_BLEU_WEIGHTS, smoothing_function=_method3()
         )
     )
@@ -71,10 +75,8 @@ def bleu_paper(reference: str, candidate: str) -> float:
 
 def corpus_bleu_paper(references: Sequence[str], candidates: Sequence[str]) -> float:
     """SysMBench's corpus BLEU: NLTK ``corpus_bleu`` over all pairs with the per-sample settings."""
-    from nltk.translate.bleu_score import corpus_bleu
-
     return float(
-        corpus_bleu(
+        _bleu_score().corpus_bleu(
             [[r.split()] for r in references],
             [c.split() for c in candidates],
             weights=PAPER_BLEU_WEIGHTS,
@@ -133,8 +135,8 @@ def paper_characters(text: str) -> str:
 
 @lru_cache(maxsize=1)
 def _word_tokenizer() -> Any:
-    from rouge_score import tokenizers
-
+    with nltk_modules.light_imports():  # rouge-score's stemmer is NLTK's Porter stemmer
+        from rouge_score import tokenizers
     return tokenizers.DefaultTokenizer(use_stemmer=True)
 
 
