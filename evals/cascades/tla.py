@@ -44,7 +44,9 @@ unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
 one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
-violation; needs ``invariants.grouped``), ``invariants.bounded`` ("harness": a time-out without violation counts as
+violation; needs ``invariants.grouped``), ``invariants.sany_first`` (false: examples that use only the model's names
+go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
+``invariants.bounded`` ("harness": a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
@@ -276,6 +278,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
         grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
         group_liveness=ctx.flag("invariants.grouped_liveness", tla_invariants.DEFAULT_GROUP_LIVENESS),
+        sany_first=ctx.flag("invariants.sany_first", tla_invariants.DEFAULT_SANY_FIRST),
     )
     verdicts = score.verdicts
 

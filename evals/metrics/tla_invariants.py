@@ -44,6 +44,14 @@ template, as the harness runs them). Temporal checks are started first (they tak
 checks all candidate formulas in one module (``combined_definitions``), then each wrapper alone only if that
 module is rejected: one parse of the model instead of two per template (the PGo raftkvs spec is 2.3 MB).
 
+SANY first only when needed (``sany_first``, cascade option ``invariants.sany_first``, default false): when every
+template's ``tla_example`` uses only names the model defines (``unknown_names``: its own helpers, parameters and
+bound variables, TLA+'s words and the standard modules' operators aside), the wrappers go to TLC without a SANY run
+of their own: TLC parses them with the same SANY, so the verdicts are the ones the SANY-first path gives (tested);
+one JVM less per stage (a gold or reference model, or a model that kept the names; the PGo raftkvs spec's parse
+alone is about 4 s). If TLC's parse rejects one of them, the stage is scored again from the start with SANY first
+(``true``: always, as the harness does). The stage's ``sany_version`` then names TLC's.
+
 Outcomes: ``ok`` (holds), ``failed`` (violated, with the counterexample's length), ``inconclusive`` (time
 or state bound: reported, counted as not holding, never a pass), ``error`` (no formula, or TLC could not
 evaluate it). Score = holding / templates.
@@ -108,6 +116,7 @@ BOUNDED_POLICIES = ("harness", "strict")
 DEFAULT_BOUNDED = "harness"
 DEFAULT_GROUPED = True
 DEFAULT_GROUP_LIVENESS = True
+DEFAULT_SANY_FIRST = False
 DEFAULT_HELPER_ATTEMPTS = 2
 CHECKED_NAME = "SysmoInvariant"
 WRAPPER_PREFIX = "SysmoInv"
@@ -117,6 +126,20 @@ TEMPORAL = re.compile(r"\[\]|<>|~>|\bWF_|\bSF_|\\EE|\\AA")
 VACUOUS = {"Init", "Next", "Spec", "TRUE", "vars"}
 ACTION = re.compile(r"'|\bUNCHANGED\b")
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What a wrapper module knows besides the model's names: TLA+'s own words and the operators of STANDARD_MODULES
+BUILT_IN_NAMES = frozenset({
+    "TRUE", "FALSE", "BOOLEAN", "SUBSET", "UNION", "DOMAIN", "ENABLED", "UNCHANGED", "CHOOSE", "LET", "IN", "IF",
+    "THEN", "ELSE", "CASE", "OTHER", "EXCEPT", "LAMBDA", "STRING",  # TLA+
+    "Nat",  # Naturals
+    "Seq", "Len", "Append", "Head", "Tail", "SubSeq", "SelectSeq",  # Sequences
+    "IsFiniteSet", "Cardinality",  # FiniteSets
+    "Print", "PrintT", "Assert", "JavaTime", "TLCGet", "TLCSet", "Permutations", "SortSeq", "RandomElement", "Any",
+    "ToString", "TLCEval",  # TLC
+})
+_BOUND_BY_IN = re.compile(r"([A-Za-z_]\w*)(?=\s*(?:,\s*[A-Za-z_]\w*\s*)*(?:>>\s*)?\\in\b)")
+_BOUND_BY_COLON = re.compile(r"(?:\\A|\\E|CHOOSE)\s+([A-Za-z_]\w*(?:\s*,\s*[A-Za-z_]\w*)*)\s*:")
+_DEFINED = re.compile(r"([A-Za-z_]\w*)\s*(?:\(([^()]*)\))?\s*==")
+_NOT_A_REFERENCE = re.compile(r"\\[A-Za-z]+|(?<=[\w\])!])\.(?!\.)\s*[A-Za-z_]\w*|[A-Za-z_]\w*(?=\s*\|->)|\b[WS]F_|(?<=[\]>])_")
 DEFINITION = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)[ \t]*==(.*?)(?=^\S|\Z)", re.DOTALL | re.MULTILINE)
 CODE_BLOCK = re.compile(r"```(?:tla\+?|TLA\+?)?[ \t]*\n(.*?)```", re.DOTALL)
 
@@ -227,6 +250,42 @@ def _quantified(head: str, body: str, spec_text: str) -> str | None:
         if found:
             return f"\\A {param} \\in {found.group(1).strip()} : ({body.strip()})"
     return None
+
+
+def unknown_names(candidate: Candidate, spec_names: set[str]) -> set[str]:
+    """Names the candidate uses that neither the model, TLA+, the standard modules nor the candidate itself
+    (its helpers, parameters, bound variables) define: a quick reading, not SANY's. It only decides whether the
+    formulas go to TLC unchecked (``score``'s ``sany_first``): a name it takes for bound by mistake is still met by
+    TLC's parse, and the formulas are then checked by SANY first after all."""
+    text = blank_comments(candidate.definitions(), strings=True)
+    bound = {name.strip() for found in _BOUND_BY_COLON.findall(text) for name in found.split(",")}
+    bound |= set(_BOUND_BY_IN.findall(text))
+    for name, params in _DEFINED.findall(text):
+        bound.add(name)
+        bound |= {p.strip() for p in params.split(",") if p.strip()}
+    used = set(IDENT.findall(_NOT_A_REFERENCE.sub(" ", text)))
+    return used - bound - BUILT_IN_NAMES - spec_names
+
+
+def _examples_as_written(artifact: Artifact, templates: list[InvariantTemplate],
+                         ) -> list[tuple[Candidate | None, str | None, str, list[str]]] | None:
+    """``concretise``'s answer without running SANY, when every template's example is usable and uses only names
+    the model defines (``unknown_names``): each wrapper as SANY would accept it. None otherwise."""
+    resolver = _Resolver(artifact, 0.0)
+    spec_text = resolver.spec.files[resolver.spec.main_file]
+    results: list[tuple[Candidate | None, str | None, str, list[str]]] = []
+    for i, template in enumerate(templates):
+        candidate = (parse_candidate(template.tla_example, template.name, resolver.spec_names, spec_text)
+                     if template.tla_example.strip() else None)
+        if candidate is None or _vacuous(candidate) or unknown_names(candidate, resolver.spec_names):
+            return None
+        results.append((candidate, wrapper_module(f"{resolver.prefix}{i}", resolver.spec.main_module, candidate),
+                        "template", []))
+    return results or None
+
+
+def _parse_failure(result: CheckResult) -> bool:
+    return any(v.kind == "parse" for v in tlc.report_of(result).violations)
 
 
 def _vacuous(candidate: Candidate) -> bool:
@@ -684,14 +743,22 @@ def score(
     bounded: str = DEFAULT_BOUNDED,
     grouped: bool = DEFAULT_GROUPED,
     group_liveness: bool = DEFAULT_GROUP_LIVENESS,
+    sany_first: bool = DEFAULT_SANY_FIRST,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
-    cfg when ``grouped``, every other template alone (see the module doc)."""
+    cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
+    template's example uses only the model's names, the examples go to TLC without a SANY run of their own (TLC
+    parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
-    concretised, sany_version, helper_model = concretise(
-        artifact, templates, helper=helper, task_id=task_id, attempts=helper_attempts
-    )
+    written = None if sany_first else _examples_as_written(artifact, templates)
+    if written is not None:
+        concretised, sany_version, helper_model = written, "", None
+    else:
+        concretised, sany_version, helper_model = concretise(
+            artifact, templates, helper=helper, task_id=task_id, attempts=helper_attempts
+        )
+    rejected: list[int] = []  # templates whose unchecked example TLC's parse rejected (``written`` only)
     spec = prepare(artifact)
     tla_files = {n: t for n, t in spec.files.items() if n.endswith(".tla")}
     sig = signature(Artifact(language=Language.TLA, files=tla_files), spec.main_module)
@@ -732,6 +799,8 @@ def score(
                 module=check.module,
                 budget_s=timeout_s,
             )
+            if written is not None and _parse_failure(found.result):
+                rejected.append(check.index)
             verdict = check.verdict(found.result, bounded)
             verdict.notes += found.notes()
             verdict.duration_s = found.seconds
@@ -745,6 +814,8 @@ def score(
             max_states=max_states,
             max_depth=max_depth,
         )
+        if written is not None and _parse_failure(result):
+            rejected.append(check.index)
         return check.verdict(result, bounded), result.tool_version
 
     def together(group: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
@@ -766,6 +837,9 @@ def score(
             result = tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
                                      config_, module=name, check_deadlock=False, timeout_s=timeout_s,
                                      max_states=max_states, max_depth=max_depth)
+            if written is not None and _parse_failure(result):  # scored again with SANY first: no verdict here
+                rejected.append(remaining[0].index)
+                return out + [(c.index, c.verdict(result, bounded), result.tool_version) for c in remaining]
             kind = "liveness" if remaining[0].template.type == "liveness" else "safety"
             note = [f"checked in one TLC run with {len(remaining) - 1} other {kind} template(s) "
                     f"(invariants.grouped)"]
@@ -804,10 +878,20 @@ def score(
             for index, verdict, version in done:
                 verdicts[index] = verdict
                 versions.append(version)
+    if rejected:
+        log.info("tla_invariants.examples_rejected_by_tlc", module=spec.main_module,
+                 templates=[templates[i].name for i in rejected])
+        return score(artifact, templates, config, helper=helper, task_id=task_id, timeout_s=timeout_s,
+                     max_states=max_states, max_depth=max_depth, helper_attempts=helper_attempts, parallel=parallel,
+                     strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
+                     sany_first=True)
+    tlc_version = next((t for t in versions if t), "")
+    if written is not None and tlc_version:
+        sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
     score_ = InvariantsScore(
         verdicts=[verdicts[i] for i in range(len(templates))],
         sany_version=sany_version,
-        tlc_version=next((t for t in versions if t), ""),
+        tlc_version=tlc_version,
         helper_model=helper_model,
         cfg_notes=config.notes,
         bounded=bounded,
