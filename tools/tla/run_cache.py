@@ -35,6 +35,8 @@ log = get_logger(__name__)
 
 ENV = "SYSMO_TLA_RUN_CACHE"
 VERSION = "1"
+_inflight_lock = threading.Lock()
+_inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way in this process
 
 
 def directory() -> Path | None:
@@ -136,10 +138,6 @@ def cached(
     finally:
         with _inflight_lock:
             _inflight.pop(name, None)
-
-
-_inflight_lock = threading.Lock()
-_inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way in this process
 
 
 def _stored(path: Path, main_class: str, name: str) -> RunResult | None:
