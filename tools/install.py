@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
+import zipfile
 from pathlib import Path
 
 from sysmo.config import settings
@@ -31,6 +32,21 @@ def _package_file(package: str, *parts: str) -> Path | None:
         return None
     path = Path(str(root.joinpath(*parts)))
     return path if path.exists() else None
+
+
+def jar_manifest_value(jar: Path, key: str) -> str | None:
+    """The value of ``key`` in the jar's ``META-INF/MANIFEST.MF`` (e.g. ``Implementation-Version``), or None when the
+    jar or the entry is missing."""
+    try:
+        with zipfile.ZipFile(jar) as archive:
+            manifest = archive.read("META-INF/MANIFEST.MF").decode(errors="replace")
+    except (OSError, KeyError, zipfile.BadZipFile):
+        return None
+    for line in manifest.splitlines():
+        name, sep, value = line.partition(":")
+        if sep and name.strip() == key:
+            return value.strip() or None
+    return None
 
 
 def java_binary() -> str:

@@ -272,12 +272,10 @@ def _examples_as_written(artifact: Artifact, templates: list[InvariantTemplate],
     """``concretise``'s answer without running SANY, when every template's example is usable and uses only names
     the model defines (``unknown_names``): each wrapper as SANY would accept it. None otherwise."""
     resolver = _Resolver(artifact, 0.0)
-    spec_text = resolver.spec.files[resolver.spec.main_file]
     results: list[tuple[Candidate | None, str | None, str, list[str]]] = []
     for i, template in enumerate(templates):
-        candidate = (parse_candidate(template.tla_example, template.name, resolver.spec_names, spec_text)
-                     if template.tla_example.strip() else None)
-        if candidate is None or _vacuous(candidate) or unknown_names(candidate, resolver.spec_names):
+        candidate = resolver.example(template)
+        if candidate is None or unknown_names(candidate, resolver.spec_names):
             return None
         results.append((candidate, wrapper_module(f"{resolver.prefix}{i}", resolver.spec.main_module, candidate),
                         "template", []))
@@ -362,6 +360,14 @@ class _Resolver:
         while any(t.startswith(self.prefix) for t in taken):
             self.prefix += "X"
 
+    def example(self, template: InvariantTemplate) -> Candidate | None:
+        """The template's ``tla_example`` as a candidate for this model, or None (none, or a vacuous one)."""
+        if not template.tla_example.strip():
+            return None
+        candidate = parse_candidate(template.tla_example, template.name, self.spec_names,
+                                    self.spec.files[self.spec.main_file])
+        return None if candidate is None or _vacuous(candidate) else candidate
+
     def check(self, candidates: dict[int, Candidate]) -> dict[int, tuple[str | None, str]]:
         """index -> (the wrapper module text SANY accepts, or None; SANY's first error).
 
@@ -440,13 +446,8 @@ def concretise(
     ]
     first: dict[int, Candidate] = {}
     for i, template in enumerate(templates):
-        candidate = (
-            parse_candidate(template.tla_example, template.name, resolver.spec_names,
-                            resolver.spec.files[resolver.spec.main_file])
-            if template.tla_example.strip()
-            else None
-        )
-        if candidate is not None and not _vacuous(candidate):
+        candidate = resolver.example(template)
+        if candidate is not None:
             first[i] = candidate
         else:
             results[i][3].append("the template has no usable tla_example")

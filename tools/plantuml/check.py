@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-import zipfile
 from functools import lru_cache
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from sysmo.errors import ToolCrashError, ToolMissingError
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits, get_sandbox
 from sysmo.tools.plantuml.server import plantuml_server, security_profile
-from sysmo.tools.install import java_binary, plantuml_jar
+from sysmo.tools.install import jar_manifest_value, java_binary, plantuml_jar
 from sysmo.tools.plantuml.lint import lint
 from sysmo.tools.plantuml.source import DiagramBlock, diagram_source
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
@@ -39,14 +38,9 @@ SELF_CHECK_INVALID = "@startuml\nclass Order\nthis is not plantuml\n@enduml\n"
 def jar_version(jar: Path) -> str:
     """PlantUML's own version string (``1.2026.8``): the jar manifest's ``Implementation-Version`` (the jar
     `sysmo tools install` installs has it), else what ``-version`` prints (a JVM start: about 0.4 s of CPU)."""
-    try:
-        with zipfile.ZipFile(jar) as archive:
-            manifest = archive.read("META-INF/MANIFEST.MF").decode(errors="replace")
-        recorded = re.search(r"^Implementation-Version:\s*(\S+)", manifest, re.MULTILINE)
-        if recorded:
-            return recorded.group(1)
-    except (OSError, KeyError, zipfile.BadZipFile):
-        pass
+    recorded = jar_manifest_value(jar, "Implementation-Version")
+    if recorded:
+        return recorded
     proc = subprocess.run(
         [java_binary(), "-Djava.awt.headless=true", "-jar", str(jar), "-version"],
         capture_output=True,

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import threading
-import zipfile
 from functools import lru_cache
 from pathlib import Path
 
 from sysmo.config import settings
 from sysmo.sandbox import Limits, RunResult, get_sandbox
-from sysmo.tools.install import java_binary, tla2tools_jar
+from sysmo.tools.install import jar_manifest_value, java_binary, tla2tools_jar
 from sysmo.tools.tla import jvm_startup, run_cache
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
@@ -80,15 +79,7 @@ def library_dir() -> Path:
 @lru_cache(maxsize=8)
 def jar_revision(jar: Path) -> str:
     """The git revision recorded in the jar's manifest (e.g. ``d5b5a7f``), or ``unknown``."""
-    try:
-        with zipfile.ZipFile(jar) as archive:
-            manifest = archive.read("META-INF/MANIFEST.MF").decode(errors="replace")
-    except (OSError, KeyError, zipfile.BadZipFile):
-        return "unknown"
-    for line in manifest.splitlines():
-        if line.startswith("X-Git-ShortRevision:"):
-            return line.split(":", 1)[1].strip() or "unknown"
-    return "unknown"
+    return jar_manifest_value(jar, "X-Git-ShortRevision") or "unknown"
 
 
 def run_java(
