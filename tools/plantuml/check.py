@@ -17,7 +17,7 @@ from pathlib import Path
 from sysmo.errors import ToolCrashError, ToolMissingError
 from sysmo.log import get_logger
 from sysmo.sandbox import Limits, get_sandbox
-from sysmo.tools.plantuml.server import plantuml_server, security_profile
+from sysmo.tools.plantuml.server import JVM_FLAGS, plantuml_server, security_profile
 from sysmo.tools.install import jar_manifest_value, java_binary, plantuml_jar
 from sysmo.tools.plantuml.lint import lint
 from sysmo.tools.plantuml.source import DiagramBlock, diagram_source
@@ -168,8 +168,7 @@ def check_batch(
     argv = [
         java,
         f"-Xmx{BATCH_HEAP_MB}m",
-        "-XX:+UseSerialGC",
-        "-Djava.awt.headless=true",
+        *JVM_FLAGS,
         "-jar",
         str(jar),
         "-tsvg",
