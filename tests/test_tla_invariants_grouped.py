@@ -101,7 +101,9 @@ def test_grouped_runs_fewer_tlc_jvms_with_the_same_verdicts_on_gold_and_buggy(mo
         assert [_key(v) for v in grouped.verdicts] == [_key(v) for v in alone.verdicts]
     gold, bug = found["gold"], found["buggy"]
     assert gold[True][0].value == 1.0
-    assert (len(gold[True][1]), len(gold[False][1])) == (2, 4)  # 3 safety templates in one run + the liveness one
+    # the 3 safety templates and the liveness one in one run (invariants.merge_liveness; two runs without it:
+    # test_tla_invariants_merged), against one run each
+    assert (len(gold[True][1]), len(gold[False][1])) == (1, 4)
     assert {v.name for v in bug[True][0].verdicts if v.outcome == Outcome.FAILED} == {"Consistency",
                                                                                        "CommitNeedsAllYes"}
 

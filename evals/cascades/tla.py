@@ -44,7 +44,8 @@ unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
 one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
-violation; needs ``invariants.grouped``), ``invariants.sany_first`` (false: examples that use only the model's names
+violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: the safety group and the liveness
+group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.sany_first`` (false: examples that use only the model's names
 go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
 ``invariants.bounded`` ("harness": a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
@@ -279,6 +280,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
         group_liveness=ctx.flag("invariants.grouped_liveness", tla_invariants.DEFAULT_GROUP_LIVENESS),
         sany_first=ctx.flag("invariants.sany_first", tla_invariants.DEFAULT_SANY_FIRST),
+        merge_liveness=ctx.flag("invariants.merge_liveness", tla_invariants.DEFAULT_MERGE_LIVENESS),
     )
     verdicts = score.verdicts
 

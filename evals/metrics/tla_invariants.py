@@ -37,7 +37,17 @@ cfg are likewise checked in ONE TLC run under PROPERTY (``group_liveness``, casc
 verdict; a violation, which TLC does not pin on one temporal property, sends each to a run alone (PGo
 locksvc: ProgressOK, SystemLiveness and SpecNoDeadlock over the same 29,074 states, about 45 s of TLC alone,
 about 39 s together; PGo raftkvs: ClientsLiveness and ElectionLiveness both reach the time limit, one run
-instead of two). Possibility checks and templates expected to be violated are always checked alone. Only a
+instead of two). The two groups of one cfg share ONE TLC run (``merge_liveness``, cascade option
+``invariants.merge_liveness``, default true): the safety templates under INVARIANT, the liveness ones under
+PROPERTY. A complete run without violation is every template's verdict (a correct model: one JVM and one
+exploration of the state space less); a violated safety template gets its verdict from it as in the safety
+group's own run, and the rest of each group goes on as without the merge; a time-out is the liveness templates'
+verdict, and the safety group runs on its own (it may finish within the limit alone); a violated temporal
+property, named by TLC or the only PROPERTY, is that template's verdict; when TLC does not say which of several
+failed, each liveness template runs alone, as after its group's own run; anything else sends both groups to their
+own runs. The safety group then runs on its own in every case where the shared run did not decide it, so a
+model that breaks liveness costs the JVMs it cost before. Possibility checks and templates expected to be
+violated are always checked alone. Only a
 time limit tells grouped and alone apart: the grouped run evaluates every template on each state, so within
 the same limit it may explore fewer states than a run per template would (``grouped=False``: one TLC run per
 template, as the harness runs them). Temporal checks are started first (they take longest). SANY likewise
@@ -116,6 +126,7 @@ BOUNDED_POLICIES = ("harness", "strict")
 DEFAULT_BOUNDED = "harness"
 DEFAULT_GROUPED = True
 DEFAULT_GROUP_LIVENESS = True
+DEFAULT_MERGE_LIVENESS = True
 DEFAULT_SANY_FIRST = False
 DEFAULT_HELPER_ATTEMPTS = 2
 CHECKED_NAME = "SysmoInvariant"
@@ -728,6 +739,12 @@ def _attributed(result: CheckResult, names: dict[str, _Check]) -> _Check | None:
     return names.get(next(iter(named)))
 
 
+def _temporal_violation(result: CheckResult) -> bool:
+    """The run failed on a violated temporal property and nothing else."""
+    failing = [v for v in tlc.report_of(result).violations if v.kind in tlc.FAILING_KINDS | tlc.ERROR_KINDS]
+    return result.outcome == Outcome.FAILED and bool(failing) and all(v.kind == "property" for v in failing)
+
+
 def score(
     artifact: Artifact,
     templates: list[InvariantTemplate],
@@ -745,6 +762,7 @@ def score(
     grouped: bool = DEFAULT_GROUPED,
     group_liveness: bool = DEFAULT_GROUP_LIVENESS,
     sany_first: bool = DEFAULT_SANY_FIRST,
+    merge_liveness: bool = DEFAULT_MERGE_LIVENESS,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
     cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
@@ -857,21 +875,72 @@ def score(
             break
         return out + [(c.index, *single(c)) for c in remaining]
 
-    jobs: list[list[_Check]] = []
+    def group(checks_: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
+        if len(checks_) > 1:
+            return together(checks_)
+        return [(c.index, *single(c)) for c in checks_]
+
+    def merged(safety: list[_Check], liveness: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
+        """The safety group and the liveness group of one cfg in one TLC run (``merge_liveness``, module doc):
+        what the run decides is kept, the rest of each group goes on as it would without the merge."""
+        members = [*safety, *liveness]
+        name = f"{members[0].module}M"
+        module = combined_module(name, spec.main_module, {c.index: c.candidate for c in members}, reserved,
+                                 standard=members[0].standard)
+        if module is None:
+            return group(safety) + group(liveness)
+        config_ = liveness[0].config.model_copy(update={
+            "invariants": [member_name(c.index) for c in safety if not c.as_property],
+            "properties": [member_name(c.index) for c in members if c.as_property]})
+        result = tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
+                                 config_, module=name, check_deadlock=False, timeout_s=timeout_s,
+                                 max_states=max_states, max_depth=max_depth)
+        version = result.tool_version
+        if written is not None and _parse_failure(result):  # scored again with SANY first: no verdict here
+            rejected.append(members[0].index)
+            return [(c.index, c.verdict(result, bounded), version) for c in members]
+        note = [(f"checked in one TLC run with {len(members) - 1} other safety and liveness template(s) "
+                 "(invariants.grouped, invariants.merge_liveness)")]
+        violated = _attributed(result, {member_name(c.index): c for c in members})
+        if violated is not None:
+            decided = [(violated.index, violated.verdict(result, bounded, note), version)]
+            if violated in safety:
+                return decided + group([c for c in safety if c is not violated]) + group(liveness)
+            return decided + group([c for c in liveness if c is not violated]) + group(safety)
+        if result.outcome == Outcome.OK:
+            return [(c.index, c.verdict(result, bounded, note), version) for c in members]
+        if result.outcome == Outcome.INCONCLUSIVE:
+            return [(c.index, c.verdict(result, bounded, note), version) for c in liveness] + group(safety)
+        log.info("tla_invariants.merged_fallback", module=spec.main_module, templates=len(members),
+                 outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
+        if _temporal_violation(result) and not any(c.as_property for c in safety):
+            # a liveness template is violated and TLC does not say which: each alone, as after the group's run
+            return [(c.index, *single(c)) for c in liveness] + group(safety)
+        return group(safety) + group(liveness)
+
+    jobs: list[list[_Check] | tuple[list[_Check], list[_Check]]] = []
     if grouped and strategy != "hunt":
         groups: dict[tuple[str, bool, bool], list[_Check]] = {}
         for check in checks:
             live = group_liveness and liveness_groupable(check)
             if live or groupable(check):
                 groups.setdefault((without_checks(check.config).render(), check.standard, live), []).append(check)
+        if merge_liveness:  # a safety group and a liveness group under the same cfg: one run for both
+            for cfg_key, standard, live in list(groups):
+                if not live and (cfg_key, standard, True) in groups:
+                    jobs.append((groups.pop((cfg_key, standard, False)), groups.pop((cfg_key, standard, True))))
         jobs += [g for g in groups.values() if len(g) > 1]
-    in_groups = {c.index for g in jobs for c in g}
+
+    def members(job: list[_Check] | tuple[list[_Check], list[_Check]]) -> list[_Check]:
+        return [*job[0], *job[1]] if isinstance(job, tuple) else job
+
+    in_groups = {c.index for job in jobs for c in members(job)}
     jobs += [[c] for c in checks if c.index not in in_groups]
     # temporal checks first (they take longest: liveness over the tableau): the last one to start ends sooner
-    jobs.sort(key=lambda job: not any(c.as_property and not c.candidate.possibility for c in job))
+    jobs.sort(key=lambda job: not any(c.as_property and not c.candidate.possibility for c in members(job)))
 
-    def run(job: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
-        return together(job) if len(job) > 1 else [(job[0].index, *single(job[0]))]
+    def run(job: list[_Check] | tuple[list[_Check], list[_Check]]) -> list[tuple[int, InvariantVerdict, str]]:
+        return merged(*job) if isinstance(job, tuple) else group(job)
 
     versions: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
@@ -885,7 +954,7 @@ def score(
         return score(artifact, templates, config, helper=helper, task_id=task_id, timeout_s=timeout_s,
                      max_states=max_states, max_depth=max_depth, helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
-                     sany_first=True)
+                     sany_first=True, merge_liveness=merge_liveness)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
