@@ -8,8 +8,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from steps_spec import steps_artifact
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
-from sysmo.contracts.artifact import Artifact, Language
+from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.check import Outcome
 from sysmo.contracts.task import InvariantTemplate
 from sysmo.errors import ConfigError
@@ -22,17 +23,6 @@ from sysmo.tools.tla import tlc
 # liveness run): each distinct run is made once for the file (the run cache), the comparisons still see real TLC output
 pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
-SPEC = """---- MODULE Steps ----
-EXTENDS Naturals
-VARIABLES x, y
-vars == <<x, y>>
-Init == x = 0 /\\ y = 0
-Next == \\/ x < 6 /\\ x' = x + 1 /\\ y' = y
-        \\/ y < 2 /\\ y' = y + 1 /\\ x' = x
-Spec == Init /\\ [][Next]_vars /\\ WF_vars(Next)
-====
-"""
-CFG = "SPECIFICATION Spec\n"
 
 
 def _template(name: str, kind: str, body: str, example: str | None = None) -> InvariantTemplate:
@@ -75,7 +65,7 @@ def _both(artifact: Artifact, templates: list[InvariantTemplate], config, monkey
 
 @pytest.mark.slow
 def test_grouped_verdicts_equal_one_run_per_template(monkeypatch: pytest.MonkeyPatch) -> None:
-    artifact = Artifact(language=Language.TLA, files={"Steps.tla": SPEC, "Steps.cfg": CFG})
+    artifact = steps_artifact()
     scores = _both(artifact, TEMPLATES, tla_runtime.model_config(artifact), monkeypatch)
     (grouped, grouped_runs), (alone, alone_runs) = scores[True], scores[False]
     assert [_key(v) for v in grouped.verdicts] == [_key(v) for v in alone.verdicts]
@@ -128,7 +118,7 @@ def test_candidates_are_combined_only_when_isolated() -> None:
 @pytest.mark.slow
 def test_sany_checks_the_candidates_in_one_module_and_falls_back_on_a_rejected_one(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    artifact = Artifact(language=Language.TLA, files={"Steps.tla": SPEC, "Steps.cfg": CFG})
+    artifact = steps_artifact()
     calls: list[list[str]] = []
     original = tla_invariants.check_modules
 
@@ -167,7 +157,7 @@ def test_the_grouped_option_is_a_boolean() -> None:
 @pytest.mark.slow
 def test_liveness_templates_expected_to_hold_share_one_run_and_a_violation_sends_each_alone(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    artifact = Artifact(language=Language.TLA, files={"Steps.tla": SPEC, "Steps.cfg": CFG})
+    artifact = steps_artifact()
     config = tla_runtime.model_config(artifact)
     holding = [_template("YReaches", "liveness", "<>(y = 2)"), _template("XReaches", "liveness", "<>(x = 6)")]
     returns = _template("XReturns", "liveness", "[]<>(x = 0)")  # x never returns to 0: violated

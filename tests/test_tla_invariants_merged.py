@@ -5,8 +5,8 @@ and a model that breaks a liveness or safety template costs no JVM more than wit
 from __future__ import annotations
 
 import pytest
+from steps_spec import steps_artifact
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
-from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.check import Outcome
 from sysmo.contracts.task import InvariantTemplate
 from sysmo.evals.cascade import ScoringContext
@@ -18,17 +18,7 @@ from sysmo.tools.tla import tlc
 # file (the run cache), the comparisons still see real TLC output
 pytestmark = pytest.mark.usefixtures("tla_run_cache")
 
-SPEC = """---- MODULE Steps ----
-EXTENDS Naturals
-VARIABLES x, y
-vars == <<x, y>>
-Init == x = 0 /\\ y = 0
-Next == \\/ x < 6 /\\ x' = x + 1 /\\ y' = y
-        \\/ y < 2 /\\ y' = y + 1 /\\ x' = x
-Spec == Init /\\ [][Next]_vars /\\ WF_vars(Next)
-====
-"""
-ARTIFACT = Artifact(language=Language.TLA, files={"Steps.tla": SPEC, "Steps.cfg": "SPECIFICATION Spec\n"})
+ARTIFACT = steps_artifact()
 
 
 def _template(name: str, kind: str, body: str) -> InvariantTemplate:

@@ -818,8 +818,7 @@ def score(
                 module=check.module,
                 budget_s=timeout_s,
             )
-            if written is not None and _parse_failure(found.result):
-                rejected.append(check.index)
+            sent_back(found.result, check)
             verdict = check.verdict(found.result, bounded)
             verdict.notes += found.notes()
             verdict.duration_s = found.seconds
@@ -833,9 +832,31 @@ def score(
             max_states=max_states,
             max_depth=max_depth,
         )
-        if written is not None and _parse_failure(result):
-            rejected.append(check.index)
+        sent_back(result, check)
         return check.verdict(result, bounded), result.tool_version
+
+    def sent_back(result: CheckResult, first: _Check) -> bool:
+        """TLC's parse rejected an example sent without a SANY run of its own: the stage is scored again with
+        SANY first (``sany_first``)."""
+        if written is not None and _parse_failure(result):
+            rejected.append(first.index)
+            return True
+        return False
+
+    def combined_run(suffix: str, members: list[_Check], base: tlc_cfg.TlcConfig) -> CheckResult | None:
+        """One TLC run of a module defining every member's formula (None: they cannot share one module): the
+        state predicates under INVARIANT, the rest under PROPERTY, on ``base``'s cfg."""
+        name = f"{members[0].module}{suffix}"
+        module = combined_module(name, spec.main_module, {c.index: c.candidate for c in members}, reserved,
+                                 standard=members[0].standard)
+        if module is None:
+            return None
+        config_ = base.model_copy(update={
+            "invariants": [member_name(c.index) for c in members if not c.as_property],
+            "properties": [member_name(c.index) for c in members if c.as_property]})
+        return tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
+                               config_, module=name, check_deadlock=False, timeout_s=timeout_s,
+                               max_states=max_states, max_depth=max_depth)
 
     def together(group: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
         """One TLC run checks the group; a violated template gets its verdict and the run is repeated
@@ -844,20 +865,11 @@ def score(
         out: list[tuple[int, InvariantVerdict, str]] = []
         remaining = list(group)
         while len(remaining) > 1:
-            name = f"{remaining[0].module}G"
-            module = combined_module(name, spec.main_module, {c.index: c.candidate for c in remaining}, reserved,
-                                    standard=remaining[0].standard)
-            if module is None:
+            result = combined_run("G", remaining, remaining[0].config)
+            if result is None:
                 break
             by_name = {member_name(c.index): c for c in remaining}
-            config_ = remaining[0].config.model_copy(update={
-                "invariants": [member_name(c.index) for c in remaining if not c.as_property],
-                "properties": [member_name(c.index) for c in remaining if c.as_property]})
-            result = tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
-                                     config_, module=name, check_deadlock=False, timeout_s=timeout_s,
-                                     max_states=max_states, max_depth=max_depth)
-            if written is not None and _parse_failure(result):  # scored again with SANY first: no verdict here
-                rejected.append(remaining[0].index)
+            if sent_back(result, remaining[0]):  # scored again with SANY first: no verdict here
                 return out + [(c.index, c.verdict(result, bounded), result.tool_version) for c in remaining]
             kind = "liveness" if remaining[0].template.type == "liveness" else "safety"
             note = [f"checked in one TLC run with {len(remaining) - 1} other {kind} template(s) "
@@ -884,20 +896,11 @@ def score(
         """The safety group and the liveness group of one cfg in one TLC run (``merge_liveness``, module doc):
         what the run decides is kept, the rest of each group goes on as it would without the merge."""
         members = [*safety, *liveness]
-        name = f"{members[0].module}M"
-        module = combined_module(name, spec.main_module, {c.index: c.candidate for c in members}, reserved,
-                                 standard=members[0].standard)
-        if module is None:
+        result = combined_run("M", members, liveness[0].config)
+        if result is None:
             return group(safety) + group(liveness)
-        config_ = liveness[0].config.model_copy(update={
-            "invariants": [member_name(c.index) for c in safety if not c.as_property],
-            "properties": [member_name(c.index) for c in members if c.as_property]})
-        result = tlc.model_check(Artifact(language=Language.TLA, files={**tla_files, f"{name}.tla": module}),
-                                 config_, module=name, check_deadlock=False, timeout_s=timeout_s,
-                                 max_states=max_states, max_depth=max_depth)
         version = result.tool_version
-        if written is not None and _parse_failure(result):  # scored again with SANY first: no verdict here
-            rejected.append(members[0].index)
+        if sent_back(result, members[0]):  # scored again with SANY first: no verdict here
             return [(c.index, c.verdict(result, bounded), version) for c in members]
         note = [(f"checked in one TLC run with {len(members) - 1} other safety and liveness template(s) "
                  "(invariants.grouped, invariants.merge_liveness)")]
