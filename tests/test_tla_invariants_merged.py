@@ -9,6 +9,7 @@ from steps_spec import steps_artifact
 from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
 from sysmo.contracts.check import Outcome
 from sysmo.contracts.task import InvariantTemplate
+from sysmo.errors import ConfigError
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
 from sysmo.evals.metrics import tla_invariants, tla_runtime
@@ -81,6 +82,6 @@ def test_a_bounded_shared_run_decides_the_liveness_templates_and_the_safety_grou
 
 def test_the_option_reaches_the_stage() -> None:
     task = load_task_folder(STARTER_DIR / "tla" / "spinlock")
-    with pytest.raises(Exception, match="invariants.merge_liveness"):
+    with pytest.raises(ConfigError, match="invariants.merge_liveness"):
         tla.invariants_stage(task.references.model, task,
                              ScoringContext(options={"invariants.merge_liveness": "maybe"}))

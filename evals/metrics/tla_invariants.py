@@ -921,29 +921,25 @@ def score(
             return [(c.index, *single(c)) for c in liveness] + group(safety)
         return group(safety) + group(liveness)
 
-    jobs: list[list[_Check] | tuple[list[_Check], list[_Check]]] = []
+    jobs: list[list[_Check]] = []
     if grouped and strategy != "hunt":
         groups: dict[tuple[str, bool, bool], list[_Check]] = {}
         for check in checks:
             live = group_liveness and liveness_groupable(check)
             if live or groupable(check):
-                groups.setdefault((without_checks(check.config).render(), check.standard, live), []).append(check)
-        if merge_liveness:  # a safety group and a liveness group under the same cfg: one run for both
-            for cfg_key, standard, live in list(groups):
-                if not live and (cfg_key, standard, True) in groups:
-                    jobs.append((groups.pop((cfg_key, standard, False)), groups.pop((cfg_key, standard, True))))
+                # merge_liveness: the safety and the liveness templates of one cfg make one group (``merged``)
+                key = (without_checks(check.config).render(), check.standard, live and not merge_liveness)
+                groups.setdefault(key, []).append(check)
         jobs += [g for g in groups.values() if len(g) > 1]
-
-    def members(job: list[_Check] | tuple[list[_Check], list[_Check]]) -> list[_Check]:
-        return [*job[0], *job[1]] if isinstance(job, tuple) else job
-
-    in_groups = {c.index for job in jobs for c in members(job)}
+    in_groups = {c.index for g in jobs for c in g}
     jobs += [[c] for c in checks if c.index not in in_groups]
     # temporal checks first (they take longest: liveness over the tableau): the last one to start ends sooner
-    jobs.sort(key=lambda job: not any(c.as_property and not c.candidate.possibility for c in members(job)))
+    jobs.sort(key=lambda job: not any(c.as_property and not c.candidate.possibility for c in job))
 
-    def run(job: list[_Check] | tuple[list[_Check], list[_Check]]) -> list[tuple[int, InvariantVerdict, str]]:
-        return merged(*job) if isinstance(job, tuple) else group(job)
+    def run(job: list[_Check]) -> list[tuple[int, InvariantVerdict, str]]:
+        safety = [c for c in job if c.template.type != "liveness"]
+        liveness = [c for c in job if c.template.type == "liveness"]
+        return merged(safety, liveness) if safety and liveness else group(job)
 
     versions: list[str] = []
     with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
