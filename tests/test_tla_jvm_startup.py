@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 from sysmo.tools.tla import jvm_startup, tlc
 
 SPEC = """---- MODULE Walk ----
@@ -60,8 +63,11 @@ def test_java_is_asked_its_version_once_and_a_vanished_archive_is_made_again(tmp
     from sysmo.tools.tla.jvm import LIBRARY_DIR
 
     monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("SYSMO_TOOLS__JVM_DIR", raising=False)  # the tests' shared start-up files (conftest)
+    monkeypatch.setenv("SYSMO_TLA_FAST_START", "1")
     settings.cache_clear()
     monkeypatch.setattr(jvm_startup, "_archive", {})
+    monkeypatch.setattr(jvm_startup, "runtime_image", lambda configured=None: None)  # the archive alone here
     jvm_startup._java_version.cache_clear()
     calls: list[list[str]] = []
     real_run = jvm_startup.subprocess.run
@@ -81,5 +87,63 @@ def test_java_is_asked_its_version_once_and_a_vanished_archive_is_made_again(tmp
         again = jvm_startup.archive(LIBRARY_DIR)
         assert again is not None and again.is_file()
         assert sum(any(a.startswith("-XX:ArchiveClassesAtExit") for a in argv) for argv in calls) == 2
+    finally:
+        settings.cache_clear()
+
+
+def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkeypatch) -> None:
+    import subprocess
+
+    from sysmo.config import settings
+    from sysmo.tools.install import java_binary
+    from sysmo.tools.tla import jvm
+
+    image = jvm_startup.runtime_image()
+    if image is None:  # a JRE: no jlink and no JDK modules beside the configured java
+        assert not (Path(os.path.realpath(java_binary())).parent / "jlink").is_file()
+        assert jvm_startup.java() == java_binary()
+        return
+    assert image.is_relative_to(settings().jvm_dir)
+    listed = subprocess.run([str(image / "bin" / "java"), "--list-modules"], capture_output=True, text=True,
+                            check=True).stdout
+    assert "java.se@" in listed and "jdk.jfr" not in listed
+    argvs: list[list[str]] = []
+    real = jvm.get_sandbox
+
+    class Recording:
+        def run(self, argv, **kwargs):
+            argvs.append(list(argv))
+            return real().run(argv, **kwargs)
+
+    monkeypatch.setattr(jvm, "get_sandbox", lambda: Recording())
+    reports = []
+    for trimmed in (True, False):
+        if not trimmed:
+            monkeypatch.setattr(jvm_startup, "runtime_image", lambda configured=None: None)
+        checked = tlc.model_check(SPEC.replace("====", "Small == x < 4\n===="), CFG + "INVARIANT Small\n",
+                                  check_deadlock=False)
+        simulated = tlc.simulate(SPEC, CFG, num=20, depth=20, seed=5, check_deadlock=False)
+        reports.append([(r.outcome, tlc.report_of(r).distinct_states, len(tlc.report_of(r).trace),
+                         [c.model_dump() for c in tlc.report_of(r).coverage],
+                         [v.name for v in tlc.report_of(r).violations]) for r in (checked, simulated)])
+        assert "warning" not in simulated.raw_output.lower()
+    assert [argv[0] for argv in argvs] == [str(image / "bin" / "java")] * 2 + [java_binary()] * 2
+    assert reports[0] == reports[1] and reports[0][0][0] == "failed" and reports[0][0][4] == ["Small"]
+
+
+def test_a_java_without_jlink_beside_it_is_used_as_it_is(tmp_path, monkeypatch) -> None:
+    from sysmo.tools.install import java_binary
+
+    wrapper = tmp_path / "bin" / "java"  # a JRE's layout: no jlink, no jmods
+    wrapper.parent.mkdir()
+    wrapper.write_text(f"#!/bin/sh\nexec {java_binary()} \"$@\"\n")
+    wrapper.chmod(0o755)
+    monkeypatch.setenv("SYSMO_TOOLS__JAVA", str(wrapper))
+    monkeypatch.setattr(jvm_startup, "_image", {})
+    from sysmo.config import settings
+
+    settings.cache_clear()
+    try:
+        assert jvm_startup.runtime_image() is None and jvm_startup.java() == str(wrapper)
     finally:
         settings.cache_clear()

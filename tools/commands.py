@@ -9,6 +9,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from sysmo.errors import ToolMissingError
 from sysmo.tools.doctor_checks import with_isolation
 from sysmo.tools.status import ToolStatus, run_self_check
 
@@ -69,6 +70,16 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
     jar = inst.install_plantuml(force=force)
     console.print(f"PlantUML jar: {jar}")
     console.print(f"tla2tools.jar: {inst.tla2tools_jar()}")
+    try:  # SANY/TLC's start-up files (sysmo.tools.tla.jvm_startup), made now rather than at the first run
+        from sysmo.tools.tla import jvm, jvm_startup
+
+        java, archive = jvm_startup.prepare(jvm.LIBRARY_DIR)
+        plain = " (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
+            " (no runtime without JFR could be made from it: no jlink and JDK modules beside it, or jlink failed)"
+        console.print(f"SANY/TLC Java: {java}" + ("" if java != inst.java_binary() else plain))
+        console.print(f"SANY/TLC class-data archive: {archive or 'none (runs start without one)'}")
+    except ToolMissingError as exc:
+        console.print(f"SANY/TLC: {exc}")
     console.print(f"OpenSysML kernel: {inst.opensysml_kernel()}")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from sysmo.config import settings
 from sysmo.sandbox import Limits, RunResult, get_sandbox
-from sysmo.tools.install import jar_manifest_value, java_binary, tla2tools_jar
+from sysmo.tools.install import jar_manifest_value, tla2tools_jar
 from sysmo.tools.tla import jvm_startup, run_cache
 
 LIBRARY_DIR = Path(__file__).resolve().parent / "library"
@@ -100,8 +100,8 @@ def run_java(
     """
     jar = tla2tools_jar()
     heap = heap_mb or settings().sandbox.jvm_heap_mb
-    started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR)  # start-up speed only
-    argv = [java_binary(), f"-Xmx{heap}m", *started_with, "-Dfile.encoding=UTF-8"]
+    java, started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR)  # start-up speed only
+    argv = [java, f"-Xmx{heap}m", *started_with, "-Dfile.encoding=UTF-8"]
     readonly = [jar, *archive]
     if with_library:
         argv.append(f"-DTLA-Library={LIBRARY_DIR}")
