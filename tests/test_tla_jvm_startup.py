@@ -35,6 +35,8 @@ def test_a_model_check_bounded_to_few_states_runs_on_c1_and_reports_the_same_as_
     real = jvm.get_sandbox
 
     class Recording:
+        name = "local"
+
         def run(self, argv, **kwargs):
             argvs.append(list(argv))
             return real().run(argv, **kwargs)
@@ -111,6 +113,8 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
     real = jvm.get_sandbox
 
     class Recording:
+        name = "local"
+
         def run(self, argv, **kwargs):
             argvs.append(list(argv))
             return real().run(argv, **kwargs)
@@ -147,3 +151,12 @@ def test_a_java_without_jlink_beside_it_is_used_as_it_is(tmp_path, monkeypatch) 
         assert jvm_startup.runtime_image() is None and jvm_startup.java() == str(wrapper)
     finally:
         settings.cache_clear()
+
+
+def test_a_container_gets_the_configured_java_not_the_host_built_runtime() -> None:
+    from sysmo.tools.install import java_binary
+    from sysmo.tools.tla.jvm import LIBRARY_DIR
+
+    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR, runtime_image=False)
+    assert java == java_binary()
+    assert all(not p.is_dir() for p in readonly)  # at most the archive made for that Java, no runtime folder

@@ -100,7 +100,10 @@ def run_java(
     """
     jar = tla2tools_jar()
     heap = heap_mb or settings().sandbox.jvm_heap_mb
-    java, started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR)  # start-up speed only
+    # start-up speed only; the runtime image is built from the host's Java, so it runs in the local sandboxes, not in
+    # a container with a Java of its own
+    java, started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR,
+                                                    runtime_image=get_sandbox().name != "docker")
     argv = [java, f"-Xmx{heap}m", *started_with, "-Dfile.encoding=UTF-8"]
     readonly = [jar, *archive]
     if with_library:

@@ -131,10 +131,13 @@ def runtime_image(configured: str | None = None) -> Path | None:
             return None
         tag = hashlib.sha256(f"{real}:{_java_version(str(real))}".encode()).hexdigest()[:16]
         path = settings().jvm_dir / f"runtime-{tag}"
-        if not (path / "bin" / "java").is_file():
-            with _file_lock(path.with_name(f"{path.name}.lock")):
-                if not (path / "bin" / "java").is_file():
-                    _make_image(path, real, jlink)
+        try:
+            if not (path / "bin" / "java").is_file():
+                with _file_lock(path.with_name(f"{path.name}.lock")):
+                    if not (path / "bin" / "java").is_file():
+                        _make_image(path, real, jlink)
+        except OSError as exc:  # e.g. a read-only home: runs go on with the Java as it is
+            log.warning("jvm_startup.image_failed", error=str(exc), path=str(path))
         _image[real.as_posix()] = path if (path / "bin" / "java").is_file() else None
         return _image[real.as_posix()]
 
@@ -174,13 +177,18 @@ def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
         log.warning("jvm_startup.image_failed", error=f"{LEFT_OUT} is in the image")
         shutil.rmtree(staged, ignore_errors=True)
         return
-    os.replace(staged, path)
+    try:
+        os.replace(staged, path)
+    except OSError:  # a folder of that name that is not a whole image (left by hand): ours is not used
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
     log.info("jvm_startup.image_made", path=str(path), modules=modules)
 
 
-def archive(library: Path) -> Path | None:
-    """The CDS archive for this jar and Java runtime, made on first use (None if it cannot be made)."""
-    jar, runtime = tla2tools_jar(), java()
+def archive(library: Path, runtime: str | None = None) -> Path | None:
+    """The CDS archive for this jar and Java runtime (default ``java()``), made on first use (None if it cannot
+    be made)."""
+    jar, runtime = tla2tools_jar(), runtime or java()
     with _lock:
         stat = jar.stat()
         tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{os.path.realpath(runtime)}:"
@@ -223,15 +231,16 @@ def prepare(library: Path) -> tuple[str, Path | None]:
     return java(), archive(library) if enabled() else None
 
 
-def flags(main_class: str, args: list[str], jvm_flags: list[str], library: Path,
+def flags(main_class: str, args: list[str], jvm_flags: list[str], library: Path, *, runtime_image: bool = True,
           ) -> tuple[str, list[str], list[Path]]:
-    """The java binary, the JVM flags to use and the extra read-only paths they need."""
+    """The java binary, the JVM flags to use and the extra read-only paths they need (``runtime_image=False``: the
+    configured Java, with the archive made for it)."""
     if not enabled():
         return java_binary(), jvm_flags, []
-    runtime = java()
+    runtime = java() if runtime_image else java_binary()
     extra = [Path(runtime).parent.parent] if runtime != java_binary() else []
     chosen = SHORT_RUN_FLAGS if short_simulation(main_class, args) else jvm_flags
-    found = archive(library)
+    found = archive(library, runtime)
     if found is None:
         return runtime, chosen, extra
     return runtime, [*chosen, f"-XX:SharedArchiveFile={found}", *QUIET], [*extra, found]
