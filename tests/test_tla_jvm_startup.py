@@ -157,6 +157,6 @@ def test_a_container_gets_the_configured_java_not_the_host_built_runtime() -> No
     from sysmo.tools.install import java_binary
     from sysmo.tools.tla.jvm import LIBRARY_DIR
 
-    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR, runtime_image=False)
+    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR, trimmed=False)
     assert java == java_binary()
     assert all(not p.is_dir() for p in readonly)  # at most the archive made for that Java, no runtime folder

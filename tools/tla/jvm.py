@@ -103,7 +103,7 @@ def run_java(
     # start-up speed only; the runtime image is built from the host's Java, so it runs in the local sandboxes, not in
     # a container with a Java of its own
     java, started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR,
-                                                    runtime_image=get_sandbox().name != "docker")
+                                                    trimmed=get_sandbox().name != "docker")
     argv = [java, f"-Xmx{heap}m", *started_with, "-Dfile.encoding=UTF-8"]
     readonly = [jar, *archive]
     if with_library:

@@ -6,8 +6,8 @@ never what SANY or TLC compute:
 
 - a Java runtime without Flight Recorder (``runtime_image``): ``jlink`` from the configured Java, with the
   modules tla2tools.jar uses (``jdeps``) but ``jdk.jfr``. TLC logs its messages as JFR events, and the first
-  one sets up JFR's whole event machinery even when nothing records (about 0.12 s of each start); TLC is made to
-  run without the module (``util.TLAFlightRecorder`` ignores a missing ``jdk.jfr``). Made once per Java under
+  one sets up JFR's whole event machinery even when nothing records (about 0.25 s of CPU of each start); TLC is
+  made to run without the module (``util.TLAFlightRecorder`` ignores a missing ``jdk.jfr``). Made once per Java under
   ``<jvm_dir>/runtime-<tag>`` (``sysmo tools install`` makes it ahead); without ``jlink`` and the JDK's
   modules (a JRE) runs use the configured Java itself;
 - an application class-data-sharing archive (``-XX:SharedArchiveFile``) of the classes SANY and TLC load,
@@ -231,13 +231,13 @@ def prepare(library: Path) -> tuple[str, Path | None]:
     return java(), archive(library) if enabled() else None
 
 
-def flags(main_class: str, args: list[str], jvm_flags: list[str], library: Path, *, runtime_image: bool = True,
+def flags(main_class: str, args: list[str], jvm_flags: list[str], library: Path, *, trimmed: bool = True,
           ) -> tuple[str, list[str], list[Path]]:
-    """The java binary, the JVM flags to use and the extra read-only paths they need (``runtime_image=False``: the
-    configured Java, with the archive made for it)."""
+    """The java binary, the JVM flags to use and the extra read-only paths they need (``trimmed=False``: the
+    configured Java instead of the runtime image, with the archive made for it)."""
     if not enabled():
         return java_binary(), jvm_flags, []
-    runtime = java() if runtime_image else java_binary()
+    runtime = java() if trimmed else java_binary()
     extra = [Path(runtime).parent.parent] if runtime != java_binary() else []
     chosen = SHORT_RUN_FLAGS if short_simulation(main_class, args) else jvm_flags
     found = archive(library, runtime)
