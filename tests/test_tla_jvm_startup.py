@@ -19,6 +19,24 @@ Next == Up \\/ Down
 CFG = "INIT Init\nNEXT Next\n"
 
 
+def record_commands(monkeypatch) -> list[list[str]]:
+    """The argv of every SANY/TLC run from here on (each still runs in the real sandbox)."""
+    from sysmo.tools.tla import jvm
+
+    argvs: list[list[str]] = []
+    real = jvm.get_sandbox
+
+    class Recording:
+        name = "local"
+
+        def run(self, argv, **kwargs):
+            argvs.append(list(argv))
+            return real().run(argv, **kwargs)
+
+    monkeypatch.setattr(jvm, "get_sandbox", lambda: Recording())
+    return argvs
+
+
 def test_only_short_simulations_get_the_short_run_flags() -> None:
     assert jvm_startup.short_simulation("tlc2.TLC", ["-simulate", "num=50", "-depth", "50", "M"])
     assert not jvm_startup.short_simulation("tlc2.TLC", ["-simulate", "num=2147483647", "-depth", "100", "M"])
@@ -31,17 +49,7 @@ def test_a_model_check_bounded_to_few_states_runs_on_c1_and_reports_the_same_as_
 
     assert jvm.tlc_flags(5_000) == jvm_startup.SHORT_RUN_FLAGS and jvm.tlc_flags(None) == jvm.TLC_JVM_FLAGS
     assert jvm.tlc_flags(jvm.SHORT_CHECK_STATES + 1) == jvm.TLC_JVM_FLAGS
-    argvs: list[list[str]] = []
-    real = jvm.get_sandbox
-
-    class Recording:
-        name = "local"
-
-        def run(self, argv, **kwargs):
-            argvs.append(list(argv))
-            return real().run(argv, **kwargs)
-
-    monkeypatch.setattr(jvm, "get_sandbox", lambda: Recording())
+    argvs = record_commands(monkeypatch)
     bounded = tlc.model_check(SPEC, CFG, check_deadlock=False, max_states=1_000)
     unbounded = tlc.model_check(SPEC, CFG, check_deadlock=False)
     assert "-XX:TieredStopAtLevel=1" in argvs[0] and "-XX:TieredStopAtLevel=1" not in argvs[1]
@@ -98,7 +106,6 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
 
     from sysmo.config import settings
     from sysmo.tools.install import java_binary
-    from sysmo.tools.tla import jvm
 
     image = jvm_startup.runtime_image()
     if image is None:  # a JRE: no jlink and no JDK modules beside the configured java
@@ -109,17 +116,7 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
     listed = subprocess.run([str(image / "bin" / "java"), "--list-modules"], capture_output=True, text=True,
                             check=True).stdout
     assert "java.se@" in listed and "jdk.jfr" not in listed
-    argvs: list[list[str]] = []
-    real = jvm.get_sandbox
-
-    class Recording:
-        name = "local"
-
-        def run(self, argv, **kwargs):
-            argvs.append(list(argv))
-            return real().run(argv, **kwargs)
-
-    monkeypatch.setattr(jvm, "get_sandbox", lambda: Recording())
+    argvs = record_commands(monkeypatch)
     reports = []
     for trimmed in (True, False):
         if not trimmed:
