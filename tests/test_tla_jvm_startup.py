@@ -116,6 +116,20 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
     listed = subprocess.run([str(image / "bin" / "java"), "--list-modules"], capture_output=True, text=True,
                             check=True).stdout
     assert "java.se@" in listed and "jdk.jfr" not in listed
+    # a process learns the configured Java's version once (the image's name), not the image's too
+    from sysmo.tools.tla.jvm import LIBRARY_DIR
+
+    monkeypatch.setattr(jvm_startup, "_archive", {})
+    monkeypatch.setattr(jvm_startup, "_image", {})
+    jvm_startup._java_version.cache_clear()
+    versions: list[list[str]] = []
+    real_run = jvm_startup.subprocess.run
+    monkeypatch.setattr(jvm_startup.subprocess, "run",
+                        lambda argv, *a, **k: (versions.append(list(argv)) if "-version" in argv else None)
+                        or real_run(argv, *a, **k))
+    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR)
+    assert java == str(image / "bin" / "java") and readonly[0] == image
+    assert [argv[0] for argv in versions] == [os.path.realpath(java_binary())]
     argvs = record_commands(monkeypatch)
     reports = []
     for trimmed in (True, False):

@@ -94,6 +94,28 @@ def _java_version(java: str) -> str:
     return (result.stderr or result.stdout).strip()
 
 
+def _identity(runtime: str) -> str:
+    """What the archive made for ``runtime`` depends on: our runtime image is named by its Java's version
+    (``runtime_image``) and its folder's time tells a remade one; any other Java says its version."""
+    home = Path(os.path.realpath(runtime)).parent.parent
+    if home.parent == settings().jvm_dir.resolve() and home.name.startswith("runtime-"):
+        return f"{home}:{home.stat().st_mtime_ns}"
+    return f"{os.path.realpath(runtime)}:{_java_version(runtime)}"
+
+
+def _modules(java_path: Path) -> set[str]:
+    """The modules of a Java runtime: its ``release`` file's MODULES line, else ``java --list-modules``."""
+    release = java_path.parent.parent / "release"
+    text = release.read_text(encoding="utf-8", errors="replace") if release.is_file() else ""
+    listed = next((line.split("=", 1)[1].strip().strip('"') for line in text.splitlines()
+                   if line.startswith("MODULES=")), None)
+    if listed is not None:
+        return set(listed.split())
+    result = subprocess.run([str(java_path), "--list-modules"], capture_output=True, text=True, timeout=60,
+                            check=False)
+    return {line.split("@", 1)[0].strip() for line in result.stdout.splitlines() if line.strip()}
+
+
 def java() -> str:
     """The java binary SANY and TLC run on: the trimmed runtime's (``runtime_image``), else the configured one."""
     configured = java_binary()
@@ -143,9 +165,7 @@ def runtime_image(configured: str | None = None) -> Path | None:
 
 
 def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
-    listed = subprocess.run([str(java_path), "--list-modules"], capture_output=True, text=True, timeout=60,
-                            check=False)
-    available = {line.split("@", 1)[0].strip() for line in listed.stdout.splitlines() if line.strip()}
+    available = _modules(java_path)
     modules = [m for m in IMAGE_MODULES if m in available]
     if "java.se" not in modules:
         log.warning("jvm_startup.image_failed", error="the Java lists no java.se module", java=str(java_path))
@@ -172,8 +192,7 @@ def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
         log.warning("jvm_startup.image_failed", error=(made.stderr or made.stdout).strip()[-500:])
         shutil.rmtree(staged, ignore_errors=True)
         return
-    if LEFT_OUT in subprocess.run([str(image_java), "--list-modules"], capture_output=True, text=True, timeout=60,
-                                  check=False).stdout:
+    if LEFT_OUT in _modules(image_java):
         log.warning("jvm_startup.image_failed", error=f"{LEFT_OUT} is in the image")
         shutil.rmtree(staged, ignore_errors=True)
         return
@@ -191,8 +210,7 @@ def archive(library: Path, runtime: str | None = None) -> Path | None:
     jar, runtime = tla2tools_jar(), runtime or java()
     with _lock:
         stat = jar.stat()
-        tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{os.path.realpath(runtime)}:"
-                             f"{_java_version(runtime)}".encode()).hexdigest()
+        tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{_identity(runtime)}".encode()).hexdigest()
         known = _archive.get(tag, False)
         if known is None or (known and known.is_file()):  # made (or failed) before in this process
             return known
@@ -235,10 +253,11 @@ def flags(main_class: str, args: list[str], jvm_flags: list[str], library: Path,
           ) -> tuple[str, list[str], list[Path]]:
     """The java binary, the JVM flags to use and the extra read-only paths they need (``trimmed=False``: the
     configured Java instead of the runtime image, with the archive made for it)."""
+    configured = java_binary()
     if not enabled():
-        return java_binary(), jvm_flags, []
-    runtime = java() if trimmed else java_binary()
-    extra = [Path(runtime).parent.parent] if runtime != java_binary() else []
+        return configured, jvm_flags, []
+    image = runtime_image(configured) if trimmed else None
+    runtime, extra = (str(image / "bin" / "java"), [image]) if image is not None else (configured, [])
     chosen = SHORT_RUN_FLAGS if short_simulation(main_class, args) else jvm_flags
     found = archive(library, runtime)
     if found is None:
