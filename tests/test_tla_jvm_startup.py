@@ -127,8 +127,8 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
     monkeypatch.setattr(jvm_startup.subprocess, "run",
                         lambda argv, *a, **k: (versions.append(list(argv)) if "-version" in argv else None)
                         or real_run(argv, *a, **k))
-    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR)
-    assert java == str(image / "bin" / "java") and readonly[0] == image
+    start = jvm_startup.start_up("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR)
+    assert start.java == str(image / "bin" / "java") and start.readonly[0] == image
     assert [argv[0] for argv in versions] == [os.path.realpath(java_binary())]
     argvs = record_commands(monkeypatch)
     reports = []
@@ -155,19 +155,67 @@ def test_a_java_without_jlink_beside_it_is_used_as_it_is(tmp_path, monkeypatch) 
     wrapper.chmod(0o755)
     monkeypatch.setenv("SYSMO_TOOLS__JAVA", str(wrapper))
     monkeypatch.setattr(jvm_startup, "_image", {})
+    monkeypatch.setattr(jvm_startup, "_launcher", {})
     from sysmo.config import settings
 
     settings.cache_clear()
     try:
         assert jvm_startup.runtime_image() is None and jvm_startup.java() == str(wrapper)
+        assert jvm_startup.launcher() is None  # no javac beside it either: TLC starts from tlc2.TLC
+        start = jvm_startup.start_up("tlc2.TLC", ["M"], [], Path("."))
+        assert start.main_class == "tlc2.TLC" and len(start.classpath) == 1
     finally:
         settings.cache_clear()
+
+
+def test_tlc_started_through_the_launcher_reports_what_tlc2_tlc_reports(monkeypatch) -> None:
+    from sysmo.tools.install import java_binary
+
+    launcher = jvm_startup.launcher()
+    if launcher is None:  # a JRE: no javac beside the configured java, so TLC starts from tlc2.TLC
+        assert not (Path(os.path.realpath(java_binary())).parent / "javac").is_file()
+        return
+    argvs = record_commands(monkeypatch)
+    seen = []
+    for through_launcher in (True, False):
+        if not through_launcher:
+            monkeypatch.setattr(jvm_startup, "launcher", lambda configured=None: None)
+        violated = tlc.model_check(SPEC.replace("====", "Small == x < 4\n===="), CFG + "INVARIANT Small\n",
+                                   check_deadlock=False)
+        clean = tlc.model_check(SPEC, CFG, check_deadlock=False)
+        seen.append([(r.outcome, r.details.get("returncode"), tlc.report_of(r).distinct_states,
+                      [s.model_dump() for s in tlc.report_of(r).trace], [v.name for v in tlc.report_of(r).violations])
+                     for r in (violated, clean)])
+    mains = [argv[argv.index("-cp") + 2] for argv in argvs]
+    assert mains == [jvm_startup.LAUNCHER_CLASS] * 2 + ["tlc2.TLC"] * 2
+    assert argvs[0][argvs[0].index("-cp") + 1].endswith(f"{os.pathsep}{launcher}")
+    assert seen[0] == seen[1] and seen[0][0][0] == "failed" and seen[0][0][4] == ["Small"]
+    assert seen[0][1][:3] == ("ok", 0, 7)
+
+
+def test_sany_and_tlc_runs_share_the_class_path_their_archive_was_made_with(tmp_path) -> None:
+    import subprocess
+
+    from sysmo.tools.tla.jvm import LIBRARY_DIR
+
+    sany_start = jvm_startup.start_up("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR)
+    tlc_start = jvm_startup.start_up("tlc2.TLC", ["M"], [], LIBRARY_DIR)
+    assert sany_start.classpath == tlc_start.classpath and sany_start.flags == tlc_start.flags
+    if not any(f.startswith("-XX:SharedArchiveFile") for f in sany_start.flags):
+        return  # no archive could be made here: nothing to share
+    # -Xshare:on makes a class path that does not match the archive's an error instead of a silent cold start
+    strict = [f for f in sany_start.flags if f not in jvm_startup.QUIET] + ["-Xshare:on"]
+    (tmp_path / "Walk.tla").write_text(SPEC, encoding="utf-8")
+    ran = subprocess.run([sany_start.java, *strict, "-cp", os.pathsep.join(map(str, sany_start.classpath)),
+                          "tla2sany.SANY", "Walk.tla"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
+                         check=False)
+    assert ran.returncode == 0 and "Semantic processing of module Walk" in ran.stdout, ran.stdout + ran.stderr
 
 
 def test_a_container_gets_the_configured_java_not_the_host_built_runtime() -> None:
     from sysmo.tools.install import java_binary
     from sysmo.tools.tla.jvm import LIBRARY_DIR
 
-    java, _, readonly = jvm_startup.flags("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR, trimmed=False)
-    assert java == java_binary()
-    assert all(not p.is_dir() for p in readonly)  # at most the archive made for that Java, no runtime folder
+    start = jvm_startup.start_up("tlc2.TLC", ["M"], [], LIBRARY_DIR, in_container=True)
+    assert start.java == java_binary() and start.main_class == "tlc2.TLC" and len(start.classpath) == 1
+    assert all(not p.is_dir() for p in start.readonly)  # at most the archive made for that Java, no runtime folder

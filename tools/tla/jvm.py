@@ -102,14 +102,14 @@ def run_java(
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     # start-up speed only; the runtime image is built from the host's Java, so it runs in the local sandboxes, not in
     # a container with a Java of its own
-    java, started_with, archive = jvm_startup.flags(main_class, args, jvm_flags, LIBRARY_DIR,
-                                                    trimmed=get_sandbox().name != "docker")
-    argv = [java, f"-Xmx{heap}m", *started_with, "-Dfile.encoding=UTF-8"]
-    readonly = [jar, *archive]
+    start = jvm_startup.start_up(main_class, args, jvm_flags, LIBRARY_DIR,
+                                 in_container=get_sandbox().name == "docker")
+    argv = [start.java, f"-Xmx{heap}m", *start.flags, "-Dfile.encoding=UTF-8"]
+    readonly = [jar, *start.readonly]
     if with_library:
         argv.append(f"-DTLA-Library={LIBRARY_DIR}")
         readonly.append(LIBRARY_DIR)
-    argv += ["-cp", str(jar), main_class, *args]
+    argv += ["-cp", os.pathsep.join(str(p) for p in start.classpath), start.main_class, *args]
 
     def run() -> RunResult:
         with jvm_slot():  # the time limit starts once the JVM has a core (max_jvms)
@@ -117,4 +117,4 @@ def run_java(
 
     # deterministic runs are served from the content-addressed cache when SYSMO_TLA_RUN_CACHE is set
     return run_cache.cached(run, main_class, [*args, f"timeout={limits.timeout_s}"], files, jvm_flags, heap,
-                            [p for p in readonly if p not in archive], collect)
+                            [p for p in readonly if p not in start.readonly], collect)
