@@ -37,6 +37,24 @@ def record_commands(monkeypatch) -> list[list[str]]:
     return argvs
 
 
+def reports_before_and_after(monkeypatch, switched_off: str, other) -> tuple[list[list[tuple]], list[str]]:
+    """What a model check that violates ``Small`` and ``other()`` report (outcome, exit code, distinct states,
+    trace, coverage, violations), first as things are, then with ``jvm_startup.<switched_off>`` making nothing;
+    and the raw outputs of the runs."""
+    reports, outputs = [], []
+    for off in (False, True):
+        if off:
+            monkeypatch.setattr(jvm_startup, switched_off, lambda configured=None: None)
+        runs = (tlc.model_check(SPEC.replace("====", "Small == x < 4\n===="), CFG + "INVARIANT Small\n",
+                                check_deadlock=False), other())
+        reports.append([(r.outcome, r.details.get("returncode"), tlc.report_of(r).distinct_states,
+                         [s.model_dump() for s in tlc.report_of(r).trace],
+                         [c.model_dump() for c in tlc.report_of(r).coverage],
+                         [v.name for v in tlc.report_of(r).violations]) for r in runs])
+        outputs += [r.raw_output for r in runs]
+    return reports, outputs
+
+
 def test_only_short_simulations_get_the_short_run_flags() -> None:
     assert jvm_startup.short_simulation("tlc2.TLC", ["-simulate", "num=50", "-depth", "50", "M"])
     assert not jvm_startup.short_simulation("tlc2.TLC", ["-simulate", "num=2147483647", "-depth", "100", "M"])
@@ -131,19 +149,11 @@ def test_the_runtime_without_jfr_reports_what_the_configured_java_reports(monkey
     assert start.java == str(image / "bin" / "java") and start.readonly[0] == image
     assert [argv[0] for argv in versions] == [os.path.realpath(java_binary())]
     argvs = record_commands(monkeypatch)
-    reports = []
-    for trimmed in (True, False):
-        if not trimmed:
-            monkeypatch.setattr(jvm_startup, "runtime_image", lambda configured=None: None)
-        checked = tlc.model_check(SPEC.replace("====", "Small == x < 4\n===="), CFG + "INVARIANT Small\n",
-                                  check_deadlock=False)
-        simulated = tlc.simulate(SPEC, CFG, num=20, depth=20, seed=5, check_deadlock=False)
-        reports.append([(r.outcome, tlc.report_of(r).distinct_states, len(tlc.report_of(r).trace),
-                         [c.model_dump() for c in tlc.report_of(r).coverage],
-                         [v.name for v in tlc.report_of(r).violations]) for r in (checked, simulated)])
-        assert "warning" not in simulated.raw_output.lower()
+    reports, outputs = reports_before_and_after(
+        monkeypatch, "runtime_image", lambda: tlc.simulate(SPEC, CFG, num=20, depth=20, seed=5, check_deadlock=False))
+    assert not any("warning" in output.lower() for output in outputs[1::2])  # the simulations
     assert [argv[0] for argv in argvs] == [str(image / "bin" / "java")] * 2 + [java_binary()] * 2
-    assert reports[0] == reports[1] and reports[0][0][0] == "failed" and reports[0][0][4] == ["Small"]
+    assert reports[0] == reports[1] and reports[0][0][0] == "failed" and reports[0][0][5] == ["Small"]
 
 
 def test_a_java_without_jlink_beside_it_is_used_as_it_is(tmp_path, monkeypatch) -> None:
@@ -176,20 +186,11 @@ def test_tlc_started_through_the_launcher_reports_what_tlc2_tlc_reports(monkeypa
         assert not (Path(os.path.realpath(java_binary())).parent / "javac").is_file()
         return
     argvs = record_commands(monkeypatch)
-    seen = []
-    for through_launcher in (True, False):
-        if not through_launcher:
-            monkeypatch.setattr(jvm_startup, "launcher", lambda configured=None: None)
-        violated = tlc.model_check(SPEC.replace("====", "Small == x < 4\n===="), CFG + "INVARIANT Small\n",
-                                   check_deadlock=False)
-        clean = tlc.model_check(SPEC, CFG, check_deadlock=False)
-        seen.append([(r.outcome, r.details.get("returncode"), tlc.report_of(r).distinct_states,
-                      [s.model_dump() for s in tlc.report_of(r).trace], [v.name for v in tlc.report_of(r).violations])
-                     for r in (violated, clean)])
+    seen, _ = reports_before_and_after(monkeypatch, "launcher", lambda: tlc.model_check(SPEC, CFG, check_deadlock=False))
     mains = [argv[argv.index("-cp") + 2] for argv in argvs]
     assert mains == [jvm_startup.LAUNCHER_CLASS] * 2 + ["tlc2.TLC"] * 2
     assert argvs[0][argvs[0].index("-cp") + 1].endswith(f"{os.pathsep}{launcher}")
-    assert seen[0] == seen[1] and seen[0][0][0] == "failed" and seen[0][0][4] == ["Small"]
+    assert seen[0] == seen[1] and seen[0][0][0] == "failed" and seen[0][0][5] == ["Small"]
     assert seen[0][1][:3] == ("ok", 0, 7)
 
 
