@@ -74,14 +74,13 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
         from sysmo.tools.tla import jvm, jvm_startup
 
         start = jvm_startup.prepare(jvm.LIBRARY_DIR)
-        archive = next((p for p in start.readonly if p.suffix == ".jsa"), None)
-        launcher = start.classpath[1] if len(start.classpath) > 1 else None
         plain = " (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
             " (no runtime without JFR could be made from it: no jlink and JDK modules beside it, or jlink failed)"
         console.print(f"SANY/TLC Java: {start.java}" + ("" if start.java != inst.java_binary() else plain))
-        console.print(f"SANY/TLC class-data archive: {archive or 'none (runs start without one)'}")
-        console.print(f"TLC launcher (exits without waiting for RMI's accept thread): "
-                      f"{launcher or 'none (no javac beside the configured java: TLC starts from tlc2.TLC)'}")
+        console.print(f"SANY/TLC class-data archive: {start.archive or 'none (runs start without one)'}")
+        no_launcher = "none (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
+            "none (no javac beside the configured java: TLC starts from tlc2.TLC)"
+        console.print(f"TLC launcher (exits without waiting for RMI's accept thread): {start.launcher or no_launcher}")
     except ToolMissingError as exc:
         console.print(f"SANY/TLC: {exc}")
     console.print(f"OpenSysML kernel: {inst.opensysml_kernel()}")

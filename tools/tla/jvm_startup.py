@@ -92,6 +92,14 @@ class StartUp(NamedTuple):
     main_class: str  # the launcher's class in place of tlc2.TLC, or the class asked for
     readonly: list[Path]  # what the sandbox must show besides the jar: runtime image, launcher, archive
 
+    @property
+    def launcher(self) -> Path | None:
+        return self.classpath[1] if len(self.classpath) > 1 else None
+
+    @property
+    def archive(self) -> Path | None:
+        return next((Path(f.split("=", 1)[1]) for f in self.flags if f.startswith("-XX:SharedArchiveFile=")), None)
+
 
 def enabled() -> bool:
     return os.environ.get(ENV, "1").strip().lower() not in ("0", "off", "no", "false")
@@ -300,7 +308,7 @@ def archive(library: Path, runtime: str | None = None, classpath: list[Path] | N
 
 def _make(path: Path, java: str, classpath: list[Path], library: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    main = LAUNCHER_CLASS if len(classpath) > 1 else TLC_MAIN
+    main = LAUNCHER_CLASS if len(classpath) > 1 else TLC_MAIN  # the launcher's jar follows tla2tools.jar
     with tempfile.TemporaryDirectory(prefix="sysmo-cds-") as work:
         folder = Path(work)
         (folder / "SysmoWarmUp.tla").write_text(WARM_UP_SPEC, encoding="utf-8")
