@@ -55,7 +55,8 @@ def java_binary() -> str:
     if not found:
         raise ToolMissingError(
             f"Java not found ({java!r} is not on PATH). TLC, SANY and PlantUML need Java 11+: "
-            "apt-get install openjdk-17-jre-headless, or set SYSMO_TOOLS__JAVA to a java binary."
+            "apt-get install openjdk-17-jdk-headless (a JRE runs them too; a JDK's jlink and javac make them start "
+            "faster), or set SYSMO_TOOLS__JAVA to a java binary."
         )
     return found
 
