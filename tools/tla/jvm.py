@@ -100,8 +100,8 @@ def run_java(
     """
     jar = tla2tools_jar()
     heap = heap_mb or settings().sandbox.jvm_heap_mb
-    # start-up speed only; the runtime image is built from the host's Java, so it runs in the local sandboxes, not in
-    # a container with a Java of its own
+    # start-up speed only; the runtime image and the launcher are made with the host's JDK, so they serve the local
+    # sandboxes, not a container with a Java of its own
     start = jvm_startup.start_up(main_class, args, jvm_flags, LIBRARY_DIR,
                                  in_container=get_sandbox().name == "docker")
     argv = [start.java, f"-Xmx{heap}m", *start.flags, "-Dfile.encoding=UTF-8"]

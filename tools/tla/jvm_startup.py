@@ -41,7 +41,7 @@ import subprocess
 import tempfile
 import threading
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -183,15 +183,22 @@ def runtime_image(configured: str | None = None) -> Path | None:
             return None
         tag = hashlib.sha256(f"{real}:{_java_version(str(real))}".encode()).hexdigest()[:16]
         path = settings().jvm_dir / f"runtime-{tag}"
-        try:
-            if not (path / "bin" / "java").is_file():
-                with _file_lock(path.with_name(f"{path.name}.lock")):
-                    if not (path / "bin" / "java").is_file():
-                        _make_image(path, real, jlink)
-        except OSError as exc:  # e.g. a read-only home: runs go on with the Java as it is
-            log.warning("jvm_startup.image_failed", error=str(exc), path=str(path))
-        _image[real.as_posix()] = path if (path / "bin" / "java").is_file() else None
+        made = _made_once(path, path / "bin" / "java", lambda: _make_image(path, real, jlink), "image_failed")
+        _image[real.as_posix()] = path if made else None
         return _image[real.as_posix()]
+
+
+def _made_once(path: Path, proof: Path, make: Callable[[], None], failure_event: str) -> bool:
+    """Make ``path`` unless ``proof`` (a file it holds, or itself) is there, one process at a time (a file lock
+    beside it); whether it is there now. An OSError (e.g. a read-only home) is logged: runs go on without it."""
+    try:
+        if not proof.is_file():
+            with _file_lock(path.with_name(f"{path.name}.lock")):
+                if not proof.is_file():
+                    make()
+    except OSError as exc:
+        log.warning(f"jvm_startup.{failure_event}", error=str(exc), path=str(path))
+    return proof.is_file()
 
 
 def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
@@ -250,19 +257,14 @@ def launcher(configured: str | None = None) -> Path | None:
             return None
         tag = hashlib.sha256(LAUNCHER_SOURCE.read_bytes()).hexdigest()[:16]
         path = settings().jvm_dir / f"tlc-main-{tag}.jar"
-        try:
-            if not path.is_file():
-                with _file_lock(path.with_name(f"{path.name}.lock")):
-                    if not path.is_file():
-                        _make_launcher(path, javac)
-        except OSError as exc:
-            log.warning("jvm_startup.launcher_failed", error=str(exc), path=str(path))
-        _launcher[real.as_posix()] = path if path.is_file() else None
+        made = _made_once(path, path, lambda: _make_launcher(path, javac), "launcher_failed")
+        _launcher[real.as_posix()] = path if made else None
         return _launcher[real.as_posix()]
 
 
 def _make_launcher(path: Path, javac: Path) -> None:
-    with tempfile.TemporaryDirectory(prefix="sysmo-tlc-main-") as work:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".sysmo-tlc-main-", dir=path.parent) as work:  # the jar's file system
         classes = Path(work) / "classes"
         try:  # bytecode for Java 11, the oldest Java TLC runs on, whatever the JDK
             made = subprocess.run([str(javac), "--release", "11", "-nowarn", "-cp", str(tla2tools_jar()), "-d",
@@ -280,10 +282,7 @@ def _make_launcher(path: Path, javac: Path) -> None:
             jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
             for found in compiled:
                 jar.write(found, found.relative_to(classes).as_posix())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        beside = path.with_name(f".{path.name}-{os.getpid()}")  # on the jar's file system, then renamed whole
-        shutil.move(staged, beside)
-        os.replace(beside, path)
+        os.replace(staged, path)  # whole or not at all
     log.info("jvm_startup.launcher_made", path=str(path))
 
 
@@ -346,7 +345,7 @@ def start_up(main_class: str, args: list[str], jvm_flags: list[str], library: Pa
     image = None if in_container else runtime_image(configured)
     runtime, extra = (str(image / "bin" / "java"), [image]) if image is not None else (configured, [])
     chosen = SHORT_RUN_FLAGS if short_simulation(main_class, args) else jvm_flags
-    tlc_main = None if in_container else launcher(configured)
+    tlc_main = None if in_container else launcher(configured)  # on SANY's class path too: the archive's is one
     classpath = [jar, tlc_main] if tlc_main is not None else [jar]
     if tlc_main is not None:
         extra.append(tlc_main)
