@@ -71,6 +71,7 @@ def attempt(
     if api_base and (model == "reference" or model.startswith("mockllm/")):
         raise ConfigError("--api-base is for served models; `reference` and `mockllm/...` run offline")
     spec = get_agent(agent)
+    spec.check_model(model)
     the_task = get_task(task, data_dir=data_dir, sources_dir=sources_dir)
     spec.check_supports(the_task)
     llm = LLM(

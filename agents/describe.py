@@ -40,6 +40,7 @@ class AgentDescription(BaseModel):
     uses: list[str]
     options: list[str]
     checks: list[str]  # what the repair loop checks each round, in order
+    replays_outputs: bool  # published outputs (replay/... models) can answer it: its model calls are rounds
     graphs: list[GraphDrawing]
 
 
@@ -68,7 +69,8 @@ def describe(spec: AgentSpec) -> AgentDescription:
     return AgentDescription(name=spec.name, description=spec.description,
                             supports=sorted(k.value for k in spec.supports), needs=list(spec.needs),
                             uses=list(spec.uses), options=OPTIONS["*"] + OPTIONS.get(spec.name, []),
-                            checks=spec.check_description, graphs=drawings(spec))
+                            checks=spec.check_description, replays_outputs=spec.replays_outputs,
+                            graphs=drawings(spec))
 
 
 def _known(name: str) -> AgentSpec:
@@ -104,7 +106,10 @@ def show_agent(name: str = typer.Argument(..., help="Agent name (see `sysmo agen
     lines = [f"{info.name}: {info.description}", f"task kinds: {', '.join(info.supports)}",
              f"needs: {', '.join(info.needs) or '-'}; uses when present: {', '.join(info.uses) or '-'}",
              "options:", *(f"  {o}" for o in info.options),
-             "in-loop check, each round:", *(f"  {n}. {c}" for n, c in enumerate(info.checks, 1))]
+             "in-loop check, each round:", *(f"  {n}. {c}" for n, c in enumerate(info.checks, 1)),
+             "replays published outputs (replay/... models): "
+             + ("yes, each is one round's model" if info.replays_outputs
+                else "no, its model calls are not only rounds (sysmo run skips it with a replay model)")]
     for g in info.graphs:
         title = f"graph ({g.variant})" if g.variant else "graph"
         lines += [f"{title} nodes: {', '.join(g.nodes)}", f"{title} edges:",

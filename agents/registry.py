@@ -56,6 +56,9 @@ class AgentSpec:
     # the agent's scripted answers for ``mockllm/control`` on a task (``agents/control_script.py``); None: the
     # default (a broken first model for "generate", the reference for each "repair")
     control_answers: Callable[[Task], list[Any]] | None = None
+    # every model call is one round's whole artifact (generate, repair), so a published output can stand in for
+    # it (``replay/...`` models); an agent with other calls (pre-stage documents, review, tool actions) cannot
+    replays_outputs: bool = False
 
     @property
     def check_description(self) -> list[str]:
@@ -95,6 +98,24 @@ class AgentSpec:
     def variant_of(self, ctx: AgentContext) -> str:
         return self.variant(ctx) if self.variant is not None else ""
 
+    def replay_refusal(self, model: str) -> str | None:
+        """Why this agent cannot answer from ``model`` when it replays published outputs; None when it can
+        (``model`` is not a replay, or every call of the agent is a round's artifact)."""
+        from sysmo.llm.roles import model_kind
+
+        if self.replays_outputs or model_kind(model) != "replay":
+            return None
+        able = ", ".join(s.name for s in all_agents() if s.replays_outputs)
+        return (f"agent {self.name!r} cannot replay published outputs ({model}): a published output is one round's "
+                f"whole model, and this agent's model calls are not only rounds (pre-stage documents, reviews or "
+                f"tool actions); replay them with {able}")
+
+    def check_model(self, model: str) -> None:
+        """Raise ``UnsupportedTaskError`` when this agent cannot take ``model`` (``replay_refusal``)."""
+        refusal = self.replay_refusal(model)
+        if refusal is not None:
+            raise UnsupportedTaskError(refusal)
+
     def check_supports(self, task: Task) -> None:
         if task.kind not in self.supports:
             kinds = ", ".join(sorted(k.value for k in self.supports))
@@ -129,7 +150,7 @@ def unregister_agent(name: str) -> None:
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
                    prompts: tuple[str, ...] = (), needs: tuple[str, ...] = (), uses: tuple[str, ...] = (),
                    variant: Callable[[AgentContext], str] | None = None, loop_checks: tuple[LoopCheck, ...] = (),
-                   control_answers: Callable[[Task], list[Any]] | None = None):
+                   control_answers: Callable[[Task], list[Any]] | None = None, replays_outputs: bool = False):
     """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``. The graph's nodes read the
     context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
@@ -137,7 +158,8 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
         global _VERSION
         _VERSION += 1
         _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant=variant,
-                                    uses=uses, loop_checks=loop_checks, control_answers=control_answers)
+                                    uses=uses, loop_checks=loop_checks, control_answers=control_answers,
+                                    replays_outputs=replays_outputs)
         return build
 
     return wrap

@@ -116,6 +116,7 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     "validation in the loop.",
     prompts=(f"{NAME}/system", f"{NAME}/learn", "common/task_tla"),
     loop_checks=(TRACE_VALIDATION,),
+    replays_outputs=True,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):
     return build_repair_graph(first_request, pre_stages=[("survey_traces", survey)], checkpointer=checkpointer

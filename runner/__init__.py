@@ -18,9 +18,9 @@ Modules, lowest first (none imports one below it in this list):
 
 from sysmo.runner.config import CONTROL_MODELS, Budget, ExperimentConfig
 from sysmo.runner.experiment import run_experiment
-from sysmo.runner.summary import RunSummary
+from sysmo.runner.summary import RunSummary, SkippedPair
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import WorkUnit, expand, load_selected_tasks, missing_inputs, task_meta
 
-__all__ = ["CONTROL_MODELS", "Budget", "ExperimentConfig", "RunSummary", "UnitRunner", "WorkUnit", "expand",
+__all__ = ["CONTROL_MODELS", "Budget", "ExperimentConfig", "RunSummary", "SkippedPair", "UnitRunner", "WorkUnit", "expand",
            "load_selected_tasks", "missing_inputs", "run_experiment", "task_meta"]

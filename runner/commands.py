@@ -9,9 +9,10 @@ from typing import Optional
 import typer
 import yaml
 from rich.console import Console
-from rich.table import Table
+from sysmo.terminal import print_records
 
 from sysmo.errors import ConfigError, SysmoError
+from sysmo.runner.summary import skipped_lines
 
 console = Console()
 err_console = Console(stderr=True)
@@ -68,11 +69,13 @@ def _find_attempt(ref: str, output_dir: Path):
     return store, store.attempt(attempt_id)
 
 
-def _group_by_agent(pairs: list[tuple[str, str]]) -> dict[str, list[str]]:
-    grouped: dict[str, list[str]] = {}
-    for agent_name, reason in pairs:
-        grouped.setdefault(agent_name, []).append(reason)
-    return grouped
+def _error_cell(status: str, error: str | None) -> str:
+    """An attempt's error for the list, led by its cause when it errored (``model: ...``); a failed or
+    uncovered attempt's note as it is."""
+    from sysmo.evals.error_kinds import error_kind
+
+    kind = error_kind(status, error)
+    return f"{kind}: {error}" if kind and error else error or ""
 
 
 def register(app: typer.Typer) -> None:
@@ -200,24 +203,23 @@ def register(app: typer.Typer) -> None:
             err_console.print("[bold cyan]REPLAY experiment[/]: answers are published outputs of real models "
                               "(replay/<source>:<model>); no LLM is called and nothing is spent.")
         summary = run_experiment(config, progress=not no_progress, resume=bool(resume))
-        table = Table(title=f"experiment {summary.experiment_id}{f' ({config.label})' if config.label else ''}")
-        columns = ["planned", "already done", "ran now", "passed", "errors", "cost $", "tokens", "seconds"]
-        values = [str(summary.planned), str(summary.skipped_done), str(summary.ran), str(summary.passed),
-                  str(summary.errors), f"{summary.cost_usd:.4f}", str(summary.tokens), f"{summary.seconds:.1f}"]
+        columns = ["experiment", "planned", "already done", "ran now", "passed", "errors", "cost $", "tokens",
+                   "seconds"]
+        row = {"experiment": summary.experiment_id, "planned": summary.planned,
+               "already done": summary.skipped_done, "ran now": summary.ran, "passed": summary.passed,
+               "errors": summary.errors, "cost $": f"{summary.cost_usd:.4f}", "tokens": summary.tokens,
+               "seconds": f"{summary.seconds:.1f}"}
         if config.kind == "replay":
-            columns.insert(5, "not covered")
-            values.insert(5, str(summary.not_covered))
-        for col in columns:
-            table.add_column(col)
-        table.add_row(*values)
-        console.print(table)
+            columns.insert(6, "not covered")
+            row["not covered"] = summary.not_covered
+        # a table when it fits the terminal, else one block (a log file or a narrow terminal keeps every figure)
+        print_records(console, f"run summary{f' ({config.label})' if config.label else ''}", columns, [row])
         isolation = describe_isolation()
         (summary.directory / "isolation.json").write_text(json.dumps(isolation, indent=2))
         console.print(f"tool isolation: {isolation['level']} ({isolation['detail']})")
         if summary.unsupported:
-            console.print(f"{len(summary.unsupported)} (agent, task) pairs skipped, the agent cannot do the task:")
-            for agent_name, reasons in _group_by_agent(summary.unsupported).items():
-                console.print(f"  {agent_name}: {len(reasons)} task(s), e.g. {reasons[0]}", soft_wrap=True)
+            for line in skipped_lines(summary.unsupported):
+                console.print(line, soft_wrap=True)
         for note in summary.missing_inputs:
             console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         if summary.stopped:
@@ -243,6 +245,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         import json
 
+        from sysmo.evals.error_kinds import error_kind
         from sysmo.evals.trace_view import attempt_json, render_attempt
         from sysmo.store import Store
 
@@ -254,16 +257,12 @@ def register(app: typer.Typer) -> None:
                 sql += " AND status != 'passed'"
             rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index", (directory.name,))
             if as_json:
-                from sysmo.evals.error_kinds import error_kind as kind_of
-
-                print(json.dumps([{**dict(r), "error_kind": kind_of(r["status"], r["error"])} for r in rows], indent=2))
+                print(json.dumps([{**dict(r), "error_kind": error_kind(r["status"], r["error"])} for r in rows],
+                                 indent=2))
                 return
-            from sysmo.evals.error_kinds import error_kind
-            from sysmo.terminal import print_records
-
             records = [{"attempt": r["id"], "task": r["task_id"], "agent": r["agent"], "model": r["model"],
                         "sample": r["sample_index"], "status": r["status"], "rounds": r["n_rounds"],
-                        "error": (f"{error_kind(r['status'], r['error'])}: " if r["error"] else "") + (r["error"] or "")}
+                        "error": _error_cell(r["status"], r["error"])}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
             print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}",

@@ -27,7 +27,7 @@ from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import Executor, RunState
 from sysmo.runner.progress import RunProgress
 from sysmo.runner.results import ResultWriter, quick_turns
-from sysmo.runner.summary import RunSummary
+from sysmo.runner.summary import RunSummary, skipped_lines
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import environment_record, expand, load_selected_tasks, missing_inputs
 from sysmo.store import Store
@@ -95,6 +95,8 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
     tasks = load_selected_tasks(config)
     units, unsupported = expand(config, tasks, experiment_id)
+    if not units:
+        raise ConfigError("nothing to run: " + "\n".join(skipped_lines(unsupported)))
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     store = Store(directory / "results.sqlite")
@@ -103,8 +105,7 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     pending = [u for u in units if u.attempt_id not in done]
     summary = RunSummary(experiment_id=experiment_id, directory=directory, planned=len(units),
                          skipped_done=len(units) - len(pending), unsupported=unsupported,
-                         missing_inputs=missing_inputs(config, sorted({u.task.id: u.task for u in units}.values(),
-                                                                      key=lambda t: t.id)))
+                         missing_inputs=missing_inputs(units))
     for note in summary.missing_inputs:
         log.warning("experiment.missing_input", note=note)
     log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control,

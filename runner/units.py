@@ -12,6 +12,8 @@ from typing import Any
 from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError
 from sysmo.runner.config import ExperimentConfig
+from sysmo.runner.summary import SkippedPair
+
 
 @dataclass(frozen=True)
 class WorkUnit:
@@ -32,31 +34,41 @@ def task_meta(task: Task) -> dict[str, Any]:
     return {"benchmark": task.benchmark, "kind": task.kind.value, "domain": task.domain, "difficulty": task.difficulty}
 
 
-def missing_inputs(config: ExperimentConfig, tasks: list[Task]) -> list[str]:
-    """The (agent, task) pairs that run without an input the agent reads when present (the source), and why."""
+def missing_inputs(units: list[WorkUnit]) -> list[str]:
+    """The (agent, task) pairs of ``units`` that run without an input the agent reads when present (the
+    source), and why; one note per pair, in the units' order."""
     from sysmo.agents.registry import get_agent
 
-    return [note for agent in config.agents for task in tasks for note in get_agent(agent).missing_inputs(task)]
+    pairs = {(u.agent, u.task.id): u.task for u in units}
+    return [note for (agent, _), task in pairs.items() for note in get_agent(agent).missing_inputs(task)]
 
 
-def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> tuple[list[WorkUnit], list[tuple[str, str]]]:
-    """All work units, in a stable order, and the (agent, task) pairs skipped because the agent cannot do them."""
+def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> tuple[list[WorkUnit], list[SkippedPair]]:
+    """All work units, in a stable order, and what was skipped because the agent cannot do it: a task, or a
+    replay model (published outputs stand in only for an agent's round calls)."""
     from sysmo.agents.registry import UnsupportedTaskError, get_agent
 
     units: list[WorkUnit] = []
-    unsupported: list[tuple[str, str]] = []
+    skipped: list[SkippedPair] = []
     for agent in config.agents:
         spec = get_agent(agent)
+        models = []
+        for model in config.model_names:
+            refusal = spec.replay_refusal(model)
+            if refusal is None:
+                models.append(model)
+            else:
+                skipped.append(SkippedPair(agent, refusal, model=model))
         for task in tasks:
             try:
                 spec.check_supports(task)
             except UnsupportedTaskError as exc:
-                unsupported.append((agent, str(exc)))
+                skipped.append(SkippedPair(agent, str(exc), task_id=task.id))
                 continue
-            for model in config.model_names:
+            for model in models:
                 for sample in range(config.samples):
                     units.append(WorkUnit(task, agent, model, sample, experiment_id))
-    return units, unsupported
+    return units, skipped
 
 
 def environment_record() -> dict[str, Any]:

@@ -199,3 +199,54 @@ def test_the_replay_judge_gives_the_stored_sysmeval_answers_the_right_way_round(
     assert stage.detail["responses"]["precision"] == sample.sysm_eval_r_response  # the authors' swap undone
     with pytest.raises(ConfigError, match="replay judge needs a replay/<source>:<model> generator"):
         LLM(ModelRoles(generator="mockllm/default", judge="replay"), cache=False).provider("judge")
+
+
+def _starter_tasks(kind: str) -> list:
+    from sysmo.benchmarks.registry import load_tasks
+
+    return [t for t in load_tasks(None, families=["starter"]) if t.kind.value == kind][:2]
+
+
+def test_published_outputs_replay_only_through_agents_whose_calls_are_rounds() -> None:
+    """A published output is one round's whole model: base_modeling and trace_learning take it; metagpt
+    (analyst, architect, reviewer), openhands (tool actions) and code_translation (translate, abstract) are
+    skipped for a replay model, each with the reason, and still run with the other models."""
+    from sysmo.agents.registry import AGENT_NAMES
+    from sysmo.runner import ExperimentConfig, SkippedPair, expand, missing_inputs
+    from sysmo.runner.summary import skipped_lines
+
+    replay, live = "replay/sysmobench:claude", "reference"
+    tasks = _starter_tasks("tla")
+    config = ExperimentConfig(agents=list(AGENT_NAMES), models=[replay, live], samples=1)
+    units, skipped = expand(config, tasks, "exp")
+    pairs = {(u.agent, u.model) for u in units}
+    assert {a for a, m in pairs if m == replay} == {"base_modeling", "trace_learning"}
+    assert {a for a, m in pairs if m == live} == set(AGENT_NAMES)
+    refused = [p for p in skipped if p.model == replay]
+    assert sorted(p.agent for p in refused) == ["code_translation", "metagpt", "openhands"]
+    assert all(p.task_id is None and "cannot replay published outputs" in p.reason
+               and "replay them with base_modeling, trace_learning" in p.reason for p in refused)
+    lines = skipped_lines([*skipped, SkippedPair("trace_learning", "no traces", task_id="starter/tla/x")])
+    assert lines[0] == "1 (agent, task) pairs and 3 (agent, replay model) pairs skipped, the agent cannot do them:"
+    assert "  trace_learning: 1 task(s), e.g. no traces" in lines
+    assert any(line.startswith(f"  metagpt with {replay}: every task: agent 'metagpt' cannot replay")
+               for line in lines)
+    # notes on missing inputs name only the pairs that run
+    only_replay = ExperimentConfig(agents=list(AGENT_NAMES), models=[replay], samples=1)
+    units, _ = expand(only_replay, tasks, "exp")
+    assert {note.split("'")[1] for note in missing_inputs(units)} <= {"base_modeling", "trace_learning"}
+
+
+def test_a_run_with_nothing_to_run_is_one_error_and_leaves_no_experiment(shared_benchmarks: Path,
+                                                                         tmp_path: Path) -> None:
+    from sysmo_cli import run_sysmo
+
+    run = run_sysmo("run", "-a", "metagpt", "-m", "replay/sysmobench:claude", "-b", "starter", "--kind", "tla",
+                    "-n", "1", "--id", "nothing", "-o", str(tmp_path), "--no-progress",
+                    env={"SYSMO_DATA_DIR": str(shared_benchmarks)})
+    assert run.code != 0
+    assert "nothing to run" in run.output and "metagpt with replay/sysmobench:claude: every task" in run.output
+    assert not (tmp_path / "nothing").exists()
+    attempt = run_sysmo("attempt", "--agent", "openhands", "--task", "starter/tla/spinlock",
+                        "--model", "replay/sysmobench:claude", env={"SYSMO_DATA_DIR": str(shared_benchmarks)})
+    assert attempt.code != 0 and "agent 'openhands' cannot replay published outputs" in attempt.output

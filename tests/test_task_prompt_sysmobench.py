@@ -13,7 +13,7 @@ from sysmo.benchmarks import sysmobench
 from sysmo.contracts.task import Task
 from sysmo.graphs.context import AgentContext
 from sysmo.llm import LLM, ModelRoles
-from sysmo.runner import ExperimentConfig, missing_inputs
+from sysmo.runner import ExperimentConfig, expand, missing_inputs
 from sysmo.tools.checkers import check_artifact
 
 
@@ -86,7 +86,8 @@ def test_fill_follows_str_format_and_keeps_unknown_fields() -> None:
 
 def test_run_summary_names_agents_working_without_source(tasks: dict[str, Task]) -> None:
     config = ExperimentConfig.control().model_copy(update={"agents": ["base_modeling", "trace_learning"]})
-    notes = missing_inputs(config, [tasks["sysmobench/spin"]])
+    units, _ = expand(config, [tasks["sysmobench/spin"]], "exp")
+    notes = missing_inputs(units)
     assert notes == [
         ("agent 'base_modeling' models sysmobench/spin without the system's source code: no checkout of "
          "https://github.com/asterinas/asterinas.git was given (--sources-dir or source_checkouts in the config)")
