@@ -87,6 +87,10 @@ class MockAnswer(BaseModel):
 class MockScript(BaseModel):
     mode: Literal["repeat_last", "cycle", "strict"] = "repeat_last"
     responses: list[MockAnswer] = Field(default_factory=list)
+    # a script built in code may answer tasks it was not built with: the answers for one more task (given the
+    # call's ``CallContext.task``), made at that task's first call; the control script covers any task with a
+    # reference model this way. Not part of a script file.
+    extend: Callable[[Any], list[MockAnswer]] | None = Field(default=None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -116,7 +120,8 @@ BUILT_IN_SCRIPTS: dict[str, Callable[[], MockScript]] = {}
 
 
 def register_script(name: str, build: Callable[[], MockScript]) -> None:
-    """``mockllm/<name>`` answers from ``build()`` when no script file of that name exists."""
+    """``mockllm/<name>`` answers from ``build()`` when no script file of that name exists (a script whose
+    ``extend`` is set also answers the tasks it was not built with)."""
     BUILT_IN_SCRIPTS[name] = build
 
 
@@ -148,25 +153,53 @@ class MockLLMProvider:
         self.script = script
         self._used: set[int] = set()
         self._lock = threading.Lock()
+        # the script's answers, then those made for tasks it lacked (``MockScript.extend``): this provider's own
+        # list, as a built-in script is shared by every provider of the process
+        self._answers: list[MockAnswer] = list(script.responses)
+        self._extended: set[str] = set()
         # answers by the task they are for (None: any task), so a call only tests its task's answers
         self._by_task: dict[str | None, list[int]] = {}
-        for i, answer in enumerate(script.responses):
+        self._index(0)
+
+    def _index(self, start: int) -> None:
+        for i in range(start, len(self._answers)):
+            answer = self._answers[i]
             self._by_task.setdefault(answer.when.task if answer.when else None, []).append(i)
+
+    def _extend(self, request: LLMRequest) -> bool:
+        """Add the script's answers for the call's task if the script can make them and has not yet; whether
+        it added any."""
+        ctx = request.context
+        if self.script.extend is None or ctx is None or ctx.task is None or ctx.task.id in self._extended:
+            return False
+        self._extended.add(ctx.task.id)
+        start = len(self._answers)
+        self._answers += self.script.extend(ctx.task)
+        self._index(start)
+        return len(self._answers) > start
 
     def _candidates(self, request: LLMRequest) -> list[int]:
         task_id = request.context.task_id if request.context else None
         specific = self._by_task.get(task_id, []) if task_id is not None else []
         return list(heapq.merge(specific, self._by_task.get(None, [])))
 
+    def _matching(self, request: LLMRequest) -> list[int]:
+        items = self._answers
+        return [i for i in self._candidates(request) if items[i].when is None or items[i].when.matches(request)]
+
     def _pick(self, request: LLMRequest) -> MockAnswer:
-        items = self.script.responses
+        items = self._answers
         with self._lock:
-            matching = [i for i in self._candidates(request) if items[i].when is None or items[i].when.matches(request)]
+            matching = self._matching(request)
+            if not matching and self._extend(request):
+                matching = self._matching(request)
             if not matching:
                 ctx = request.context
+                lacking = (" (the script makes answers only for tasks with a reference model)"
+                           if self.script.extend is not None else "")
                 raise LLMError(
                     f"{self.model}: no scripted answer matches this call (role={request.role}, "
-                    f"task={ctx.task_id if ctx else None}, round={ctx.round if ctx else None})"
+                    f"task={ctx.task_id if ctx else None}, round={ctx.round if ctx else None}){lacking}"
                 )
             unused = [i for i in matching if i not in self._used]
             if not unused:

@@ -139,3 +139,32 @@ def test_mockllm_control_resolves_without_a_file() -> None:
     answered = {(a.when.task, a.when.agent) for a in script.responses if a.when}
     assert {(task.id, agent) for agent, task in _pairs(TASKS)} <= answered
     assert script.mode == "repeat_last"
+
+
+def test_mockllm_control_answers_a_task_outside_the_starter_suite_from_its_reference() -> None:
+    """A control run on another benchmark: the script makes the task's answers at its first call (the broken
+    reference, then the reference), in the provider's own list (the shared script is unchanged); a task
+    without a reference model gets an error saying so."""
+    from sysmo.errors import LLMError
+    from sysmo.llm import CallContext
+    from sysmo.llm.mockllm import MockLLMProvider
+    from sysmo.llm.request import LLMRequest
+
+    starter = next(task for task in TASKS if task.kind == TaskKind.SYSML)
+    outside = starter.model_copy(update={"id": "published/sysml/copy"}, deep=True)
+    provider = MockLLMProvider("mockllm/control", find_script("control"))
+
+    def answer(task: Task, round_: int) -> str:
+        context = CallContext(task=task, round=round_, agent="base_modeling",
+                              purpose="generate" if round_ == 0 else "repair")
+        request = LLMRequest(model="mockllm/control", messages=[{"role": "user", "content": "model it"}],
+                             role="generator", context=context)
+        return provider.complete(request).text
+
+    assert broken_artifact(outside).main_text.strip() in answer(outside, 0)  # the mistake (chosen by the task's id)
+    assert answer(outside, 1) == answer(starter, 1) != answer(outside, 0)  # the reference
+    assert not any(a.when and a.when.task == outside.id for a in find_script("control").responses)
+    bare = outside.model_copy(update={"id": "published/sysml/no_reference",
+                                      "references": outside.references.model_copy(update={"model": None})})
+    with pytest.raises(LLMError, match="only for tasks with a reference model"):
+        answer(bare, 0)
