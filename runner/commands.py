@@ -89,7 +89,9 @@ def register(app: typer.Typer) -> None:
     def run(
         config_file: Optional[Path] = typer.Argument(None, help="Experiment YAML (fields of ExperimentConfig)."),
         agent: list[str] = typer.Option([], "--agent", "-a", help="Agent(s); default all five."),
-        model: list[str] = typer.Option([], "--model", "-m", help="Generator model(s): litellm name, mockllm/<script> or reference."),
+        model: list[str] = typer.Option([], "--model", "-m", help=(
+            "Generator model(s): litellm name, mockllm/<script>, reference, or replay/<source>:<model> "
+            "(published outputs, e.g. replay/designbench:qwen3).")),
         api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint for the --model(s)."),
         helper: Optional[str] = typer.Option(None, help="Helper-role model (mappings, invariant concretisation)."),
         judge: Optional[str] = typer.Option(None, help="Judge-role model (SysMEval, architecture rubric)."),
@@ -135,6 +137,8 @@ def register(app: typer.Typer) -> None:
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress output (off a terminal, e.g. "
                                          "a log file or CI, progress is a plain line every 5% or 30 s)."),
         no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report at the end."),
+        no_score: bool = typer.Option(False, "--no-score", help="Run and check every attempt with the tools, but "
+                                      "do not score it (no cascade; `score: false` in a config file)."),
         allow_unconfined: bool = typer.Option(False, "--allow-unconfined", help="Run the tools on model output "
                                               "even where neither bubblewrap nor `unshare` can confine them."),
     ) -> None:
@@ -189,6 +193,8 @@ def register(app: typer.Typer) -> None:
                                ("ray_address", address), ("ray_workers", ray_workers), ("checkpoints", checkpoints)):
                 if value is not None:
                     data[key] = value
+            if no_score:
+                data["score"] = False
             if max_cost is not None or max_tokens_total is not None:
                 data["budget"] = {"max_cost_usd": max_cost, "max_tokens": max_tokens_total}
             data["output_dir"] = output_dir

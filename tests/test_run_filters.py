@@ -30,3 +30,16 @@ def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(t
     # the run's summary whole at any width (a table when it fits, else a block): no figure or heading cut
     assert "…" not in out and "already done" in out and "seconds" in out
     assert "trace_learning: 2 task(s)" in out
+
+
+def test_no_score_runs_and_checks_the_attempts_without_scoring_them(tmp_path):
+    run = run_sysmo(
+        "run", "-b", "starter", "--ids", "starter/sysml/electric_kettle", "-a", "base_modeling", "-m", "reference",
+        "-n", "1", "--max-rounds", "0", "--no-score", "--id", "unscored", "-o", str(tmp_path), "--no-report",
+        "--no-progress", "--checkpoints", "none")
+    assert run.code == 0, run.output
+    store = Store(tmp_path / "unscored" / "results.sqlite")
+    (attempt,) = list(store.attempts("unscored"))
+    assert attempt.status.value == "passed" and attempt.rounds[0].check is not None
+    assert store.query("SELECT COUNT(*) AS n FROM scores")[0]["n"] == 0
+    store.close()
