@@ -264,3 +264,7 @@ def test_bertscore_without_the_extra_is_none_with_a_reason_or_a_real_score():
         assert "pip install" in result.reason
     else:
         assert 0.0 < result.f1 < 1.0 and result.model == text.DEFAULT_BERTSCORE_MODEL
+        from transformers.utils import logging as hf_logging
+
+        # loading the model drew no "Loading weights" bar on the user's terminal (transformers' tqdm is off)
+        assert not hf_logging.is_progress_bar_enabled()

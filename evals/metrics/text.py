@@ -216,7 +216,9 @@ def _scorer(model: str, layers: int) -> Any:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             from bert_score import BERTScorer
+            from transformers.utils import logging as hf_logging
 
+            hf_logging.disable_progress_bar()  # no "Loading weights" bar on the user's terminal or in logs
             _SCORERS[key] = BERTScorer(
                 model_type=_model_folder(model),
                 num_layers=layers,
