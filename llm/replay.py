@@ -364,6 +364,9 @@ class ReplayProvider:
             return self._judge(request, ctx.task_id, ctx.purpose or "")
         if request.role != "generator":
             raise LLMError(f"{self.model} only answers generator and judge calls (this was a {request.role} call)")
+        if ctx.purpose not in (None, "generate", "repair"):
+            raise LLMError(f"{self.model} answers a round's model (generate, repair), not the {ctx.purpose!r} step: "
+                           f"a published output is a final model (replay it with base_modeling or trace_learning)")
         found = self.source.output(ctx.task_id)
         if found is None:
             raise NotCoveredError(f"{ctx.task_id} is not covered by replay source {self.source.label}")

@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
-from sysmo.errors import ConfigError, DataMissingError, NotCoveredError, ReplayEndedError
+from sysmo.errors import ConfigError, DataMissingError, LLMError, NotCoveredError, ReplayEndedError
 from sysmo.llm import LLM, CallContext
 from sysmo.llm.replay import ReplayProvider, ReplaySpec
 from sysmo.llm.roles import model_kind, run_kind
@@ -66,6 +66,10 @@ def test_designbench_answers_with_the_stored_prediction_case_insensitively(share
         llm.complete([{"role": "user", "content": "repair"}], context=CallContext(task_id="sysmbench/7", round=1))
     with pytest.raises(NotCoveredError, match="sysmbench/999 is not covered"):
         llm.complete([{"role": "user", "content": "x"}], context=CallContext(task_id="sysmbench/999"))
+    # a published output is a final model: it does not stand in for a pre-stage document
+    with pytest.raises(LLMError, match="not the 'analyst' step"):
+        llm.complete([{"role": "user", "content": "analyse"}], context=CallContext(task_id="sysmbench/7",
+                                                                                   purpose="analyst"))
 
 
 def test_cil_answers_round_by_round_with_the_transcript(shared_benchmarks: Path) -> None:
