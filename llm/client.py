@@ -189,6 +189,20 @@ class LLM:
                 if role == "generator":
                     raise
 
+    def unpriced(self) -> dict[str, str]:
+        """The models of this client's roles whose spend cannot be counted (no known price), each with why:
+        their calls cost $0 in the record and a cost cap never sees them."""
+        found: dict[str, str] = {}
+        for role in ("generator", "helper", "judge"):
+            try:
+                provider = self.provider(role)
+            except ConfigError:  # a role this generator cannot have (reference, replay): never called
+                continue
+            why = provider.unpriced() if hasattr(provider, "unpriced") else None
+            if why:
+                found.setdefault(self.config(role).model, why)
+        return found
+
     # -- calls
     def _request(
         self,

@@ -41,7 +41,8 @@ def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[f
     except Exception:  # litellm raises several types for unmapped models
         return 0.0, (
             f"no price for {model!r} in litellm's cost map (a local or unknown model): cost counted as 0; "
-            "set price_per_mtok in the role config to price it"
+            "price it with price_per_mtok: [INPUT_USD, OUTPUT_USD] per million tokens in its role config "
+            "(experiment file: models: [{model: ..., price_per_mtok: [...]}], helper, judge)"
         )
     return float(prompt_cost + completion_cost), None
 
@@ -64,6 +65,11 @@ class LiteLLMProvider:
                 "or reference"
             ) from exc
         self.api_key = self._api_key()
+
+    def unpriced(self) -> str | None:
+        """Why this model's calls would be counted as $0 (no price in litellm's map, none configured); None
+        when it is priced."""
+        return price(self.config.model, Usage(prompt_tokens=1000, completion_tokens=1000), self.config)[1]
 
     def _api_key(self) -> str | None:
         env = self.config.api_key_env

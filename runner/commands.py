@@ -226,7 +226,7 @@ def register(app: typer.Typer) -> None:
         if summary.unsupported:
             for line in skipped_lines(summary.unsupported):
                 console.print(line, soft_wrap=True)
-        for note in summary.missing_inputs:
+        for note in summary.missing_inputs + summary.cost_notes:
             console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         if summary.stopped:
             console.print(f"[yellow]stopped early:[/] {summary.stopped}. Continue with "

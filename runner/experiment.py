@@ -56,17 +56,28 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event)
 
 
-def _check_models(config: ExperimentConfig, runner: UnitRunner) -> None:
-    """Unknown models, missing API keys and dead servers stop the run before any work."""
+def _check_models(config: ExperimentConfig, runner: UnitRunner) -> list[str]:
+    """Unknown models, missing API keys and dead servers stop the run before any work, and so does a cost cap
+    on a model without a known price (its spend would count as $0, so the cap could never stop it). Returns
+    a note per unpriced model for the run's summary."""
+    unpriced: dict[str, str] = {}
     for model in config.model_names:
         try:
-            runner.client(model)
+            unpriced.update(runner.client(model).unpriced())
         except SysmoError as exc:
             raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
     for entry in config.models:  # a dead --api-base stops the run now, not after retries
         api_base = entry.get("api_base") if isinstance(entry, dict) else getattr(entry, "api_base", None)
         if api_base:
             check_reachable(api_base)
+    cap = config.budget.max_cost_usd
+    if unpriced and cap is not None:
+        raise ConfigError(
+            f"--max-cost {cap:g} cannot be kept: {'; '.join(unpriced.values())}; or cap the run with "
+            "--max-total-tokens")
+    for why in unpriced.values():
+        log.warning("experiment.unpriced_model", note=why)
+    return list(unpriced.values())
 
 
 def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: bool, resume: bool,
@@ -79,12 +90,14 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
     if resume:
         Store.check_resumable(directory / "results.sqlite", experiment_id)
     runner = UnitRunner(config, directory)
-    _check_models(config, runner)
+    cost_notes = _check_models(config, runner)
     executor = executor_for(config)
     executor.start(config, directory)  # Ray's workers start while the run is prepared
     try:
-        return _prepare_and_run(config, experiment_id, directory, runner, executor, started, progress=progress,
-                                resume=resume, stop_event=stop_event)
+        summary = _prepare_and_run(config, experiment_id, directory, runner, executor, started, progress=progress,
+                                   resume=resume, stop_event=stop_event)
+        summary.cost_notes = cost_notes
+        return summary
     finally:
         executor.close()
 

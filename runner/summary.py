@@ -46,6 +46,7 @@ class RunSummary:
     not_covered: int = 0  # replay: tasks the published source has no output for (neither passed nor failed)
     unsupported: list[SkippedPair] = field(default_factory=list)  # what the agents cannot do, and why
     missing_inputs: list[str] = field(default_factory=list)  # (agent, task) pairs run without an input, and why
+    cost_notes: list[str] = field(default_factory=list)  # models whose spend counts as $0 (no known price), and why
     stopped: str | None = None  # why the run stopped early (interrupt, budget)
     cost_usd: float = 0.0
     tokens: int = 0
