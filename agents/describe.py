@@ -87,7 +87,8 @@ def list_agents(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     if as_json:
         typer.echo(json.dumps([{"name": s.name, "description": s.description,
                                 "supports": sorted(k.value for k in s.supports), "needs": list(s.needs),
-                                "uses": list(s.uses)} for s in specs], indent=2))
+                                "uses": list(s.uses), "replays_outputs": s.replays_outputs} for s in specs],
+                               indent=2))
         return
     console = Console()
     for s in specs:

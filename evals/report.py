@@ -221,6 +221,17 @@ def scoring_notes(prov: dict) -> list[str]:
     return notes
 
 
+def cost_notes(store: Store, experiment_id: str) -> list[str]:
+    """One line per model whose calls were counted as $0 for want of a price (a local or unknown model), so
+    that no cost column reads as a real $0."""
+    rows = store.query(
+        "SELECT DISTINCT json_extract(e.json, '$.model') AS model FROM events e JOIN attempts a ON a.id = e.attempt_id"
+        " WHERE a.experiment_id = ? AND e.type = 'llm_call'"
+        " AND json_extract(e.json, '$.response.cost_note') LIKE 'no price%' ORDER BY model", (experiment_id,))
+    return [f"cost $ of {r['model']}: not counted (litellm has no price for it; set price_per_mtok in its role "
+            "config to price it)" for r in rows]
+
+
 def write_report(directory: Path) -> dict[str, Path]:
     """Write every report file under ``<experiment>/report/``; return their paths by name."""
     directory = Path(directory)
@@ -273,6 +284,9 @@ def write_report(directory: Path) -> dict[str, Path]:
         if notes:
             md.append("## Scoring notes\n")
             md.extend(f"> **{note}**\n" for note in notes)
+        unpriced = cost_notes(store, experiment_id)
+        md.extend(f"> **{note}**\n" for note in unpriced)
+        notes = notes + unpriced
         boards = leaderboards(summary, frame)
         errors_table, messages = error_counts(frame), error_messages(frame)
         errored_note = errored_groups_note(frame)

@@ -198,6 +198,7 @@ class LLM:
                 provider = self.provider(role)
             except ConfigError:  # a role this generator cannot have (reference, replay): never called
                 continue
+            # only a provider that charges (litellm's) has a price to lack; the offline ones cost nothing
             why = provider.unpriced() if hasattr(provider, "unpriced") else None
             if why:
                 found.setdefault(self.config(role).model, why)

@@ -10,9 +10,14 @@ fails instead of skipping.
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+
+TEST_HOME_VARIABLE = "SYSMO_TEST_HOME"  # the test run's own SYSMO_HOME, set by the first pytest process
+MADE_TEST_HOME = pytest.StashKey[str]()
 
 # The files that keep a test worker busy longest (budgeted TLC hunts, Ray, whole `sysmo run`s, the gold controls,
 # the OpenSysML corpora), longest first as measured in the suite on 2 cores (2026-11-26). With ``--dist loadfile
@@ -63,7 +68,20 @@ def pytest_configure(config: pytest.Config) -> None:
     if not os.environ.get("SYSMO_TOOLS__PLANTUML_JAR") and installed.is_file():
         os.environ["SYSMO_TOOLS__PLANTUML_JAR"] = str(installed)
     os.environ.setdefault("SYSMO_TOOLS__JVM_DIR", str(real.jvm_dir))
+    # Everything else a test run writes under the home (the LLM cache of fake servers' replies, mockllm
+    # scripts, the TLA+ run cache, reproductions) goes to a home of the run's own, made by the first process
+    # (xdist's workers inherit it) and removed at its end: a test run leaves the user's home as it was.
+    if not os.environ.get(TEST_HOME_VARIABLE):
+        home = tempfile.mkdtemp(prefix="sysmo-test-home-")
+        os.environ[TEST_HOME_VARIABLE] = os.environ["SYSMO_HOME"] = home
+        config.stash[MADE_TEST_HOME] = home
     settings.cache_clear()  # read again with the pins (and whatever a test sets later)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    home = config.stash.get(MADE_TEST_HOME, None)
+    if home is not None:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -21,6 +21,11 @@ def test_list_shows_all_five_agents() -> None:
     result = runner.invoke(app, ["agents", "list", "--json"])
     assert result.exit_code == 0
     assert [a["name"] for a in json.loads(result.output)] == AGENTS
+    # which agents published outputs (replay/... models) can answer: those whose every model call is a round
+    assert {a["name"] for a in json.loads(result.output) if a["replays_outputs"]} == {"base_modeling",
+                                                                                     "trace_learning"}
+    assert "replays published outputs (replay/... models): no" in runner.invoke(app, ["agents", "show",
+                                                                                      "openhands"]).output
     text = runner.invoke(app, ["agents", "list"]).output
     assert all(name in text for name in AGENTS)
 

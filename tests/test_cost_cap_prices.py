@@ -46,3 +46,21 @@ def test_a_cost_cap_on_an_unpriced_model_is_refused_before_any_work(tmp_path: Pa
         free = run_experiment(_config(tmp_path, server, "uncapped"), progress=False)
     assert free.ran == 1 and free.cost_usd == 0
     assert len(free.cost_notes) == 1 and "no price for 'openai/sysmo-local-model'" in free.cost_notes[0]
+
+
+def test_the_report_names_the_models_whose_cost_was_not_counted(tmp_path: Path) -> None:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.evals.report import write_report
+    from sysmo.runner import run_experiment
+
+    # a task of its own: the first test's calls are in the LLM cache, answered with their first price
+    tasks = TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/fleet_rental"])
+    with FakeOpenAI(default=reply(DIAGRAM)) as server:
+        run_experiment(_config(tmp_path, server, "unpriced", tasks=tasks), progress=False)
+        assert server.calls == 1
+        control = run_experiment(_config(tmp_path, server, "control", models=["reference"], tasks=tasks),
+                                 progress=False)
+    report = (write_report(tmp_path / "unpriced")["markdown"]).read_text()
+    assert "cost $ of openai/sysmo-local-model: not counted (litellm has no price for it" in report
+    assert control.cost_notes == []
+    assert "not counted" not in write_report(tmp_path / "control")["markdown"].read_text()
