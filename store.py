@@ -314,6 +314,14 @@ class Store:
     def _insert_events(self, attempt_id: str, events: list[Any], first_seq: int) -> None:
         self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", event_rows(attempt_id, events, first_seq))
 
+    def unpriced_models(self, experiment_id: str) -> list[str]:
+        """The models whose calls in this experiment were answered with no known price (counted as $0)."""
+        rows = self.query(
+            "SELECT DISTINCT json_extract(e.json, '$.model') AS model FROM events e"
+            " JOIN attempts a ON a.id = e.attempt_id WHERE a.experiment_id = ? AND e.type = 'llm_call'"
+            " AND json_extract(e.json, '$.response.cost_note') LIKE 'no price%' ORDER BY model", (experiment_id,))
+        return [r["model"] for r in rows]
+
     def events(self, attempt_id: str, stage: str | None = None) -> list[Any]:
         """The attempt's typed events in order (``stage``: only "attempt" or only "score" events)."""
         events = []

@@ -224,12 +224,8 @@ def scoring_notes(prov: dict) -> list[str]:
 def cost_notes(store: Store, experiment_id: str) -> list[str]:
     """One line per model whose calls were counted as $0 for want of a price (a local or unknown model), so
     that no cost column reads as a real $0."""
-    rows = store.query(
-        "SELECT DISTINCT json_extract(e.json, '$.model') AS model FROM events e JOIN attempts a ON a.id = e.attempt_id"
-        " WHERE a.experiment_id = ? AND e.type = 'llm_call'"
-        " AND json_extract(e.json, '$.response.cost_note') LIKE 'no price%' ORDER BY model", (experiment_id,))
-    return [f"cost $ of {r['model']}: not counted (litellm has no price for it; set price_per_mtok in its role "
-            "config to price it)" for r in rows]
+    return [f"cost $ of {model}: not counted (litellm has no price for it; set price_per_mtok in its role config "
+            "to price it)" for model in store.unpriced_models(experiment_id)]
 
 
 def write_report(directory: Path) -> dict[str, Path]:

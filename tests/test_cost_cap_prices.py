@@ -48,7 +48,7 @@ def test_a_cost_cap_on_an_unpriced_model_is_refused_before_any_work(tmp_path: Pa
     assert len(free.cost_notes) == 1 and "no price for 'openai/sysmo-local-model'" in free.cost_notes[0]
 
 
-def test_the_report_names_the_models_whose_cost_was_not_counted(tmp_path: Path) -> None:
+def test_the_report_and_the_viewer_name_the_models_whose_cost_was_not_counted(tmp_path: Path) -> None:
     from sysmo.benchmarks.selection import TaskSelection
     from sysmo.evals.report import write_report
     from sysmo.runner import run_experiment
@@ -62,5 +62,13 @@ def test_the_report_names_the_models_whose_cost_was_not_counted(tmp_path: Path) 
                                  progress=False)
     report = (write_report(tmp_path / "unpriced")["markdown"]).read_text()
     assert "cost $ of openai/sysmo-local-model: not counted (litellm has no price for it" in report
+    # `sysmo view` says the same beside the experiment's cost
+    from sysmo.store import Store
+    from sysmo.view.gather import experiment_summary
+
+    for experiment, unpriced in (("unpriced", [UNPRICED]), ("control", [])):
+        store = Store(tmp_path / experiment / "results.sqlite")
+        assert experiment_summary(store, experiment).unpriced_models == unpriced
+        store.close()
     assert control.cost_notes == []
     assert "not counted" not in write_report(tmp_path / "control")["markdown"].read_text()

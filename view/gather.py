@@ -112,7 +112,8 @@ def experiment_summary(store: Store, experiment_id: str) -> ExperimentSummary:
         updated_at=record.get("updated_at"), label=run_label(bool(record.get("is_control")), models),
         attempts=len(rows), passed=sum(r.status == "passed" for r in rows),
         failed=sum(r.status == "failed" for r in rows), errors=sum(r.status == "error" for r in rows),
-        error_kinds=kinds, cost_usd=sum(r.cost_usd for r in rows), tokens=sum(r.tokens for r in rows),
+        error_kinds=kinds, cost_usd=sum(r.cost_usd for r in rows), unpriced_models=store.unpriced_models(experiment_id),
+        tokens=sum(r.tokens for r in rows),
         agents=sorted({r.agent for r in rows}), models=models,
         isolation=_isolation(store, experiment_id, record.get("environment") or {}))
 

@@ -25,6 +25,7 @@ class ExperimentSummary(BaseModel):
     errors: int = 0
     error_kinds: dict[str, int] = Field(default_factory=dict)
     cost_usd: float = 0.0
+    unpriced_models: list[str] = Field(default_factory=list)  # their calls had no known price: cost counted as $0
     tokens: int = 0
     agents: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
