@@ -17,9 +17,9 @@ def _config(tmp_path: Path, server: FakeOpenAI, id: str, **overrides):
     from sysmo.benchmarks.selection import TaskSelection
     from sysmo.runner import ExperimentConfig
 
-    fields = dict(id=id, output_dir=tmp_path, agents=["base_modeling"], samples=1, max_rounds=0, score=False,
-                  models=[{"model": UNPRICED, "api_base": server.base_url}], checkpoints="none",
-                  tasks=TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/library_loans"]))
+    fields = {"id": id, "output_dir": tmp_path, "agents": ["base_modeling"], "samples": 1, "max_rounds": 0,
+              "score": False, "models": [{"model": UNPRICED, "api_base": server.base_url}], "checkpoints": "none",
+              "tasks": TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/library_loans"])}
     fields.update(overrides)
     return ExperimentConfig(**fields)
 
