@@ -139,6 +139,8 @@ class LiteLLMProvider:
             prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
         )
+        if usage.total_tokens == 0 and (message.content or calls):
+            usage = self._estimated_usage(request, message.content or "", calls)
         cost, note = price(self.config.model, usage, self.config)
         hidden = getattr(raw, "_hidden_params", {}) or {}
         return LLMResponse(
@@ -157,6 +159,20 @@ class LiteLLMProvider:
             latency_s=latency_s,
             raw=_raw_json(raw),
         )
+
+
+    def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:
+        """Token counts by litellm's tokenizer for a server that reported none (some OpenAI-compatible servers
+        and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if it cannot count."""
+        try:
+            prompt = self.litellm.token_counter(model=self.config.model, messages=request.messages)
+            answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
+            completion = self.litellm.token_counter(model=self.config.model, text=answer)
+        except Exception as exc:  # a tokenizer litellm cannot load offline
+            log.warning("llm.usage_not_counted", model=self.config.model, error=str(exc)[:200])
+            return Usage()
+        log.info("llm.usage_estimated", model=self.config.model, prompt_tokens=prompt, completion_tokens=completion)
+        return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
 
 
 def _raw_json(raw: Any) -> dict[str, Any]:

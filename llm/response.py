@@ -90,6 +90,8 @@ def json_payload(text: str | None, *, within_prose: bool = True, blocks: list[Fe
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # the server reported no usage: the counts are litellm's tokenizer's estimate (so token caps still see them)
+    estimated: bool = False
 
     @property
     def total_tokens(self) -> int:

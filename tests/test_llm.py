@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from fake_openai import FakeOpenAI, http_error, reply, slow, tool_reply
+from fake_openai import FakeOpenAI, FakeReply, http_error, reply, slow, tool_reply
 from sysmo.errors import LLMError, UnknownNameError
 from sysmo.llm import (
     LLM,
@@ -72,6 +72,22 @@ def test_plain_completion_returns_text_usage_and_the_prompt_reaches_the_server(s
     assert (
         record.request_hash == response.request_hash and record.response == response and record.error is None
     )
+
+
+def test_a_server_that_reports_no_usage_gets_its_tokens_counted_by_the_tokenizer(server, tmp_path):
+    """Some OpenAI-compatible servers and proxies send no ``usage``: the call's tokens are litellm's tokenizer's
+    count (marked estimated), not 0, so a token cap and the price still see the call."""
+    import json
+
+    body = {"id": "c1", "object": "chat.completion", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": "---- MODULE Spin ----\nVARIABLE x\n===="}}]}
+    server.push(FakeReply(raw_body=json.dumps(body)), reply("counted by the server", usage=(40, 10)))
+    llm = make_llm(server, tmp_path)
+    estimated = llm.complete(USER, role="generator", sample_index=0).usage
+    assert estimated.estimated and estimated.prompt_tokens > 5 and estimated.completion_tokens > 5
+    reported = llm.complete(USER, role="generator", sample_index=1).usage
+    assert (reported.prompt_tokens, reported.completion_tokens, reported.estimated) == (40, 10, False)
 
 
 def test_rate_limit_429_then_success_is_retried(server, tmp_path):
