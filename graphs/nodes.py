@@ -16,7 +16,7 @@ from sysmo.graphs.context import AgentContext
 from sysmo.llm.response import CallContext
 from sysmo.graphs.extract import extract_artifact
 from sysmo.graphs.inline import runs_inline
-from sysmo.graphs.repair import repair_request
+from sysmo.graphs.repair import CUT_AT_TOKEN_LIMIT, repair_request
 from sysmo.graphs.state import AgentState
 from sysmo.contracts.check import CheckResult, Outcome
 
@@ -75,8 +75,8 @@ async def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     """Ask the model for the round's reply and pull the artifact out of it."""
     started = time.monotonic()
     try:
-        text, summary, _ = await call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
-                                      purpose="generate" if state.get("round_index", 0) == 0 else "repair")
+        text, summary, response = await call_model(ctx, state["pending"], round_index=state.get("round_index", 0),
+                                                   purpose="generate" if state.get("round_index", 0) == 0 else "repair")
     except ReplayEndedError as exc:
         return replay_ended(state, exc)
     except SysmoError as exc:
@@ -85,10 +85,13 @@ async def generate(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                 "llm_calls": with_failed_call(state, exc)}
     calls = list(state.get("llm_calls") or []) + [summary.model_dump()]
     result = extract_artifact(text, ctx.task.language, ctx.task.inputs.module_name)
+    notes = list(result.notes)
+    if getattr(response, "finish_reason", None) == "length":
+        notes.append(CUT_AT_TOKEN_LIMIT)
     return {"response": text, "llm_calls": calls, "error": None,
             "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s,
             "artifact": result.artifact.model_dump(mode="json") if result.artifact else None,
-            "extraction_error": result.error, "extraction_notes": result.notes}
+            "extraction_error": result.error, "extraction_notes": notes}
 
 
 def replay_ended(state: AgentState, exc: ReplayEndedError) -> dict[str, Any]:
@@ -180,7 +183,8 @@ def repair(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     artifact = Artifact.model_validate(state["artifact"]) if state.get("artifact") else None
     check_result = CheckResult.model_validate(state["check"]) if state.get("check") else None
     feedback = repair_request(artifact, check_result, state.get("extraction_error"),
-                              LANGUAGE_NAMES.get(ctx.task.language.value, ctx.task.language.value), ctx.feedback)
+                              LANGUAGE_NAMES.get(ctx.task.language.value, ctx.task.language.value), ctx.feedback,
+                              cut_at_token_limit=CUT_AT_TOKEN_LIMIT in (state.get("extraction_notes") or []))
     conversation = list(state.get("pending") or []) + [
         {"role": "assistant", "content": state.get("response") or ""},
         {"role": "user", "content": feedback},

@@ -117,13 +117,22 @@ def feedback_report(artifact: Artifact | None, check: CheckResult, feedback: Fee
     return diagnostics_report(artifact, check)
 
 
+# a round's extraction note when the model's reply ended at the output token limit (finish_reason "length")
+CUT_AT_TOKEN_LIMIT = "the reply stopped at the output token limit (finish_reason: length): its model is incomplete"
+
+
 def repair_request(artifact: Artifact | None, check: CheckResult | None, extraction_error: str | None,
-                   language_name: str, feedback: Feedback | str = Feedback.DIAGNOSTICS) -> str:
-    """The user message of a repair round."""
+                   language_name: str, feedback: Feedback | str = Feedback.DIAGNOSTICS, *,
+                   cut_at_token_limit: bool = False) -> str:
+    """The user message of a repair round. A reply cut at the output token limit is said to be so (with
+    diagnostics or full feedback): the tool's errors on a cut model would otherwise point at its last line."""
+    cut = (f"Your previous answer stopped at the output token limit, so the {language_name} model in it is "
+           "incomplete; give the whole model, more concisely if needed.\n\n"
+           if cut_at_token_limit and Feedback(feedback) in (Feedback.DIAGNOSTICS, Feedback.FULL) else "")
     if extraction_error:
-        return (f"I could not use your previous answer: {extraction_error}\n"
+        return (f"{cut}I could not use your previous answer: {extraction_error}\n"
                 f"Reply with the complete corrected {language_name} model.")
     assert check is not None
-    return (feedback_report(artifact, check, feedback)
+    return (cut + feedback_report(artifact, check, feedback)
             + f"\n\nFix every problem above and reply with the complete corrected {language_name} model "
               "(all files, not a diff), each file in its own fenced code block.")

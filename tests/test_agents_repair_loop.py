@@ -109,3 +109,29 @@ def test_model_never_fixed_stops_after_exactly_three_repair_rounds(
     assert all(r.check is not None and r.check.outcome == Outcome.FAILED for r in attempt.rounds)
     assert server.pending == 0  # every scripted reply used, and no call beyond the budget
     assert server.calls == len(server.requests)
+
+
+@pytest.mark.parametrize("feedback", ["diagnostics", "bare"])
+def test_a_reply_cut_at_the_token_limit_is_named_in_the_repair_request(
+    feedback: str, server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """A reply that ended at the output token limit (finish_reason "length", an open model capped at a few hundred
+    tokens) is recorded as cut, and the repair request says so before the tool's diagnostics of the cut model;
+    bare feedback says only that the check failed."""
+    from fake_openai import reply
+    from sysmo.graphs.repair import CUT_AT_TOKEN_LIMIT
+
+    task = task_of(TaskKind.UML_CLASS, tmp_path)
+    whole = task.references.model.main_text
+    cut = "```plantuml\n" + whole[: len(whole) // 2]  # the fence never closed: the reply stopped mid-model
+    server.push(reply(cut, finish_reason="length"), reply(f"```plantuml\n{whole}\n```"))
+    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="base_modeling",
+                       attempt_id=f"cut-{feedback}", max_rounds=1, feedback=feedback)
+    attempt = run_attempt("base_modeling", ctx, model_name="openai/fake-model")
+
+    assert attempt.status == AttemptStatus.PASSED, attempt.error
+    first, second = attempt.rounds
+    assert CUT_AT_TOKEN_LIMIT in first.extraction_notes and CUT_AT_TOKEN_LIMIT not in second.extraction_notes
+    request = server.requests[-1]["messages"][-1]["content"]
+    said = request.startswith("Your previous answer stopped at the output token limit")
+    assert said == (feedback == "diagnostics"), request
