@@ -228,6 +228,21 @@ def cost_notes(store: Store, experiment_id: str) -> list[str]:
             "to price it)" for model in store.unpriced_models(experiment_id)]
 
 
+def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
+    """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
+    how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
+    gated by an earlier stage's failure are the cascade working, not a gap, and are left out."""
+    scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
+    rows = store.query(
+        "SELECT json_extract(st.value, '$.stage') AS stage, json_extract(st.value, '$.skipped_because') AS why,"
+        " COUNT(*) AS n FROM scores sc, json_each(sc.scorecard_json, '$.stages') st"
+        " WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') = 'skipped'"
+        " AND COALESCE(json_extract(st.value, '$.detail.gated'), 0) = 0"
+        " GROUP BY stage, why ORDER BY stage, n DESC", (experiment_id,))
+    return [f"{r['stage']}: not scored for {r['n']} of {scored} scored attempts: {r['why'] or 'no reason given'}"
+            for r in rows]
+
+
 def write_report(directory: Path) -> dict[str, Path]:
     """Write every report file under ``<experiment>/report/``; return their paths by name."""
     directory = Path(directory)
@@ -276,7 +291,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         if not_covered:
             md.append(f"Not covered by the replayed source: {not_covered} attempts (status not_covered), left out of "
                       "every rate and mean below.\n")
-        notes = scoring_notes(prov)
+        notes = scoring_notes(prov) + skipped_stage_notes(store, experiment_id)
         if notes:
             md.append("## Scoring notes\n")
             md.extend(f"> **{note}**\n" for note in notes)

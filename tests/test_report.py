@@ -233,3 +233,26 @@ def test_the_count_metrics_of_every_cascade_are_declared_counts():
                    "conformance.code_actions", "conformance.consistent_actions", "elements.matched",
                    "elements.structure_matched", "elements.n_candidate", "elements.n_reference"):
         assert ms.metric_scale(metric) is ms.COUNT, metric
+
+
+def test_a_stage_the_cascade_skipped_for_a_reason_of_its_own_is_a_scoring_note(tmp_path):
+    """A stage skipped for a reason (no judge configured) has no column: the note says so and for how many
+    attempts; a stage gated by an earlier failure is the cascade working and gets no note."""
+    directory = tmp_path / "exp4"
+    store = Store(directory / "results.sqlite")
+    store.save_experiment("exp4", {"samples": 1, "max_rounds": 3}, {"python": "3.11"}, True)
+    for i in range(3):
+        attempt = two_round_attempt(f"s{i}", f"t/{i}", "base_modeling", 0, True)
+        store.save_attempt("exp4", attempt, {"benchmark": "sysmbench", "kind": "sysml"})
+        stages = [StageResult(stage="validity", value=float(i > 0), passed=i > 0),
+                  StageResult(stage="sysmeval", value=0.0, outcome="skipped",
+                              skipped_because="no judge model configured")]
+        if i == 0:  # the invalid model: its element stage is gated
+            stages.append(StageResult(stage="elements", value=0.0, outcome="skipped",
+                                      skipped_because="validity failed", detail={"gated": True}))
+        store.save_score("exp4", attempt.id, ScoreCard(task_id=f"t/{i}", cascade="sysml", stages=stages))
+    store.close()
+    md = write_report(directory)["markdown"].read_text()
+    notes = md.split("## Scoring notes\n", 1)[1].split("## Leaderboards", 1)[0]
+    assert "sysmeval: not scored for 3 of 3 scored attempts: no judge model configured" in notes
+    assert "elements" not in notes
