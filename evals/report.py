@@ -243,6 +243,13 @@ def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
             for r in rows]
 
 
+def report_notes(store: Store, experiment_id: str, prov: dict | None = None) -> list[str]:
+    """What a reader of the numbers must know first (the report's and ``sysmo view``'s): similarity fallbacks,
+    stages skipped for a reason of their own, models whose cost was not counted."""
+    prov = provenance(store, experiment_id) if prov is None else prov
+    return scoring_notes(prov) + skipped_stage_notes(store, experiment_id) + cost_notes(store, experiment_id)
+
+
 def write_report(directory: Path) -> dict[str, Path]:
     """Write every report file under ``<experiment>/report/``; return their paths by name."""
     directory = Path(directory)
@@ -291,13 +298,10 @@ def write_report(directory: Path) -> dict[str, Path]:
         if not_covered:
             md.append(f"Not covered by the replayed source: {not_covered} attempts (status not_covered), left out of "
                       "every rate and mean below.\n")
-        notes = scoring_notes(prov) + skipped_stage_notes(store, experiment_id)
+        notes = report_notes(store, experiment_id, prov)
         if notes:
             md.append("## Scoring notes\n")
             md.extend(f"> **{note}**\n" for note in notes)
-        unpriced = cost_notes(store, experiment_id)
-        md.extend(f"> **{note}**\n" for note in unpriced)
-        notes = notes + unpriced
         boards = leaderboards(summary, frame)
         errors_table, messages = error_counts(frame), error_messages(frame)
         errored_note = errored_groups_note(frame)

@@ -64,11 +64,14 @@ def test_the_report_and_the_viewer_name_the_models_whose_cost_was_not_counted(tm
     assert "cost $ of openai/sysmo-local-model: not counted (litellm has no price for it" in report
     # `sysmo view` says the same beside the experiment's cost
     from sysmo.store import Store
-    from sysmo.view.gather import experiment_summary
+    from sysmo.view.gather import experiment_summary, report_view
 
     for experiment, unpriced in (("unpriced", [UNPRICED]), ("control", [])):
         store = Store(tmp_path / experiment / "results.sqlite")
         assert experiment_summary(store, experiment).unpriced_models == unpriced
+        assert [n for n in report_view(store, experiment).notes if "not counted" in n] == [
+            f"cost $ of {m}: not counted (litellm has no price for it; set price_per_mtok in its role config to "
+            "price it)" for m in unpriced]
         store.close()
     assert control.cost_notes == []
     assert "not counted" not in write_report(tmp_path / "control")["markdown"].read_text()

@@ -386,6 +386,7 @@ def report_view(store: Store, experiment_id: str) -> ReportView:
     import pandas as pd
 
     from sysmo.evals.leaderboard import errored_groups_note, leaderboards, metric_lines
+    from sysmo.evals.report import report_notes
     from sysmo.evals.tables import attempts_frame, summary_frame
 
     config = store.experiment(experiment_id)["config"]
@@ -412,4 +413,5 @@ def report_view(store: Store, experiment_id: str) -> ReportView:
                 cells.append(BoardCell(text=text, query=query))
             rows.append(cells)
         out.append(Leaderboard(kind=kind, columns=[str(c) for c in table.columns], rows=rows))
-    return ReportView(boards=out, metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame))
+    return ReportView(boards=out, metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
+                      notes=report_notes(store, experiment_id))

@@ -255,3 +255,4 @@ class ReportView(BaseModel):
     boards: list[Leaderboard]
     metric_lines: list[str]
     errored_note: str | None = None
+    notes: list[str] = Field(default_factory=list)  # the report's scoring notes (``evals.report.report_notes``)
