@@ -31,3 +31,37 @@ def test_scoring_text_loads_two_nltk_modules_and_a_later_import_nltk_is_whole() 
     assert found["ours"] == found["theirs"] and found["ours"][2] == ["run", "engin", "quickli"]
     # while scoring: none of NLTK's package init (no nltk.corpus, no SciPy statistics), and nothing left behind
     assert found["light"] == [] and found["full"]
+
+
+def test_listing_nltk_modules_is_safe_while_another_thread_imports() -> None:
+    """Scoring runs in worker threads while other threads import modules: reading ``sys.modules`` must not
+    fail with "dictionary changed size during iteration" (it did, once, in a replay run's scoring)."""
+    import threading
+
+    from sysmo.evals.metrics import nltk_modules
+
+    stop = threading.Event()
+
+    def churn() -> None:  # what concurrent imports do to sys.modules: entries come, and some go again
+        added: list[str] = []
+        while not stop.is_set():
+            added.append(f"_sysmo_test_churn_{len(added)}")
+            sys.modules[added[-1]] = sys
+            if len(added) == 16:
+                for name in added:
+                    del sys.modules[name]
+                added.clear()
+        for name in added:
+            del sys.modules[name]
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can, so the two interleave
+    thread = threading.Thread(target=churn, daemon=True)
+    thread.start()
+    try:
+        for _ in range(3000):
+            nltk_modules._nltk_modules()
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(interval)

@@ -28,7 +28,8 @@ _lock = threading.Lock()
 
 
 def _nltk_modules() -> set[str]:
-    return {name for name in sys.modules if name == "nltk" or name.startswith("nltk.")}
+    # a snapshot first (one C call, atomic under the GIL): other threads import while a scoring thread reads
+    return {name for name in list(sys.modules) if name == "nltk" or name.startswith("nltk.")}
 
 
 @contextlib.contextmanager
