@@ -315,12 +315,8 @@ class Store:
         self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", event_rows(attempt_id, events, first_seq))
 
     def unpriced_models(self, experiment_id: str) -> list[str]:
-        """The models whose calls in this experiment were answered with no known price (counted as $0)."""
-        rows = self.query(
-            "SELECT DISTINCT json_extract(e.json, '$.model') AS model FROM events e"
-            " JOIN attempts a ON a.id = e.attempt_id WHERE a.experiment_id = ? AND e.type = 'llm_call'"
-            " AND json_extract(e.json, '$.response.cost_note') LIKE 'no price%' ORDER BY model", (experiment_id,))
-        return [r["model"] for r in rows]
+        """The models whose spend this experiment counted as $0 (no known price), as its run recorded them."""
+        return list(self.experiment(experiment_id)["environment"].get("unpriced_models") or [])
 
     def events(self, attempt_id: str, stage: str | None = None) -> list[Any]:
         """The attempt's typed events in order (``stage``: only "attempt" or only "score" events)."""

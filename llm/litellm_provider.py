@@ -160,7 +160,6 @@ class LiteLLMProvider:
             raw=_raw_json(raw),
         )
 
-
     def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:
         """Token counts by litellm's tokenizer for a server that reported none (some OpenAI-compatible servers
         and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if it cannot count."""

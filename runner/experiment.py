@@ -56,10 +56,10 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
         return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event)
 
 
-def _check_models(config: ExperimentConfig, runner: UnitRunner) -> list[str]:
+def _check_models(config: ExperimentConfig, runner: UnitRunner) -> dict[str, str]:
     """Unknown models, missing API keys and dead servers stop the run before any work, and so does a cost cap
     on a model without a known price (its spend would count as $0, so the cap could never stop it). Returns
-    a note per unpriced model for the run's summary."""
+    the unpriced models, each with why (the experiment record keeps them; the summary notes them)."""
     unpriced: dict[str, str] = {}
     for model in config.model_names:
         try:
@@ -77,7 +77,7 @@ def _check_models(config: ExperimentConfig, runner: UnitRunner) -> list[str]:
             "--max-total-tokens")
     for why in unpriced.values():
         log.warning("experiment.unpriced_model", note=why)
-    return list(unpriced.values())
+    return unpriced
 
 
 def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: bool, resume: bool,
@@ -90,20 +90,18 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
     if resume:
         Store.check_resumable(directory / "results.sqlite", experiment_id)
     runner = UnitRunner(config, directory)
-    cost_notes = _check_models(config, runner)
+    unpriced = _check_models(config, runner)
     executor = executor_for(config)
     executor.start(config, directory)  # Ray's workers start while the run is prepared
     try:
-        summary = _prepare_and_run(config, experiment_id, directory, runner, executor, started, progress=progress,
-                                   resume=resume, stop_event=stop_event)
-        summary.cost_notes = cost_notes
-        return summary
+        return _prepare_and_run(config, experiment_id, directory, runner, executor, started, unpriced,
+                                progress=progress, resume=resume, stop_event=stop_event)
     finally:
         executor.close()
 
 
 def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Path, runner: UnitRunner,
-                     executor: Executor, started: float, *, progress: bool, resume: bool,
+                     executor: Executor, started: float, unpriced: dict[str, str], *, progress: bool, resume: bool,
                      stop_event: threading.Event | None) -> RunSummary:
     # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
     tasks = load_selected_tasks(config)
@@ -113,12 +111,14 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     store = Store(directory / "results.sqlite")
-    store.save_experiment(experiment_id, config.model_dump(mode="json"), environment_record(), config.is_control)
+    # the models whose spend counts as $0 are part of the record: the report and `sysmo view` say so beside costs
+    environment = {**environment_record(), "unpriced_models": sorted(unpriced)}
+    store.save_experiment(experiment_id, config.model_dump(mode="json"), environment, config.is_control)
     done = store.scored_attempt_ids(experiment_id) if config.score else store.finished_attempt_ids(experiment_id)
     pending = [u for u in units if u.attempt_id not in done]
     summary = RunSummary(experiment_id=experiment_id, directory=directory, planned=len(units),
                          skipped_done=len(units) - len(pending), unsupported=unsupported,
-                         missing_inputs=missing_inputs(units))
+                         missing_inputs=missing_inputs(units), cost_notes=list(unpriced.values()))
     for note in summary.missing_inputs:
         log.warning("experiment.missing_input", note=note)
     log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control,
