@@ -26,6 +26,7 @@ class ScoreCard(BaseModel):
 
     task_id: str
     cascade: str
+    mode: str | None = None  # the scoring mode ("sysmo" or "harness"); None on cards made before modes existed
     stages: list[StageResult] = Field(default_factory=list)
 
     def stage(self, name: str) -> StageResult | None:

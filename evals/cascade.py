@@ -21,6 +21,8 @@ from sysmo.contracts.check import CheckResult, Outcome
 
 log = get_logger(__name__)
 
+SCORING_MODES = ("sysmo", "harness")
+DEFAULT_SCORING_MODE = "sysmo"
 TRUE_WORDS = ("1", "true", "yes", "on")
 FALSE_WORDS = ("0", "false", "no", "off")
 
@@ -36,6 +38,22 @@ class ScoringContext:
 
     def option(self, key: str, default: Any) -> Any:
         return self.options.get(key, default)
+
+    @property
+    def mode(self) -> str:
+        """The scoring mode (option ``mode``): ``sysmo`` (default: the corrected, load-independent definitions)
+        or ``harness`` (the reference harness's definitions, its flaws included, to reproduce published numbers).
+        docs/scoring-modes.md lists every divergence."""
+        value = str(self.options.get("mode", DEFAULT_SCORING_MODE)).strip().lower()
+        if value not in SCORING_MODES:
+            raise ConfigError(f"scoring mode must be one of {', '.join(SCORING_MODES)}, not {value!r}")
+        return value
+
+    def by_mode(self, key: str, *, sysmo: Any, harness: Any) -> Any:
+        """Option ``key`` when set, else the default of the current mode."""
+        if key in self.options:
+            return self.options[key]
+        return harness if self.mode == "harness" else sysmo
 
     def flag(self, key: str, default: bool) -> bool:
         """A true/false option, given as a bool or as text (``true/false``, ``1/0``, ``yes/no``, ``on/off``: the
@@ -84,7 +102,7 @@ class Cascade:
 
     def score(self, artifact: Artifact | None, task: Task, ctx: ScoringContext | None = None) -> ScoreCard:
         ctx = ctx or ScoringContext()
-        card = ScoreCard(task_id=task.id, cascade=self.name)
+        card = ScoreCard(task_id=task.id, cascade=self.name, mode=ctx.mode)
         blocked_by: str | None = "no artifact was produced" if artifact is None or artifact.is_empty() else None
         wanted = self.concurrent(ctx) if callable(self.concurrent) else self.concurrent
         concurrent = wanted and ctx.flag("cascade.concurrent", True)

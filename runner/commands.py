@@ -137,6 +137,9 @@ def register(app: typer.Typer) -> None:
         no_progress: bool = typer.Option(False, "--no-progress", help="No progress output (off a terminal, e.g. "
                                          "a log file or CI, progress is a plain line every 5% or 30 s)."),
         no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report at the end."),
+        scoring_mode: Optional[str] = typer.Option(
+            None, "--scoring-mode", help="sysmo (default): corrected scoring whose numbers do not depend on the "
+            "machine's load; harness: the reference harnesses' definitions, flaws included (docs/scoring-modes.md)."),
         no_score: bool = typer.Option(False, "--no-score", help="Run and check every attempt with the tools, but "
                                       "do not score it (no cascade; `score: false` in a config file)."),
         allow_unconfined: bool = typer.Option(False, "--allow-unconfined", help="Run the tools on model output "
@@ -190,7 +193,8 @@ def register(app: typer.Typer) -> None:
                                ("samples", samples), ("max_tokens", max_tokens),
                                ("max_rounds", max_rounds), ("feedback", feedback), ("strategy", strategy), ("temperature", temperature), ("seed", seed),
                                ("concurrency", concurrency), ("id", exp_id), ("executor", executor),
-                               ("ray_address", address), ("ray_workers", ray_workers), ("checkpoints", checkpoints)):
+                               ("ray_address", address), ("ray_workers", ray_workers), ("checkpoints", checkpoints),
+                               ("scoring_mode", scoring_mode)):
                 if value is not None:
                     data[key] = value
             if no_score:
@@ -288,6 +292,9 @@ def register(app: typer.Typer) -> None:
     def replay(
         ref: str = typer.Argument(..., help="Attempt id (or unique prefix)."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable JSON."),
+        scoring_mode: Optional[str] = typer.Option(
+            None, "--scoring-mode", help="sysmo (default): corrected scoring whose numbers do not depend on the "
+            "machine's load; harness: the reference harnesses' definitions, flaws included (docs/scoring-modes.md)."),
         no_score: bool = typer.Option(False, "--no-score", help="Compare the artifacts only."),
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
     ) -> None:

@@ -55,6 +55,8 @@ class ExperimentConfig(BaseModel):
     output_dir: Path = Path("runs")
     score: bool = True
     scoring: dict[str, Any] = Field(default_factory=dict)  # per-stage options, e.g. {"runtime.runs": 5}
+    # "sysmo": corrected, load-independent definitions; "harness": the reference harnesses' (docs/scoring-modes.md)
+    scoring_mode: Literal["sysmo", "harness"] = "sysmo"
     selection_metric: dict[str, str] = Field(default_factory=dict)  # kind -> metric for best-of-n
     # "steps": LangGraph's checkpoint of every step of every attempt, in checkpoints.sqlite (list, fork);
     # "none": only the attempt records (results.sqlite), for the fastest runs
@@ -83,6 +85,10 @@ class ExperimentConfig(BaseModel):
             raise ConfigError(f"experiment file {path} is not valid YAML: {exc}") from exc
         except ValidationError as exc:
             raise ConfigError(f"experiment file {path} is invalid: {describe_invalid_settings(exc, cls)}") from exc
+
+    def scoring_options(self) -> dict[str, Any]:
+        """The cascade options of this experiment, its scoring mode included (``mode``)."""
+        return {"mode": self.scoring_mode, **self.scoring}
 
     @property
     def model_names(self) -> list[str]:

@@ -99,7 +99,7 @@ class UnitRunner:
         client = self.client(model)
         helper = client if self.config.helper is not None else None
         judge = client if self.config.judge is not None else None
-        return ScoringContext(helper=helper, judge=judge, options=dict(self.config.scoring))
+        return ScoringContext(helper=helper, judge=judge, options=self.config.scoring_options())
 
     def _context(self, unit: WorkUnit) -> Any:
         from sysmo.graphs.context import AgentContext
