@@ -473,7 +473,7 @@ def compare_command(
     experiments_dir: Path = typer.Option(Path("runs"), "--experiments-dir", help="Where the experiments live."),
     correction: str = typer.Option("holm", "--correction", help="holm (default) or bh (Benjamini-Hochberg)."),
 ) -> None:
-    from sysmo.evals.compare import compare, write_comparison
+    from sysmo.evals.compare import NO_PAIRS, compare, write_comparison
     from sysmo.evals.paired import CORRECTION_NAMES
     from sysmo.runner.commands import _find_experiment
     from sysmo.terminal import print_records
@@ -490,8 +490,10 @@ def compare_command(
     console = Console()
     console.print(f"factor(s): {', '.join(result.factors)}; tasks shared: {result.shared_tasks}")
     for family, table in display_tables(result.rows, correction).items():  # type: ignore[arg-type]
-        records = [{k: str(v) for k, v in row.items()} for row in table.to_dict("records")]
-        print_records(console, family, list(table.columns), records, key="level vs baseline")
+        # the console shows the headline columns; compare.md and paired.csv have every one
+        columns = [c for c in table.columns if not c.startswith(("pass (", "Δsingle-shot", "p single-shot"))]
+        records = [{k: str(row[k]) for k in columns} for row in table.to_dict("records")]
+        print_records(console, family, columns, records, key="level vs baseline")
     if not result.rows:
-        console.print("no pairs: the experiments share no (task, sample) with the other factors equal")
+        console.print(NO_PAIRS)
     console.print(f"csv: {paths['csv']}  markdown: {paths['markdown']}")

@@ -36,6 +36,10 @@ FROM_SETTINGS = {"feedback": "feedback", "strategy": "strategy", "temperature": 
                  "max_rounds": "max_rounds"}
 
 
+NO_PAIRS = ("no pairs: no two arms differ in exactly one of the factors compared on a (task, sample) both ran; "
+            "compare experiments that differ in one factor at a time")
+
+
 class Experiment(BaseModel):
     """One compared experiment: its id, folder and recorded settings."""
 
@@ -158,7 +162,7 @@ def markdown(result: Comparison) -> str:
              f"Factor(s) compared: {', '.join(result.factors)}; tasks shared: {result.shared_tasks}; pairs are "
              "(task, sample index) with every other factor held fixed. Δ is level minus baseline.\n"]
     if not result.rows:
-        lines.append("_(no pairs: the experiments share no (task, sample) with the other factors equal)_\n")
+        lines.append(f"_({NO_PAIRS})_\n")
     for family, table in display_tables(result.rows, result.correction).items():  # type: ignore[arg-type]
         lines += [f"## {family}\n", markdown_table(table)]
     if result.rows:
