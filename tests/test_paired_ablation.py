@@ -14,6 +14,7 @@ The feedback levels run as one experiment each (``run_levels``); once ``--feedba
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -46,8 +47,13 @@ def _answers() -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
     return marks, gold, broken
 
 
-def scripted_server() -> FakeOpenAI:
-    """The fake server: right at once (fake-b, first tasks), repaired only when told the lines, else broken."""
+def fake_b_knows_the_first_tasks(body: dict, text: str, task_index: int) -> bool:
+    return body["model"].endswith("fake-b") and task_index < GOOD_FIRST
+
+
+def scripted_server(right_first: Callable[[dict, str, int], bool] = fake_b_knows_the_first_tasks) -> FakeOpenAI:
+    """The fake server: a first answer right when ``right_first(request, its text, task index)``, a repair right
+    only when told the lines, else the broken diagram."""
     marks, gold, broken = _answers()
 
     def answer(body: dict) -> FakeReply:
@@ -55,8 +61,7 @@ def scripted_server() -> FakeOpenAI:
         text = "\n".join(str(m.get("content") or "") for m in messages)
         task_id = next(t for t, mark in marks.items() if mark in text)
         if not any(m["role"] == "assistant" for m in messages):  # the first request
-            right = body["model"].endswith("fake-b") and TASKS.index(task_id) < GOOD_FIRST
-            return reply(gold[task_id] if right else broken[task_id])
+            return reply(gold[task_id] if right_first(body, text, TASKS.index(task_id)) else broken[task_id])
         told_lines = ">>" in str(messages[-1].get("content") or "")
         return reply(gold[task_id] if told_lines else broken[task_id])
 
@@ -154,3 +159,59 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
     assert (b_full.level_only, b_full.pass_baseline) == (6, 0.4)
     md = (tmp_path / "compare" / "compare.md").read_text()
     assert "## uml_class" in md and "diagnostics vs none" in md and "p McNemar (Holm)" in md
+
+
+def merged_experiment(runs: Path, ids: list[str], name: str) -> Path:
+    """One experiment ``name`` holding every attempt and score of ``ids`` (their arms), written with the store's
+    API: what one run with a list of strategies records."""
+    from sysmo.store import AttemptRecord, Store
+
+    (runs / name).mkdir()
+    target = Store(runs / name / "results.sqlite")
+    first = Store(runs / ids[0] / "results.sqlite")
+    target.save_experiment(name, {**first.experiment(ids[0])["config"], "id": name}, {}, is_control=False)
+    first.close()
+    for source_id in ids:
+        source = Store(runs / source_id / "results.sqlite")
+        for attempt in source.attempts(source_id):
+            (meta,) = source.query("SELECT benchmark, kind, domain, difficulty FROM attempts WHERE id=?", (attempt.id,))
+            target.save_attempts(name, [AttemptRecord.of(attempt, dict(meta))])
+            card = source.scorecard(attempt.id)
+            if card is not None:
+                target.save_scores(name, [(attempt.id, card, None)])
+        source.close()
+    target.close()
+    return runs / name
+
+
+def cot_helps_on_the_first_tasks(body: dict, text: str, task_index: int) -> bool:
+    return task_index == 0 or ("Think step by step first" in text and task_index < 4)
+
+
+@pytest.mark.slow
+def test_two_experiments_that_differ_in_strategy_give_the_numbers_of_one_with_both(tmp_path: Path) -> None:
+    from sysmo.evals.report import write_report
+
+    env = {"SYSMO_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-fake")}
+    settings = tmp_path / "light.yaml"
+    settings.write_text(LIGHT_SCORING)
+    runs = tmp_path / "runs"
+    common = ["--ids", ",".join(TASKS), "--agent", "base_modeling", "--model", MODELS[0], "--samples", str(SAMPLES),
+              "--max-rounds", "0", "-o", str(runs), "--no-progress", "--checkpoints", "none", "--no-report"]
+    with scripted_server(cot_helps_on_the_first_tasks) as server:
+        for name, strategy in (("own", []), ("cot", ["--strategy", "cot"])):
+            result = run_sysmo("run", str(settings), *common, "--api-base", server.base_url, *strategy, "--id", name,
+                               env=env)
+            assert result.code == 0, result.output
+    compared = run_sysmo("compare", "own", "cot", "--experiments-dir", str(runs), "-o", str(tmp_path / "cmp"), env=env)
+    assert compared.code == 0 and "factor(s): strategy" in compared.stdout, compared.output
+    across = pd.read_csv(tmp_path / "cmp" / "paired.csv")
+
+    write_report(merged_experiment(runs, ["own", "cot"], "both"))
+    within = pd.read_csv(runs / "both" / "report" / "paired.csv")
+    pd.testing.assert_frame_equal(across, within)
+    (row,) = across.itertuples()
+    assert (row.factor, row.baseline, row.level, row.n_pairs) == ("strategy", "default", "cot", len(TASKS) * SAMPLES)
+    assert (row.level_only, row.baseline_only, row.single_shot_level_only) == (6, 0, 6)
+    assert row.p_mcnemar == pytest.approx(2 * 0.5 ** 6) and row.delta_score > 0
+    assert "## What each level buys" in (runs / "both" / "report" / "report.md").read_text()
