@@ -203,6 +203,11 @@ def _rate(values: pd.Series) -> float:
     return float(values.mean()) if len(values) else float("nan")
 
 
+def _discordant(baseline: np.ndarray, level: np.ndarray) -> tuple[int, int]:
+    """(pairs only the level passed, pairs only the baseline passed)."""
+    return int(np.sum((level == 1) & (baseline == 0))), int(np.sum((level == 0) & (baseline == 1)))
+
+
 def _compare(family: str, factor: str, baseline: str, level: str, held: str, base: pd.DataFrame,
              other: pd.DataFrame, score_metric: str | None) -> PairedRow | None:
     key = list(PAIR_KEY)
@@ -219,12 +224,13 @@ def _compare(family: str, factor: str, baseline: str, level: str, held: str, bas
         return None
     passed_b, passed_l = pairs["passed_b"].to_numpy(), pairs["passed_l"].to_numpy()
     shot_b, shot_l = pairs["single_shot_pass_b"].to_numpy(), pairs["single_shot_pass_l"].to_numpy()
-    level_only, baseline_only = int(np.sum((passed_l == 1) & (passed_b == 0))), int(np.sum((passed_l == 0) & (passed_b == 1)))
-    ss_level_only, ss_base_only = int(np.sum((shot_l == 1) & (shot_b == 0))), int(np.sum((shot_l == 0) & (shot_b == 1)))
+    level_only, baseline_only = _discordant(passed_b, passed_l)
+    ss_level_only, ss_base_only = _discordant(shot_b, shot_l)
     delta = bootstrap_ci(list((passed_l - passed_b).astype(float)), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     scored = pairs.dropna(subset=["headline_b", "headline_l"])
     score_diff = (scored["headline_l"] - scored["headline_b"]).to_numpy(dtype=float)
-    score_ci = bootstrap_ci(list(score_diff), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED) if score_diff.size else None
+    score_ci = (bootstrap_ci(list(score_diff), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+                if score_diff.size else None)
     return PairedRow(
         family=family, factor=factor, baseline=baseline, level=level, held_fixed=held, n_pairs=len(pairs),
         pass_baseline=_rate(pairs["passed_b"]), pass_level=_rate(pairs["passed_l"]), level_only=level_only,
