@@ -47,7 +47,9 @@ DECLARED_ORDER: dict[str, tuple[str, ...]] = {
     "feedback": ("none", "bare", "diagnostics", "full"),
     "strategy": ("default", "zero-shot", "few-shot", "cot", "grammar"),
 }
-NUMERIC = {"temperature", "max_rounds"}  # baseline: the smallest value
+NUMERIC = {"temperature", "max_rounds"}
+# factors a level makes moot: feedback ``none`` is one shot, whatever max_rounds its arm records
+MOOT: dict[tuple[str, str], tuple[str, ...]] = {("feedback", "none"): ("max_rounds",)}  # baseline: the smallest value
 WILCOXON_ZERO_METHOD = "wilcox"
 BOOTSTRAP_RESAMPLES = 10_000
 BOOTSTRAP_SEED = 0
@@ -245,6 +247,30 @@ def _compare(family: str, factor: str, baseline: str, level: str, held: str, bas
         p_wilcoxon=wilcoxon_signed_rank(score_diff) if score_diff.size else None)
 
 
+def row_of(frame: pd.DataFrame, factor: str, level: str) -> pd.DataFrame:
+    return frame[frame[factor] == level]
+
+
+def _baseline(group: pd.DataFrame, cell: pd.DataFrame, factor: str, levels: list[str],
+              held: dict[str, str]) -> tuple[str, pd.DataFrame]:
+    """The baseline level of a held-fixed cell and its attempts: the factor's baseline where the cell has it, else
+    the first of the cell's levels."""
+    baseline = levels[0]
+    base = row_of(cell, factor, baseline)
+    moot = MOOT.get((factor, baseline), ())
+    if base.empty and any(f in moot for f in held):
+        # the baseline does not use a held factor (one shot has no repair rounds): its attempts under the other
+        # held factors stand for every level of that factor
+        base = row_of(group, factor, baseline)
+        for f, v in held.items():
+            if f not in moot:
+                base = base[base[f] == v]
+    if base.empty:
+        baseline = next((lv for lv in levels if not row_of(cell, factor, lv).empty), baseline)
+        base = row_of(cell, factor, baseline)
+    return baseline, base
+
+
 def paired_rows(frame: pd.DataFrame, *, headline: Mapping[str, str], factors: Sequence[str] | None = None,
                 listed: Mapping[str, Sequence[str]] | None = None, correction: Correction = "holm") -> list[PairedRow]:
     """Every level of every factor against its baseline, per family (task kind) and held-fixed setting, with
@@ -268,18 +294,18 @@ def paired_rows(frame: pd.DataFrame, *, headline: Mapping[str, str], factors: Se
             levels = level_order(factor, list(group[factor].unique()), (listed or {}).get(factor))
             if len(levels) < 2:
                 continue
-            baseline = levels[0]
             held_by = [f for f in varying if f != factor]
             cells = group.groupby(held_by, sort=True) if held_by else [((), group)]
             for held_values, cell in cells:
                 held_values = held_values if isinstance(held_values, tuple) else (held_values,)
                 held = ", ".join(f"{f}={v}" for f, v in zip(held_by, held_values))
-                base = cell[cell[factor] == baseline]
-                for level in levels[1:]:
-                    row = _compare(family, factor, baseline, level, held, base, cell[cell[factor] == level],
-                                   headline.get(family))
-                    if row is not None:
-                        rows.append(row)
+                baseline, base = _baseline(group, cell, factor, levels, dict(zip(held_by, held_values)))
+                for level in levels:
+                    if level != baseline and row_of(cell, factor, level).size:
+                        row = _compare(family, factor, baseline, level, held, base, row_of(cell, factor, level),
+                                       headline.get(family))
+                        if row is not None:
+                            rows.append(row)
     return adjusted(rows, correction)
 
 

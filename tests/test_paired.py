@@ -88,3 +88,19 @@ def test_absent_factor_columns_are_single_levels_and_a_repeated_arm_is_refused()
     assert [(r.factor, r.held_fixed) for r in rows] == [("model", "")]
     with pytest.raises(AnalysisError, match="repeated \\(task, sample\\).*run twice"):
         paired_rows(pd.concat([frame, frame]), headline={})
+
+
+def test_one_shot_feedback_is_the_baseline_whatever_max_rounds_its_arm_records() -> None:
+    """An arm ``feedback=none`` runs one shot (max_rounds forced to 0): when attempts record that 0, the levels
+    run with 1 and 3 repair rounds are still paired with it."""
+    rows = []
+    for feedback, max_rounds in (("none", 0), ("diagnostics", 1), ("diagnostics", 3)):
+        for t in range(6):
+            rows.append({"kind": "tla", "agent": "base_modeling", "model": "m", "feedback": feedback,
+                         "max_rounds": max_rounds, "task_id": f"t{t}", "sample_index": 0,
+                         "passed": int(feedback != "none" and t < 2 + max_rounds)})
+    found = {(r.factor, r.level, r.held_fixed): r for r in paired_rows(pd.DataFrame(rows), headline={})}
+    assert found[("feedback", "diagnostics", "max_rounds=1")].level_only == 3
+    assert found[("feedback", "diagnostics", "max_rounds=3")].level_only == 5
+    assert found[("max_rounds", "3", "feedback=diagnostics")].level_only == 2  # 1 -> 3 rounds, none not involved
+    assert not any(k[0] == "max_rounds" and k[2] == "feedback=none" for k in found)  # one level under none
