@@ -20,8 +20,8 @@ every other factor held fixed. For each pair of arms (baseline level, other leve
   on request.
 
 Baselines: feedback ``none``, strategy ``default`` (sysmo's own prompt; else ``zero-shot``), the smallest
-temperature and max_rounds, the first agent and model the experiment lists. docs/paired-analysis.md has the
-definitions and a worked example.
+temperature and max_rounds, the first agent and model the experiment lists; a held-fixed setting without the
+baseline level compares with its first level. docs/paired-analysis.md has the definitions and a worked example.
 
 >>> holm([0.01, 0.04, 0.03])
 [0.03, 0.06, 0.06]
