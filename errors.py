@@ -47,6 +47,10 @@ class NotCoveredError(ReplayEndedError):
     """A replayed source has no output at all for this task: the attempt is "not covered", not failed."""
 
 
+class AnalysisError(SysmoError):
+    """Results cannot be analysed as asked (nothing to pair, an arm run twice, experiments that differ too much)."""
+
+
 class SandboxError(SysmoError):
     """The sandbox could not run a command (not: the command failed)."""
 

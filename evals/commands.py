@@ -456,3 +456,44 @@ def register(app: typer.Typer) -> None:
         name="reproduce",
         help="Re-score published benchmark outputs and compare with the papers' tables.",
     )
+    app.command(name="compare", help=(
+        "Paired analysis across experiments: attempts paired on (task, sample index) and every factor not "
+        "compared; each level against its baseline with exact McNemar (pass, single-shot pass), Wilcoxon "
+        "(headline score), bootstrap CIs and adjusted p-values. Writes paired.csv and compare.md "
+        "(docs/paired-analysis.md)."))(compare_command)
+
+
+def compare_command(
+    experiments: list[str] = typer.Argument(..., help="Two or more experiment ids or directories."),
+    factor: list[str] = typer.Option([], "--factor", "-f", help=(
+        "Factor(s) to compare: agent, model, feedback, strategy, temperature, max_rounds (default: the one "
+        "setting the experiments differ in).")),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help=(
+        "Folder for paired.csv and compare.md (default: <experiments dir>/compare/<A>_vs_<B>...).")),
+    experiments_dir: Path = typer.Option(Path("runs"), "--experiments-dir", help="Where the experiments live."),
+    correction: str = typer.Option("holm", "--correction", help="holm (default) or bh (Benjamini-Hochberg)."),
+) -> None:
+    from sysmo.evals.compare import NO_PAIRS, compare, write_comparison
+    from sysmo.evals.paired import CORRECTION_NAMES
+    from sysmo.runner.commands import _find_experiment
+    from sysmo.terminal import print_records
+
+    if correction not in CORRECTION_NAMES:
+        raise ConfigError(f"--correction must be holm or bh, not {correction!r}")
+    factors = [f.strip() for chunk in factor for f in chunk.split(",") if f.strip()]
+    directories = [_find_experiment(ref, experiments_dir) for ref in experiments]
+    result = compare(directories, factors, correction)  # type: ignore[arg-type]
+    target = out or experiments_dir / "compare" / "_vs_".join(d.name for d in directories)
+    paths = write_comparison(result, target)
+    from sysmo.evals.paired import display_tables
+
+    console = Console()
+    console.print(f"factor(s): {', '.join(result.factors)}; tasks shared: {result.shared_tasks}")
+    for family, table in display_tables(result.rows, correction).items():  # type: ignore[arg-type]
+        # the console shows the headline columns; compare.md and paired.csv have every one
+        columns = [c for c in table.columns if not c.startswith(("pass (", "Δsingle-shot", "p single-shot"))]
+        records = [{k: str(row[k]) for k in columns} for row in table.to_dict("records")]
+        print_records(console, family, columns, records, key="level vs baseline")
+    if not result.rows:
+        console.print(NO_PAIRS)
+    console.print(f"csv: {paths['csv']}  markdown: {paths['markdown']}")

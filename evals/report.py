@@ -22,8 +22,8 @@ from sysmo.evals.metric_scales import metric_scale  # noqa: E402
 from sysmo.evals.tables import (  # noqa: E402
     SINGLE_SHOT,
     attempts_frame,
+    DEFAULT_SELECTION_METRIC,
     breakdown_frame,
-    paired_comparisons,
     provenance,
     provenance_json,
     rounds_to_success,
@@ -37,6 +37,7 @@ from sysmo.evals.leaderboard import (  # noqa: E402
     leaderboards,
     metric_lines,
 )
+from sysmo.evals.paired import CORRECTION_NAMES, display_tables, paired_rows, rows_frame  # noqa: E402
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
@@ -250,6 +251,35 @@ def report_notes(store: Store, experiment_id: str, prov: dict | None = None) -> 
     return scoring_notes(prov) + skipped_stage_notes(store, experiment_id) + cost_notes(store, experiment_id)
 
 
+LEVELS_NOTE = (
+    "Each level of a factor (agent, model, feedback, strategy, temperature, max rounds) against the factor's "
+    "baseline, on the (task, sample) pairs both ran with every other factor held fixed: Δ is level minus baseline "
+    "with a 95% bootstrap CI; McNemar's exact test on pass after repair and on single-shot pass (the first answer "
+    "passed), Wilcoxon's signed-rank test on the kind's headline score; p-values adjusted ({correction}) across "
+    "every comparison of this report. Every number: `paired.csv`; definitions: docs/paired-analysis.md.")
+
+
+def experiment_levels(config: dict) -> dict[str, list[str]]:
+    """The order an experiment lists its agents and models in (the first of each is the paired baseline)."""
+    models = [m if isinstance(m, str) else (m or {}).get("model", "") for m in config.get("models") or []]
+    return {"agent": [str(a) for a in config.get("agents") or []], "model": models}
+
+
+def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path) -> tuple[list[str], str]:
+    """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``."""
+    rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
+                       listed=experiment_levels(config))
+    if not rows:
+        return [], ""
+    rows_frame(rows).to_csv(out / "paired.csv", index=False)
+    note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"])
+    md, page = ["## What each level buys\n", note + "\n"], f"<h2>What each level buys</h2><p>{html.escape(note)}</p>"
+    for family, table in display_tables(rows).items():
+        md += [f"### {family}\n", markdown_table(table)]
+        page += f"<h3>{html.escape(family)}</h3>{html_table(table)}"
+    return md, page
+
+
 def write_report(directory: Path) -> dict[str, Path]:
     """Write every report file under ``<experiment>/report/``; return their paths by name."""
     directory = Path(directory)
@@ -269,9 +299,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         breakdowns = {by: breakdown_frame(frame, by) for by in ("benchmark", "domain", "difficulty")}
         curves = rounds_to_success(frame, int(config.get("max_rounds") or 3)) if not frame.empty else pd.DataFrame()
         prov = provenance(store, experiment_id)
-        comparisons = paired_comparisons(frame)
-        if not comparisons.empty:
-            comparisons.to_csv(out / "paired_comparisons.csv", index=False)
+        level_md, level_html = what_each_level_buys(frame, config, out)
 
         paths: dict[str, Path] = {}
         every.to_csv(out / "attempts.csv", index=False)
@@ -329,11 +357,7 @@ def write_report(directory: Path) -> dict[str, Path]:
             if not table.empty:
                 md.append(f"## Pass rate by {by}\n")
                 md.append(markdown_table(table))
-        if not comparisons.empty:
-            md.append("## Paired comparisons (pass rate per task)\n")
-            md.append("A vs B on the tasks both ran: exact McNemar test for 0/1 outcomes, Wilcoxon signed-rank "
-                      "otherwise; CI of the mean difference by bootstrap.\n")
-            md.append(markdown_table(comparisons))
+        md.extend(level_md)
         md.append("## Plots\n")
         md.extend(f"![{p.stem}](plots/{p.name})\n" for p in plots)
         md.append("## Provenance\n")
@@ -349,8 +373,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         banner = f'<p class="control">{html.escape(_banner(prov) or "")}</p>' if _banner(prov) else ""
         banner += "".join(f'<p class="control">{html.escape(note)}</p>' for note in notes)
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
-        if not comparisons.empty:
-            sections += f"<h2>Paired comparisons (pass rate per task)</h2>{html_table(comparisons)}"
+        sections += level_html
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#eee}}.control{{background:#fff3cd;

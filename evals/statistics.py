@@ -1,4 +1,5 @@
-"""Statistics shared by the scorer and the runner: unbiased pass@k, best-of-n, bootstrap CIs, paired tests.
+"""Statistics shared by the scorer and the runner: unbiased pass@k, best-of-n, bootstrap CIs (the paired tests
+are ``sysmo.evals.paired``).
 
 pass@k is always 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), averaged over tasks; what counts as one of the c
 correct samples is the caller's: ``sysmo.evals.tables`` reports it twice, "pass@k" (the final artifact passed
@@ -73,54 +74,3 @@ def bootstrap_ci(values: Sequence[float], level: float = 0.95, resamples: int = 
     alpha = (1 - level) / 2
     return ConfidenceInterval(mean=float(data.mean()), low=float(np.quantile(means, alpha)),
                               high=float(np.quantile(means, 1 - alpha)), n=int(data.size), level=level)
-
-
-class PairedComparison(BaseModel):
-    """A vs B on the same tasks: mean difference (A - B), its CI, and a significance test."""
-
-    n: int
-    mean_a: float
-    mean_b: float
-    mean_diff: float
-    ci_low: float
-    ci_high: float
-    test: str
-    statistic: float | None
-    p_value: float | None
-
-    @property
-    def significant(self) -> bool:
-        return self.p_value is not None and self.p_value < 0.05
-
-
-def paired_comparison(a: Sequence[float], b: Sequence[float], seed: int = 0) -> PairedComparison:
-    """Compare paired per-task scores: Wilcoxon signed-rank (exact McNemar when all scores are 0/1)."""
-    from scipy import stats
-
-    xa, xb = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if xa.shape != xb.shape:
-        raise ValueError("paired comparison needs the same tasks on both sides")
-    diff = xa - xb
-    ci = bootstrap_ci(list(diff), seed=seed)
-    binary = set(np.unique(np.concatenate([xa, xb]))) <= {0.0, 1.0}
-    statistic: float | None = None
-    p_value: float | None = None
-    if binary:
-        only_a = int(np.sum((xa == 1) & (xb == 0)))
-        only_b = int(np.sum((xa == 0) & (xb == 1)))
-        test = "mcnemar-exact"
-        if only_a + only_b:
-            result = stats.binomtest(only_a, only_a + only_b, 0.5)
-            statistic, p_value = float(only_a), float(result.pvalue)
-        else:
-            p_value = 1.0
-    else:
-        test = "wilcoxon"
-        if np.any(diff != 0):
-            result = stats.wilcoxon(xa, xb, zero_method="wilcox")
-            statistic, p_value = float(result.statistic), float(result.pvalue)
-        else:
-            p_value = 1.0
-    return PairedComparison(n=int(xa.size), mean_a=float(xa.mean()) if xa.size else float("nan"),
-                            mean_b=float(xb.mean()) if xb.size else float("nan"), mean_diff=ci.mean,
-                            ci_low=ci.low, ci_high=ci.high, test=test, statistic=statistic, p_value=p_value)

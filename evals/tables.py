@@ -276,33 +276,3 @@ def provenance(store: Store, experiment_id: str) -> dict[str, Any]:
 
 def provenance_json(store: Store, experiment_id: str) -> str:
     return json.dumps(provenance(store, experiment_id), indent=2, default=str)
-
-
-def paired_comparisons(frame: pd.DataFrame, metric: str = "passed") -> pd.DataFrame:
-    """Every pair of agents (same model) and of models (same agent), per kind, on the tasks both ran.
-
-    Per-task means of ``metric`` are paired; the test is exact McNemar for 0/1 values, else Wilcoxon.
-    """
-    from sysmo.evals.statistics import paired_comparison
-
-    if frame.empty or metric not in frame.columns:
-        return pd.DataFrame()
-    rows = []
-    per_task = frame.groupby(["kind", "agent", "model", "task_id"])[metric].mean().reset_index()
-    for kind, group in per_task.groupby("kind"):
-        for fixed, varied in (("model", "agent"), ("agent", "model")):
-            for value, sub in group.groupby(fixed):
-                names = sorted(sub[varied].unique())
-                for i, a in enumerate(names):
-                    for b in names[i + 1:]:
-                        left = sub[sub[varied] == a].set_index("task_id")[metric]
-                        right = sub[sub[varied] == b].set_index("task_id")[metric]
-                        common = left.index.intersection(right.index)
-                        if len(common) < 2:
-                            continue
-                        cmp = paired_comparison(list(left[common]), list(right[common]))
-                        rows.append({"kind": kind, fixed: value, "A": a, "B": b, "tasks": cmp.n,
-                                     "mean A": cmp.mean_a, "mean B": cmp.mean_b, "A - B": cmp.mean_diff,
-                                     "95% CI": f"[{cmp.ci_low:.3f}, {cmp.ci_high:.3f}]", "test": cmp.test,
-                                     "p": cmp.p_value})
-    return pd.DataFrame(rows)

@@ -84,14 +84,18 @@ def test_full_feedback_adds_tlc_error_trace_and_trace_diffs() -> None:
 
 def test_report_splits_agents_by_feedback_and_pairs_the_levels() -> None:
     import pandas as pd
-    from sysmo.evals.tables import paired_comparisons, split_by_feedback
+    from sysmo.evals.paired import paired_rows
+    from sysmo.evals.tables import split_by_feedback
 
-    rows = [{"kind": "tla", "agent": "base_modeling", "model": "m", "task_id": f"t{i}", "feedback": level,
-             "passed": int(level == "diagnostics" or i % 2)} for i in range(6) for level in ("bare", "diagnostics")]
+    rows = [{"kind": "tla", "agent": "base_modeling", "model": "m", "task_id": f"t{i}", "sample_index": 0,
+             "feedback": level, "passed": int(level == "diagnostics" or i % 2)}
+            for i in range(6) for level in ("bare", "diagnostics")]
     frame = split_by_feedback(pd.DataFrame(rows))
     assert set(frame["agent"]) == {"base_modeling [feedback=bare]", "base_modeling [feedback=diagnostics]"}
-    pairs = paired_comparisons(frame)
-    assert len(pairs) == 1 and {pairs.iloc[0]["A"], pairs.iloc[0]["B"]} == set(frame["agent"])
+    # the paired analysis reads the level from the feedback column, not from the agent's label
+    (pair,) = paired_rows(frame, headline={})
+    assert (pair.factor, pair.baseline, pair.level, pair.n_pairs, pair.level_only) == \
+        ("feedback", "bare", "diagnostics", 6, 3)
     single = pd.DataFrame([r for r in rows if r["feedback"] == "bare"])
     assert set(split_by_feedback(single)["agent"]) == {"base_modeling"}
 

@@ -96,17 +96,19 @@ def test_trace_shows_both_prompts_diff_and_diagnostics(experiment):
     assert data["rounds"][1]["diff"].count("+}") == 1 and data["scorecard"]["stages"][0]["stage"] == "syntax"
 
 
-def test_paired_comparison_of_two_agents_on_the_same_tasks():
-    from sysmo.evals.tables import paired_comparisons
+def test_paired_analysis_of_two_agents_on_the_same_tasks():
+    from sysmo.evals.paired import paired_rows
 
     rows = []
     for t in range(12):
-        rows.append({"kind": "sysml", "agent": "a", "model": "m", "task_id": f"t{t}", "passed": 1})
-        rows.append({"kind": "sysml", "agent": "b", "model": "m", "task_id": f"t{t}", "passed": int(t < 2)})
-    table = paired_comparisons(pd.DataFrame(rows))
-    row = table.iloc[0]
-    assert (row["A"], row["B"], row["tasks"], row["test"]) == ("a", "b", 12, "mcnemar-exact")
-    assert row["A - B"] == pytest.approx(10 / 12) and row["p"] == pytest.approx(2 * 0.5 ** 10)
+        rows.append({"kind": "sysml", "agent": "a", "model": "m", "task_id": f"t{t}", "sample_index": 0, "passed": 1})
+        rows.append({"kind": "sysml", "agent": "b", "model": "m", "task_id": f"t{t}", "sample_index": 0,
+                     "passed": int(t < 2)})
+    (row,) = paired_rows(pd.DataFrame(rows), headline={}, listed={"agent": ["b", "a"]})
+    assert (row.factor, row.baseline, row.level, row.n_pairs) == ("agent", "b", "a", 12)
+    assert (row.level_only, row.baseline_only) == (10, 0)
+    assert row.delta_pass == pytest.approx(10 / 12) and row.p_mcnemar == pytest.approx(2 * 0.5 ** 10)
+    assert row.p_mcnemar_adjusted == row.p_mcnemar and row.p_wilcoxon is None  # one comparison; no score
 
 
 # -- the two pass@k: sysmo's after repair, OODEval's single-shot parse validity

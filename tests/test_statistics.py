@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sysmo.evals.statistics import best_of_n, bootstrap_ci, pass_at_k, pass_at_ks, paired_comparison
+from sysmo.evals.statistics import best_of_n, bootstrap_ci, pass_at_k, pass_at_ks
 
 
 def test_pass_at_k_hand_computed():
@@ -42,18 +42,6 @@ def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():
     assert 0.38 < ci.low and ci.high < 0.62  # ~ mean +- 1.96 * 0.05
     assert bootstrap_ci(values, seed=1) == ci
     assert bootstrap_ci([0.7]).low == 0.7
-
-
-def test_paired_comparison_mcnemar_and_wilcoxon():
-    a = [1] * 10 + [0] * 2
-    b = [0] * 10 + [0] * 2
-    cmp = paired_comparison(a, b)
-    assert cmp.test == "mcnemar-exact" and cmp.p_value == pytest.approx(2 * 0.5 ** 10)
-    assert cmp.significant
-    same = paired_comparison([0.2, 0.4, 0.6], [0.2, 0.4, 0.6])
-    assert same.p_value == 1.0 and same.mean_diff == 0
-    cont = paired_comparison([0.9, 0.8, 0.7, 0.95, 0.85, 0.75, 0.9, 0.8], [0.5, 0.4, 0.6, 0.5, 0.45, 0.5, 0.55, 0.6])
-    assert cont.test == "wilcoxon" and cont.p_value < 0.05 and cont.mean_diff > 0
 
 
 def test_pass_at_ks_averages_tasks_and_drops_a_k_some_task_has_too_few_samples_for():

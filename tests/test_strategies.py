@@ -138,10 +138,12 @@ def test_an_unknown_strategy_is_one_line() -> None:
 
 def test_report_splits_agents_by_strategy() -> None:
     import pandas as pd
-    from sysmo.evals.tables import paired_comparisons, split_by_strategy
+    from sysmo.evals.paired import paired_rows
+    from sysmo.evals.tables import split_by_strategy
 
-    rows = [{"kind": "sysml", "agent": "base_modeling", "model": "m", "task_id": f"t{i}", "strategy": s,
-             "passed": int(s == "grammar" or i % 2)} for i in range(6) for s in ("default", "grammar")]
+    rows = [{"kind": "sysml", "agent": "base_modeling", "model": "m", "task_id": f"t{i}", "sample_index": 0,
+             "strategy": s, "passed": int(s == "grammar" or i % 2)} for i in range(6) for s in ("default", "grammar")]
     frame = split_by_strategy(pd.DataFrame(rows))
     assert set(frame["agent"]) == {"base_modeling [strategy=default]", "base_modeling [strategy=grammar]"}
-    assert len(paired_comparisons(frame)) == 1
+    (pair,) = paired_rows(frame, headline={})
+    assert (pair.factor, pair.baseline, pair.level) == ("strategy", "default", "grammar")

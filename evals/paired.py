@@ -1,0 +1,357 @@
+"""Paired analysis of what each level of a factor buys: every level against its factor's baseline, attempt by attempt.
+
+An experiment's arms differ in factors: ``agent``, ``model``, ``feedback``, ``strategy``, ``temperature``,
+``max_rounds`` (a factor whose column is absent, or that has one level, is not analysed). Two arms that differ
+in exactly one factor are compared on the attempts they share: the unit of pairing is (task, sample index),
+every other factor held fixed. For each pair of arms (baseline level, other level) this module computes
+
+- an exact McNemar test on pass after repair (the status ``passed``), a two-sided binomial test on the
+  discordant pairs (``scipy.stats.binomtest(level_only, level_only + baseline_only, 0.5)``);
+- the same test on single-shot pass: the first answer, before any feedback, passed the tool check
+  (``passed_round == 0``; not OODEval's parser-only ``single_shot`` column);
+- a Wilcoxon signed-rank test on the family's headline score (the kind's selection metric,
+  ``tables.DEFAULT_SELECTION_METRIC`` or the experiment's ``selection_metric``), ``zero_method="wilcox"``
+  (pairs with equal scores are dropped, as Wilcoxon's original test);
+- effect sizes, level minus baseline: the difference in pass rate and the mean paired score difference, each
+  with a 95% percentile bootstrap CI over the pairs (``statistics.bootstrap_ci``: numpy, 10,000 resamples,
+  seed 0);
+- p-values adjusted across every comparison of the analysis (one report, one ``sysmo compare``), each test
+  separately: Holm's step-down method by default, Benjamini-Hochberg (``scipy.stats.false_discovery_control``)
+  on request.
+
+Baselines: feedback ``none``, strategy ``default`` (sysmo's own prompt; else ``zero-shot``), the smallest
+temperature and max_rounds, the first agent and model the experiment lists; a held-fixed setting without the
+baseline level compares with its first level. docs/paired-analysis.md has the definitions and a worked example.
+
+>>> holm([0.01, 0.04, 0.03])
+[0.03, 0.06, 0.06]
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+from sysmo.errors import AnalysisError
+from sysmo.evals.statistics import bootstrap_ci
+
+FACTORS: tuple[str, ...] = ("agent", "model", "feedback", "strategy", "temperature", "max_rounds")
+PAIR_KEY: tuple[str, ...] = ("task_id", "sample_index")
+# declared level orders: the first level present is the factor's baseline
+DECLARED_ORDER: dict[str, tuple[str, ...]] = {
+    "feedback": ("none", "bare", "diagnostics", "full"),
+    "strategy": ("default", "zero-shot", "few-shot", "cot", "grammar"),
+}
+NUMERIC = {"temperature", "max_rounds"}
+# factors a level makes moot: feedback ``none`` is one shot, whatever max_rounds its arm records
+MOOT: dict[tuple[str, str], tuple[str, ...]] = {("feedback", "none"): ("max_rounds",)}  # baseline: the smallest value
+WILCOXON_ZERO_METHOD = "wilcox"
+BOOTSTRAP_RESAMPLES = 10_000
+BOOTSTRAP_SEED = 0
+Correction = Literal["holm", "bh"]
+CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
+# the report's split of agents by level (tables.split_by_feedback): the factor columns carry the level already
+_LEVEL_SUFFIX = re.compile(r" \[(?:" + "|".join(FACTORS) + r")=[^\]]*\]")
+
+
+class PairedRow(BaseModel):
+    """One level against its factor's baseline in one family, the other factors held at ``held_fixed``."""
+
+    family: str
+    factor: str
+    baseline: str
+    level: str
+    held_fixed: str  # "model=m1, feedback=none", or "" when no other factor varies
+    n_pairs: int
+    pass_baseline: float
+    pass_level: float
+    level_only: int  # discordant pairs: the level passed, the baseline did not
+    baseline_only: int
+    p_mcnemar: float
+    delta_pass: float
+    delta_pass_ci_low: float
+    delta_pass_ci_high: float
+    single_shot_baseline: float
+    single_shot_level: float
+    single_shot_level_only: int
+    single_shot_baseline_only: int
+    p_mcnemar_single_shot: float
+    score_metric: str | None
+    n_score_pairs: int
+    delta_score: float | None
+    delta_score_ci_low: float | None
+    delta_score_ci_high: float | None
+    p_wilcoxon: float | None
+    p_mcnemar_adjusted: float | None = None
+    p_mcnemar_single_shot_adjusted: float | None = None
+    p_wilcoxon_adjusted: float | None = None
+    method: str = ""
+
+
+# ---------------------------------------------------------------------------------------------- p-value adjustment
+def holm(pvalues: Sequence[float]) -> list[float]:
+    """Holm's step-down adjustment (family-wise error rate): the i-th smallest p times (m - i), made monotone."""
+    p = np.asarray(pvalues, dtype=float)
+    m = p.size
+    if m == 0:
+        return []
+    order = np.argsort(p, kind="stable")
+    stepped = np.maximum.accumulate((m - np.arange(m)) * p[order])
+    adjusted = np.empty(m)
+    adjusted[order] = np.minimum(stepped, 1.0)
+    return [float(v) for v in adjusted]
+
+
+def adjust(pvalues: Sequence[float], correction: Correction) -> list[float]:
+    """``pvalues`` adjusted for multiple comparisons: ``holm`` or ``bh`` (Benjamini-Hochberg, scipy's)."""
+    if correction == "holm":
+        return holm(pvalues)
+    if correction == "bh":
+        from scipy.stats import false_discovery_control
+
+        return [float(v) for v in false_discovery_control(np.asarray(pvalues, dtype=float), method="bh")] \
+            if len(pvalues) else []
+    raise ValueError(f"unknown correction {correction!r}: use holm or bh")
+
+
+# ---------------------------------------------------------------------------------------------- tests
+def mcnemar_exact(level_only: int, baseline_only: int) -> float:
+    """Two-sided exact McNemar p-value: a binomial test of the discordant pairs against 1/2 (1.0 when none)."""
+    from scipy.stats import binomtest
+
+    discordant = level_only + baseline_only
+    return float(binomtest(level_only, discordant, 0.5).pvalue) if discordant else 1.0
+
+
+def wilcoxon_signed_rank(differences: Sequence[float]) -> float:
+    """Two-sided Wilcoxon signed-rank p-value of paired differences (``zero_method="wilcox"``: zero differences
+    are dropped; 1.0 when every difference is zero)."""
+    from scipy.stats import wilcoxon
+
+    diff = np.asarray(differences, dtype=float)
+    if diff.size == 0 or not np.any(diff != 0):
+        return 1.0
+    return float(wilcoxon(diff, zero_method=WILCOXON_ZERO_METHOD).pvalue)
+
+
+def method_text(correction: Correction) -> str:
+    return (f"McNemar exact (binomial test on discordant pairs); Wilcoxon signed-rank (zero_method="
+            f"{WILCOXON_ZERO_METHOD}); 95% percentile bootstrap CI (numpy, {BOOTSTRAP_RESAMPLES} resamples, seed "
+            f"{BOOTSTRAP_SEED}); {CORRECTION_NAMES[correction]} adjustment across the analysis' comparisons, "
+            "per test")
+
+
+# ---------------------------------------------------------------------------------------------- the attempts
+def _level_text(value: object) -> str:
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return "default"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def factor_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """The attempts with their factors as text columns (agents without the report's ``[feedback=...]`` label) and
+    ``single_shot_pass`` (the first answer passed the tool check)."""
+    data = frame.copy()
+    if "agent" in data.columns:
+        data["agent"] = data["agent"].astype(str).str.replace(_LEVEL_SUFFIX, "", regex=True)
+    for factor in FACTORS:
+        if factor in data.columns:
+            data[factor] = data[factor].map(_level_text)
+    rounds = data["passed_round"] if "passed_round" in data.columns else pd.Series(np.nan, index=data.index)
+    data["single_shot_pass"] = (pd.to_numeric(rounds, errors="coerce") == 0).astype(int)
+    data["passed"] = data["passed"].astype(int)
+    return data
+
+
+def headline_values(frame: pd.DataFrame, metric: str | None) -> pd.Series:
+    """Each attempt's headline score (``score.<metric>``); a sub-metric of a stage that scored 0 without metrics
+    (gated by an earlier stage's failure) counts 0, a stage not applicable (no judge, unscored) is missing."""
+    if metric is None or f"score.{metric}" not in frame.columns:
+        return pd.Series(np.nan, index=frame.index, dtype=float)
+    values = pd.to_numeric(frame[f"score.{metric}"], errors="coerce")
+    stage = metric.split(".", 1)[0]
+    if "." in metric and f"score.{stage}" in frame.columns:
+        stage_values = pd.to_numeric(frame[f"score.{stage}"], errors="coerce")
+        values = values.where(values.notna() | (stage_values != 0), 0.0)
+    return values
+
+
+def level_order(factor: str, levels: Sequence[str], listed: Sequence[str] | None = None) -> list[str]:
+    """The factor's levels, baseline first: declared order (feedback, strategy), the smallest number first
+    (temperature, max_rounds), else the order the experiment lists them in (agents, models), else sorted."""
+    present = list(dict.fromkeys(levels))
+    if factor in DECLARED_ORDER:
+        rank = {v: i for i, v in enumerate(DECLARED_ORDER[factor])}
+        return sorted(present, key=lambda v: (rank.get(v, len(rank)), v))
+    if factor in NUMERIC:
+        def number(v: str) -> float:
+            try:
+                return float(v)
+            except ValueError:
+                return float("inf")
+        return sorted(present, key=lambda v: (number(v), v))
+    rank = {v: i for i, v in enumerate(listed or [])}
+    return sorted(present, key=lambda v: (rank.get(v, len(rank)), v))
+
+
+def _rate(values: pd.Series) -> float:
+    return float(values.mean()) if len(values) else float("nan")
+
+
+def _discordant(baseline: np.ndarray, level: np.ndarray) -> tuple[int, int]:
+    """(pairs only the level passed, pairs only the baseline passed)."""
+    return int(np.sum((level == 1) & (baseline == 0))), int(np.sum((level == 0) & (baseline == 1)))
+
+
+def _compare(family: str, factor: str, baseline: str, level: str, held: str, base: pd.DataFrame,
+             other: pd.DataFrame, score_metric: str | None) -> PairedRow | None:
+    key = list(PAIR_KEY)
+    for side, rows in (("baseline", base), ("level", other)):
+        repeated = rows[rows.duplicated(key, keep=False)]
+        if not repeated.empty:
+            first = repeated.iloc[0]
+            raise AnalysisError(
+                f"{family}: {factor}={baseline if side == 'baseline' else level} ({held or 'no other factor'}) has "
+                f"{len(repeated)} attempts on a repeated (task, sample): e.g. {first['task_id']} sample "
+                f"{first['sample_index']}; an arm was run twice (compare experiments that do not share an arm)")
+    pairs = base.merge(other, on=key, suffixes=("_b", "_l"))
+    if pairs.empty:
+        return None
+    passed_b, passed_l = pairs["passed_b"].to_numpy(), pairs["passed_l"].to_numpy()
+    shot_b, shot_l = pairs["single_shot_pass_b"].to_numpy(), pairs["single_shot_pass_l"].to_numpy()
+    level_only, baseline_only = _discordant(passed_b, passed_l)
+    ss_level_only, ss_base_only = _discordant(shot_b, shot_l)
+    delta = bootstrap_ci(list((passed_l - passed_b).astype(float)), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+    scored = pairs.dropna(subset=["headline_b", "headline_l"])
+    score_diff = (scored["headline_l"] - scored["headline_b"]).to_numpy(dtype=float)
+    score_ci = (bootstrap_ci(list(score_diff), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
+                if score_diff.size else None)
+    return PairedRow(
+        family=family, factor=factor, baseline=baseline, level=level, held_fixed=held, n_pairs=len(pairs),
+        pass_baseline=_rate(pairs["passed_b"]), pass_level=_rate(pairs["passed_l"]), level_only=level_only,
+        baseline_only=baseline_only, p_mcnemar=mcnemar_exact(level_only, baseline_only), delta_pass=delta.mean,
+        delta_pass_ci_low=delta.low, delta_pass_ci_high=delta.high,
+        single_shot_baseline=_rate(pairs["single_shot_pass_b"]), single_shot_level=_rate(pairs["single_shot_pass_l"]),
+        single_shot_level_only=ss_level_only, single_shot_baseline_only=ss_base_only,
+        p_mcnemar_single_shot=mcnemar_exact(ss_level_only, ss_base_only),
+        score_metric=score_metric if score_ci is not None else None, n_score_pairs=int(score_diff.size),
+        delta_score=score_ci.mean if score_ci else None, delta_score_ci_low=score_ci.low if score_ci else None,
+        delta_score_ci_high=score_ci.high if score_ci else None,
+        p_wilcoxon=wilcoxon_signed_rank(score_diff) if score_diff.size else None)
+
+
+def row_of(frame: pd.DataFrame, factor: str, level: str) -> pd.DataFrame:
+    return frame[frame[factor] == level]
+
+
+def _baseline(group: pd.DataFrame, cell: pd.DataFrame, factor: str, levels: list[str],
+              held: dict[str, str]) -> tuple[str, pd.DataFrame]:
+    """The baseline level of a held-fixed cell and its attempts: the factor's baseline where the cell has it, else
+    the first of the cell's levels."""
+    baseline = levels[0]
+    base = row_of(cell, factor, baseline)
+    moot = MOOT.get((factor, baseline), ())
+    if base.empty and any(f in moot for f in held):
+        # the baseline does not use a held factor (one shot has no repair rounds): its attempts under the other
+        # held factors stand for every level of that factor
+        base = row_of(group, factor, baseline)
+        for f, v in held.items():
+            if f not in moot:
+                base = base[base[f] == v]
+    if base.empty:
+        baseline = next((lv for lv in levels if not row_of(cell, factor, lv).empty), baseline)
+        base = row_of(cell, factor, baseline)
+    return baseline, base
+
+
+def paired_rows(frame: pd.DataFrame, *, headline: Mapping[str, str], factors: Sequence[str] | None = None,
+                listed: Mapping[str, Sequence[str]] | None = None, correction: Correction = "holm") -> list[PairedRow]:
+    """Every level of every factor against its baseline, per family (task kind) and held-fixed setting, with
+    p-values adjusted across all the rows (each test on its own).
+
+    ``frame``: one row per attempt (``tables.attempts_frame``; not-covered attempts left out). ``headline``:
+    kind -> score metric for the Wilcoxon test. ``factors``: the factors to vary (default: every one with more
+    than one level). ``listed``: the order an experiment lists agents and models in (the first is the baseline).
+    """
+    if frame.empty:
+        return []
+    data = factor_frame(frame)
+    present = [f for f in FACTORS if f in data.columns]
+    wanted = [f for f in (factors or present) if f in present]
+    rows: list[PairedRow] = []
+    for family, group in data.groupby("kind", sort=True):
+        family = str(family)
+        group = group.assign(headline=headline_values(group, headline.get(family)))
+        varying = [f for f in present if group[f].nunique() > 1]
+        for factor in wanted:
+            levels = level_order(factor, list(group[factor].unique()), (listed or {}).get(factor))
+            if len(levels) < 2:
+                continue
+            held_by = [f for f in varying if f != factor]
+            cells = group.groupby(held_by, sort=True) if held_by else [((), group)]
+            for held_values, cell in cells:
+                held_values = held_values if isinstance(held_values, tuple) else (held_values,)
+                held = ", ".join(f"{f}={v}" for f, v in zip(held_by, held_values))
+                baseline, base = _baseline(group, cell, factor, levels, dict(zip(held_by, held_values)))
+                for level in levels:
+                    if level != baseline and row_of(cell, factor, level).size:
+                        row = _compare(family, factor, baseline, level, held, base, row_of(cell, factor, level),
+                                       headline.get(family))
+                        if row is not None:
+                            rows.append(row)
+    return adjusted(rows, correction)
+
+
+def adjusted(rows: list[PairedRow], correction: Correction = "holm") -> list[PairedRow]:
+    """``rows`` with their adjusted p-values (each test across every row that has it) and the method named."""
+    out = [r.model_copy(update={"method": method_text(correction)}) for r in rows]
+    for raw, target in (("p_mcnemar", "p_mcnemar_adjusted"),
+                        ("p_mcnemar_single_shot", "p_mcnemar_single_shot_adjusted"),
+                        ("p_wilcoxon", "p_wilcoxon_adjusted")):
+        have = [i for i, r in enumerate(out) if getattr(r, raw) is not None]
+        for i, value in zip(have, adjust([getattr(out[i], raw) for i in have], correction)):
+            out[i] = out[i].model_copy(update={target: value})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- tables
+def rows_frame(rows: Sequence[PairedRow]) -> pd.DataFrame:
+    """Every field of every row (``paired.csv``)."""
+    return pd.DataFrame([r.model_dump() for r in rows], columns=list(PairedRow.model_fields))
+
+
+def _p(raw: float | None, adj: float | None) -> str:
+    if raw is None:
+        return ""
+    return f"{raw:.3g} (adj {adj:.3g})" if adj is not None else f"{raw:.3g}"
+
+
+def _signed(value: float | None, low: float | None, high: float | None) -> str:
+    if value is None or np.isnan(value):
+        return ""
+    return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
+
+
+def display_tables(rows: Sequence[PairedRow], correction: Correction = "holm") -> dict[str, pd.DataFrame]:
+    """One table per family for people: level vs baseline, pairs, Δpass and Δscore with CIs, raw and adjusted p."""
+    name = CORRECTION_NAMES[correction]
+    tables: dict[str, list[dict[str, object]]] = {}
+    for r in rows:
+        tables.setdefault(r.family, []).append({
+            "factor": r.factor, "level vs baseline": f"{r.level} vs {r.baseline}", "held fixed": r.held_fixed,
+            "n pairs": r.n_pairs, "pass (base → level)": f"{r.pass_baseline:.3f} → {r.pass_level:.3f}",
+            "Δpass [95% CI]": _signed(r.delta_pass, r.delta_pass_ci_low, r.delta_pass_ci_high),
+            f"p McNemar ({name})": _p(r.p_mcnemar, r.p_mcnemar_adjusted),
+            "Δsingle-shot pass": f"{r.single_shot_level - r.single_shot_baseline:+.3f}",
+            f"p single-shot ({name})": _p(r.p_mcnemar_single_shot, r.p_mcnemar_single_shot_adjusted),
+            "Δscore [95% CI]": (f"{r.score_metric}: " if r.score_metric else "")
+            + _signed(r.delta_score, r.delta_score_ci_low, r.delta_score_ci_high),
+            f"p Wilcoxon ({name})": _p(r.p_wilcoxon, r.p_wilcoxon_adjusted)})
+    return {family: pd.DataFrame(table) for family, table in tables.items()}
