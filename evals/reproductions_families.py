@@ -128,7 +128,8 @@ def r2abench(options: ReproduceOptions) -> Reproduction:
                   + (f" ({'; '.join(f'{n}: {why}' for why, n in reasons.items())})" if reasons else "")
                   + f"; per model x workflow, our means equal the CSV's over the same rows in {groups.agreeing} of "
                   f"{len(groups.groups)} group(s)" + (f" ({result.judges.warning})" if result.judges.warning else "")
-                  + f". {groups.note}"]
+                  + ". results_e_r2a.csv is a newer evaluation than the paper's Table 3 (another judge), so Table 3 is "
+                  "not compared with it here (`sysmo reproduce r2abench` prints it beside complete groups as context)."]
     return Reproduction(name="r2abench", title="R2ABench: the published predictions re-scored against "
                         "results_e_r2a.csv", source=f"a checkout of luuquangkhai9/R2ABench at {root}",
                         tables=[table, rows], experiments=[result.experiment_dir] if result.experiment_dir else [],
