@@ -227,3 +227,8 @@ def test_the_real_openhands_qwen3_rows_reproduce_the_csv_with_the_judge_it_was_c
     for row in several:
         assert row["judge_file_model"] == "gpt-5.4-mini", row
         assert row["l1_ged_accuracy"] == pytest.approx(row["published_l1_ged_accuracy"], abs=0.006), row
+    # the older judge's answers, which the first file by name gave, do not reproduce those rows
+    older = rescore(checkout, validity=False, judge_file_model=["gpt-4.1-mini"])
+    off = [r for r in older.per_row if r["judge_file_model"] == "gpt-4.1-mini"
+           and abs(r["l1_ged_accuracy"] - r["published_l1_ged_accuracy"]) > 0.006]
+    assert off, "gpt-4.1-mini's alignments reproduce the CSV too: the judge choice would not matter"
