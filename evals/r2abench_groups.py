@@ -1,8 +1,8 @@
 """Per model x workflow means of the paper's Table 3 columns: our re-scoring against ``results_e_r2a.csv``.
 
 ``results_e_r2a.csv`` is a newer evaluation than the paper's Table 3 (another judge, gpt-5.4-mini, and a
-five-dimension L2 judge; e.g. GPT-5 direct node F1 0.565 in the CSV, 0.670 in Table 3), so the CSV's means are
-not expected to equal Table 3's and a difference between them says nothing about our re-scoring. What the data
+five-dimension L2 judge; e.g. OpenHands/Qwen3-coder renders 9 of 17 diagrams in the CSV, 10 in Table 3), so its
+means are not expected to equal Table 3's and a difference between them says nothing about our re-scoring. What the data
 supports: ours against the CSV's, over the same rows, which should agree up to the CSV's rounding. Table 3's
 values are shown beside a group only when every one of its 17 projects was re-scored, labelled as the paper's
 earlier evaluation, never as a difference. Table 3's Layer column (boundary accuracy) is not re-scored here.
@@ -42,8 +42,8 @@ TABLE3: dict[tuple[str, str], tuple[float, ...]] = {
 }
 NEWER_EVALUATION = (
     "results_e_r2a.csv is a newer evaluation than the paper's Table 3 (judge gpt-5.4-mini, a five-dimension L2 "
-    "judge; e.g. GPT-5 direct node F1 0.565 in the CSV, 0.670 in Table 3): our means are compared with the CSV's "
-    "over the same rows; Table 3's values, from that earlier evaluation, are shown for groups with all 17 projects "
+    "judge; e.g. OpenHands/Qwen3-coder SV 0.5294 in the CSV, 0.5882 in Table 3): our means are compared with the "
+    "CSV's over the same rows; Table 3's values, from that earlier evaluation, are shown for groups with all 17 projects "
     "re-scored and are not expected to match."
 )
 
