@@ -300,59 +300,48 @@ def sysmobench(
         "R2ABench: replay every prediction of a checkout of the replication package (Output/E-R2A/...) through "
         "sysmo run (replay/r2abench:<model>/<workflow> on the srs tasks), score the recorded replies with their "
         "stored judge alignments and compare with Output/results_e_r2a.csv: per column our mean, the published "
-        "mean, Pearson and Spearman r, mean absolute difference, n. --from-files scores the files directly."
+        "mean, Pearson and Spearman r, mean absolute difference, n and the rows equal up to the CSV's rounding; "
+        "then per model x workflow our means beside the CSV's. --from-files scores the files directly."
     ),
 )
 def r2abench(
     data_dir: Path = typer.Option(..., "--data-dir", help="A checkout of luuquangkhai9/R2ABench (may be partial)."),
-    output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
+    output_format: str = typer.Option("table", "--format", "-f", help="table | csv (one line per row) | json"),
     from_files: bool = typer.Option(False, "--from-files", help="Score the published files directly (no replay)."),
     no_validity: bool = typer.Option(False, "--no-validity", help="With --from-files: skip rendering each "
                                      "prediction with PlantUML."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the replay experiment lives "
                                               "(default <home>/reproduce)."),
+    judge_file_model: list[str] = typer.Option(
+        [], "--judge-file-model", help="Score with judge_alignment_<NAME>.json only, in the order given (repeat the "
+        "option); default: gpt-5.4-mini (the judge results_e_r2a.csv was computed from), then gpt-4.1-mini, then "
+        "any other."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write one line per re-scored row here "
+                                           "(with the judge whose alignment was used)."),
 ) -> None:
+    from sysmo.evals.r2abench_groups import compare_groups
+    from sysmo.evals.r2abench_printout import per_row_csv, print_columns, print_groups
     from sysmo.evals.reproduce_r2abench import reproduce
 
-    if output_format not in ("table", "json"):
-        raise ConfigError(f"unknown --format {output_format!r}: use table or json")
+    if output_format not in FORMATS:
+        raise ConfigError(f"unknown --format {output_format!r}: use table, csv or json")
     if no_validity and not from_files:
         raise ConfigError("--no-validity goes with --from-files (a replayed attempt always has its PlantUML check)")
-    result = reproduce(data_dir, from_files=from_files, validity=not no_validity, output_dir=output_dir)
+    result = reproduce(data_dir, from_files=from_files, validity=not no_validity, output_dir=output_dir,
+                       judge_file_model=judge_file_model or None)
+    if csv_out is not None:
+        csv_out.write_text(per_row_csv(result), encoding="utf-8")
     if output_format == "json":
         typer.echo(result.model_dump_json(indent=2))
         return
-    source = f"replayed in {result.experiment_dir}" if result.experiment_dir else "scored from the files"
-    table = Table(title=f"R2ABench: {result.rescored} of {result.rows_in_csv} CSV rows re-scored, {source} "
-                  f"({result.missing} not: see below)")
-    for name in ("column", "n", "ours", "published", "Pearson r", "Spearman r", "mean |diff|"):
-        table.add_column(name, justify="left" if name == "column" else "right")
-    for c in result.columns:
-        table.add_row(c.column, str(c.n), _fmt(c.ours, 3), _fmt(c.published, 3), _fmt(c.pearson, 3),
-                      _fmt(c.spearman, 3), _fmt(c.mean_abs_diff, 3))
+    if output_format == "csv":
+        typer.echo(per_row_csv(result), nl=False)
+        return
     console = Console(width=max(Console().width, 110))
-    console.print(table)
-    reasons: dict[str, int] = {}
-    for row in result.missing_rows:
-        reasons[row["why"]] = reasons.get(row["why"], 0) + 1
-    for why, count in sorted(reasons.items(), key=lambda kv: -kv[1]):
-        console.print(f"  not re-scored: {count} row(s): {why}", soft_wrap=True)
-    if result.experiment_dir:
-        console.print(f"  attempts: sysmo view {Path(result.experiment_dir).parent}  "
-                      f"(sysmo trace {Path(result.experiment_dir).name} --all -o {Path(result.experiment_dir).parent})",
-                      soft_wrap=True)
-    from sysmo.evals.reproduce_r2abench import csv_against_table3
+    print_columns(console, result)
+    print_groups(console, compare_groups(data_dir, result))
 
-    disagreements = csv_against_table3(data_dir)
-    console.print(
-        f"\nresults_e_r2a.csv against the paper's Table 3 (Full PRD; per model x workflow means of the rows "
-        f"present): {len(disagreements)} differences beyond rounding"
-    )
-    for d in disagreements:
-        console.print(
-            f"  {d.model} {d.workflow} {d.column}: CSV {d.csv_mean:.4f} (n={d.n}) vs paper {d.paper:.4f}",
-            soft_wrap=True,
-        )
+
 def _print_reproduction(rep) -> None:
     from sysmo.evals.reproductions import markdown
 

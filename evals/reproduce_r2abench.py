@@ -6,7 +6,9 @@ predicted.puml`` with the judge's node alignment ``judge_alignment_*.json`` besi
 ``Output/results_e_r2a.csv`` (the authors' per-prediction scores). Every CSV row whose prediction and
 reference are present is re-scored: validity always, the L1 columns where a judge alignment lies beside the
 prediction (the package writes none for a prediction that fails L0, so its row has validity only); rows whose
-files are missing are counted, not guessed.
+files are missing are counted, not guessed. Where a folder holds several judges' alignments, the one the CSV
+was computed from (``gpt-5.4-mini``) is used (``evals/r2abench_judges.py``; ``--judge-file-model`` chooses);
+each row says which (``judge_file_model``, ``notes``).
 
 The stored judge alignment names nodes the way the package's own parser does (``Layer::Node`` paths,
 ``Global::`` at top level, display names cut at the first bracket). To use it, the deterministic columns are
@@ -22,8 +24,9 @@ names). Columns, as the package defines them:
 - ``l1_ged_accuracy``: 100 (1 - GED / worst case), the weighted worst case of ``ged_normaliser``.
 - ``l1_orphan_ratio``/``l1_god_ratio``: over the prediction's leaves, edges counted where they name a leaf.
 
-Printed per column: our mean, the published mean, Pearson and Spearman r, mean absolute difference, n;
-then ``csv_against_table3``: where the CSV's per model x workflow means differ from the paper's Table 3.
+Printed per column: our mean, the published mean, Pearson and Spearman r, mean absolute difference, n, and how
+many rows equal the CSV up to its rounding (``ROW_TOLERANCE``); then per model x workflow the means of Table 3's
+columns, ours and the CSV's over the same rows (``evals/r2abench_groups.py``).
 
 By default (``sysmo reproduce r2abench``) the predictions go through the standard pipeline first:
 ``replay_predictions`` runs every model x workflow of the CSV that has predictions in the checkout as
@@ -51,6 +54,7 @@ from scipy import stats
 
 from sysmo.errors import ConfigError
 from sysmo.evals.metrics.architecture import REPLICATION_WEIGHTS
+from sysmo.evals.r2abench_judges import JudgeChoices, choose_judge_file
 from sysmo.llm.replay import R2ABENCH_OUTPUT
 from sysmo.log import get_logger
 
@@ -297,9 +301,20 @@ def antipattern_ratios(graph: PackageGraph) -> tuple[float, float]:
     return orphan, sum(v > limit and v > 2 for v in values) / len(values)
 
 
+# how far our value may sit from the CSV's for a row to count as reproduced: the CSV rounds the 0-1 columns to
+# 4 decimals and GED accuracy to 2 (half a unit of the last place, plus slack for float noise)
+ROW_TOLERANCE = {"l0_valid": 1e-9, "l1_ged_accuracy": 0.006}
+ROW_TOLERANCE_DEFAULT = 1e-4
+
+
+def row_tolerance(column: str) -> float:
+    return ROW_TOLERANCE.get(column, ROW_TOLERANCE_DEFAULT)
+
+
 class ColumnComparison(BaseModel):
     column: str
     n: int
+    within_rounding: int = 0  # rows whose value equals the CSV's up to row_tolerance(column)
     ours: float | None
     published: float | None
     pearson: float | None
@@ -315,6 +330,7 @@ class Reproduction(BaseModel):
     per_row: list[dict[str, object]] = Field(default_factory=list)
     experiment_dir: str | None = None  # the replay experiment the predictions went through (None: the files)
     missing_rows: list[dict[str, str]] = Field(default_factory=list)  # CSV rows not re-scored, and why
+    judges: JudgeChoices = Field(default_factory=JudgeChoices)  # which judge's alignments were used
 
 
 Key = tuple[str, str, str]  # (workflow, model, project)
@@ -351,7 +367,7 @@ def _checkout_env(root: Path) -> Iterator[None]:
             os.environ["SYSMO_R2ABENCH_DIR"] = before
 
 
-def _csv_rows(root: Path) -> list[dict[str, str]]:
+def results_rows(root: Path) -> list[dict[str, str]]:
     csv_path = root / RESULTS_CSV
     if not csv_path.is_file():
         raise ConfigError(f"no {RESULTS_CSV} under {root}: point --data-dir at a checkout of luuquangkhai9/R2ABench")
@@ -378,7 +394,7 @@ def replay_predictions(root: Path, *, output_dir: Path | None = None, concurrenc
     from sysmo.store import Store
 
     output = root / R2ABENCH_OUTPUT
-    pairs = sorted({(r["workflow"], r["model_id"]) for r in _csv_rows(root)
+    pairs = sorted({(r["workflow"], r["model_id"]) for r in results_rows(root)
                     if any((output / r["workflow"] / r["model_id"]).glob("*/predicted.puml"))})
     if not pairs:
         raise ConfigError(f"no prediction of a {RESULTS_CSV} row under {output}")
@@ -450,13 +466,16 @@ def _r(fn, xs: list[float], ys: list[float]) -> float | None:
     return float(fn(xs, ys)[0])
 
 
-def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None) -> Reproduction:
+def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None,
+            judge_file_model: list[str] | None = None) -> Reproduction:
     """Re-score every CSV row whose prediction, alignment and reference are in the checkout ``root``.
 
     With ``replayed`` the prediction is the reply its replayed attempt recorded and validity that attempt's own
-    PlantUML verdict; without, the file is read and (``validity``) rendered here.
+    PlantUML verdict; without, the file is read and (``validity``) rendered here. ``judge_file_model``: the judges
+    whose stored alignments may be used, in order (default ``r2abench_judges.JUDGE_PREFERENCE``).
     """
-    rows = _csv_rows(root)
+    rows = results_rows(root)
+    judges = JudgeChoices(preferred=list(judge_file_model or []))
     refs = _references(root)
     check = None
     if validity and replayed is None:
@@ -472,7 +491,6 @@ def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None
         key = (row["workflow"], row["model_id"], row["sample_id"])
         folder = _prediction_folder(root, *key)
         predicted_path, ref_path = folder / "predicted.puml", refs.get(row["sample_id"])
-        alignments = sorted(folder.glob("judge_alignment_*.json"))
         if ref_path is None:
             skip(row, "no reference (Dataset/E-R2A/*/<project>/AD/ad.puml) in the checkout")
             continue
@@ -490,13 +508,17 @@ def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None
             ours["l0_valid"] = None if attempt.valid is None else float(attempt.valid)
         else:
             ours["l0_valid"] = (1.0 if check(text).ok else 0.0) if check is not None else None
-        if alignments:
-            ours.update(_structural(json.loads(alignments[0].read_text(encoding="utf-8")), ref_path, text))
+        choice = choose_judge_file(folder, judge_file_model)
+        if choice.path is not None:
+            ours.update(_structural(json.loads(choice.path.read_text(encoding="utf-8")), ref_path, text))
         elif ours["l0_valid"] is None:
-            skip(row, "no judge alignment beside the prediction and validity not checked")
+            skip(row, "no judge alignment beside the prediction and validity not checked" if not choice.present
+                 else f"no alignment of --judge-file-model {' '.join(judge_file_model or [])} and validity not checked")
             continue
+        judges.add("/".join(key), choice)
         record: dict[str, object] = {"sample_id": row["sample_id"], "workflow": row["workflow"], "model": row["model_id"],
-                                     "attempt_id": attempt.attempt_id if attempt is not None else None}
+                                     "attempt_id": attempt.attempt_id if attempt is not None else None,
+                                     "judge_file_model": choice.judge, "notes": choice.note}
         for column, value in ours.items():
             published = _float(row.get(column))
             record[column] = value
@@ -512,6 +534,7 @@ def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None
             ColumnComparison(
                 column=column,
                 n=n,
+                within_rounding=sum(abs(a - b) <= row_tolerance(column) for a, b in values),
                 ours=sum(xs) / n if n else None,
                 published=sum(ys) / n if n else None,
                 pearson=_r(stats.pearsonr, xs, ys),
@@ -519,106 +542,18 @@ def rescore(root: Path, validity: bool = True, replayed: ReplayRun | None = None
                 mean_abs_diff=sum(abs(a - b) for a, b in values) / n if n else None,
             )
         )
+    judges.log_warning()
     log.info("reproduce.r2abench", rows=len(rows), rescored=len(per_row), missing=len(missing_rows),
-             replayed=replayed is not None)
+             replayed=replayed is not None, judges=judges.used)
     return Reproduction(rows_in_csv=len(rows), rescored=len(per_row), missing=len(missing_rows), columns=columns,
                         per_row=per_row, experiment_dir=replayed.experiment_dir if replayed is not None else None,
-                        missing_rows=missing_rows)
+                        missing_rows=missing_rows, judges=judges)
 
 
 def reproduce(root: Path, *, from_files: bool = False, validity: bool = True, output_dir: Path | None = None,
-              concurrency: int = 2) -> Reproduction:
+              concurrency: int = 2, judge_file_model: list[str] | None = None) -> Reproduction:
     """``sysmo reproduce r2abench``: through the replay experiment (default) or straight from the files."""
     if from_files:
-        return rescore(root, validity=validity)
-    return rescore(root, replayed=replay_predictions(root, output_dir=output_dir, concurrency=concurrency))
-
-
-# -- the CSV against the paper's Table 3 (Full PRD): SV, node F1, edge F1, GED, layer, orphan %, god %
-TABLE3_COLUMNS = ("SV", "node_f1", "edge_f1", "GED", "layer", "orphan_pct", "god_pct")
-TABLE3: dict[tuple[str, str], tuple[float, ...]] = {
-    ("gpt5", "direct"): (1.0000, 0.6699, 0.1491, 42.53, 0.8420, 12.64, 5.08),
-    ("gpt5", "metagpt"): (0.9412, 0.5995, 0.1563, 47.64, 0.8701, 17.35, 4.59),
-    ("gpt5", "openhands"): (1.0000, 0.5938, 0.1066, 43.27, 0.8281, 11.60, 5.49),
-    ("gemini25pro", "direct"): (0.9412, 0.5445, 0.1445, 49.58, 0.7393, 18.37, 3.25),
-    ("gemini25pro", "metagpt"): (0.9412, 0.5246, 0.1934, 53.36, 0.7111, 25.28, 3.59),
-    ("gemini25pro", "openhands"): (0.9412, 0.6116, 0.1955, 55.63, 0.7721, 23.49, 4.35),
-    ("claudesonnet46", "direct"): (0.8235, 0.5413, 0.0855, 32.15, 0.7209, 15.02, 3.63),
-    ("claudesonnet46", "metagpt"): (1.0000, 0.5779, 0.1606, 48.32, 0.8179, 21.51, 5.52),
-    ("claudesonnet46", "openhands"): (0.8235, 0.4718, 0.0833, 32.37, 0.6200, 16.72, 4.14),
-    ("deepseekv32", "direct"): (0.8235, 0.5476, 0.0943, 36.65, 0.7163, 20.25, 3.98),
-    ("deepseekv32", "metagpt"): (0.8824, 0.4039, 0.1074, 49.12, 0.6468, 25.90, 3.96),
-    ("deepseekv32", "openhands"): (0.7647, 0.4934, 0.0139, 33.28, 0.6985, 33.48, 3.40),
-    ("qwen3coder480ba35binstruct", "direct"): (0.8235, 0.5521, 0.1760, 41.49, 0.6645, 13.54, 4.04),
-    ("qwen3coder480ba35binstruct", "metagpt"): (0.6471, 0.3539, 0.0843, 33.46, 0.4034, 16.70, 4.03),
-    ("qwen3coder480ba35binstruct", "openhands"): (0.5882, 0.3553, 0.0705, 30.17, 0.4647, 14.16, 2.16),
-}
-# how far a CSV mean may sit from the paper's value before it is reported (paper rounding, plus slack)
-TABLE3_TOLERANCE = {"GED": 0.5, "orphan_pct": 0.5, "god_pct": 0.5}
-
-
-class Table3Disagreement(BaseModel):
-    model: str
-    workflow: str
-    column: str
-    n: int
-    csv_mean: float
-    paper: float
-
-
-def _key(text: str) -> str:
-    key = re.sub(r"[^a-z0-9]+", "", text.lower())
-    return "metagpt" if key == "metagptcustom" else key  # Output/ and the CSV call the paper's MetaGPT metagpt-custom
-
-
-def _row_table3(row: dict[str, str]) -> tuple[float | None, ...]:
-    coverage, precision = _float(row.get("l1_node_coverage")), _float(row.get("l1_gen_precision"))
-    node_f1 = None
-    if coverage is not None and precision is not None:
-        node_f1 = 2 * coverage * precision / (coverage + precision) if coverage + precision else 0.0
-    orphan, god = _float(row.get("l1_orphan_ratio")), _float(row.get("l1_god_ratio"))
-    return (
-        _float(row.get("l0_valid")),
-        node_f1,
-        _float(row.get("l1_edge_f1")),
-        _float(row.get("l1_ged_accuracy")),
-        _float(row.get("l1_boundary_accuracy")),
-        None if orphan is None else 100 * orphan,
-        None if god is None else 100 * god,
-    )
-
-
-def csv_against_table3(root: Path) -> list[Table3Disagreement]:
-    """Where the per-(model, workflow) means of the CSV differ from the paper's Table 3.
-
-    Node F1 is the harmonic mean of the row's node coverage and generation precision; SV, node F1, edge
-    F1, GED, layer and the anti-pattern ratios are averaged over the rows that have them (an invalid
-    diagram has no L1 scores).
-    """
-    csv.field_size_limit(sys.maxsize)
-    with (root / RESULTS_CSV).open(encoding="utf-8", newline="") as handle:
-        rows = list(csv.DictReader(handle))
-    groups: dict[tuple[str, str], list[tuple[float | None, ...]]] = {}
-    names: dict[tuple[str, str], tuple[str, str]] = {}
-    for row in rows:
-        key = (_key(row.get("model_id", "")), _key(row.get("workflow", "")))
-        groups.setdefault(key, []).append(_row_table3(row))
-        names[key] = (row.get("model_id", ""), row.get("workflow", ""))
-    out = []
-    for key, values in sorted(groups.items()):
-        paper = TABLE3.get(key)
-        if paper is None:
-            continue
-        for i, column in enumerate(TABLE3_COLUMNS):
-            present = [v[i] for v in values if v[i] is not None]
-            if not present:
-                continue
-            mean = sum(present) / len(present)
-            if abs(mean - paper[i]) > TABLE3_TOLERANCE.get(column, 0.01):
-                model, workflow = names[key]
-                out.append(
-                    Table3Disagreement(
-                        model=model, workflow=workflow, column=column, n=len(present), csv_mean=mean, paper=paper[i]
-                    )
-                )
-    return out
+        return rescore(root, validity=validity, judge_file_model=judge_file_model)
+    return rescore(root, replayed=replay_predictions(root, output_dir=output_dir, concurrency=concurrency),
+                   judge_file_model=judge_file_model)

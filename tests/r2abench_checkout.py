@@ -112,3 +112,19 @@ def write_checkout(root: Path, predictions: dict = PREDICTIONS) -> Path:
         writer.writeheader()
         writer.writerows(rows)
     return root
+
+
+def real_checkout() -> Path | None:
+    """A checkout of the replication package itself, where the machine has one: ``$SYSMO_R2ABENCH_DIR``, else
+    ``$SYSMO_TEST_DATA_DIR/r2abench``, when it holds ``Output/results_e_r2a.csv`` (None otherwise)."""
+    import os
+
+    named, data = os.environ.get("SYSMO_R2ABENCH_DIR"), os.environ.get("SYSMO_TEST_DATA_DIR")
+    for root in (Path(named) if named else None, Path(data) / "r2abench" if data else None):
+        if root is not None and (root / "Output" / "results_e_r2a.csv").is_file():
+            return root
+    return None
+
+
+NO_REAL_CHECKOUT = ("no checkout of luuquangkhai9/R2ABench with Output/results_e_r2a.csv: set $SYSMO_R2ABENCH_DIR "
+                    "(or put it at $SYSMO_TEST_DATA_DIR/r2abench)")
