@@ -319,8 +319,8 @@ def r2abench(
     csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write one line per re-scored row here "
                                            "(with the judge whose alignment was used)."),
 ) -> None:
-    from sysmo.evals.r2abench_groups import compare_groups
-    from sysmo.evals.r2abench_printout import per_row_csv, print_columns, print_groups
+    from sysmo.evals.reproduce_r2abench_groups import compare_groups
+    from sysmo.evals.reproduce_r2abench_printout import per_row_csv, print_columns, print_groups
     from sysmo.evals.reproduce_r2abench import reproduce
 
     if output_format not in FORMATS:

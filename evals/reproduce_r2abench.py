@@ -26,7 +26,7 @@ names). Columns, as the package defines them:
 
 Printed per column: our mean, the published mean, Pearson and Spearman r, mean absolute difference, n, and how
 many rows equal the CSV up to its rounding (``ROW_TOLERANCE``); then per model x workflow the means of Table 3's
-columns, ours and the CSV's over the same rows (``evals/r2abench_groups.py``).
+columns, ours and the CSV's over the same rows (``evals/reproduce_r2abench_groups.py``).
 
 By default (``sysmo reproduce r2abench``) the predictions go through the standard pipeline first:
 ``replay_predictions`` runs every model x workflow of the CSV that has predictions in the checkout as

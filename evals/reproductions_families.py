@@ -90,7 +90,7 @@ def r2abench_root(options: ReproduceOptions) -> Path:
 
 @register_reproduction("r2abench", title="R2ABench: the published predictions re-scored against results_e_r2a.csv")
 def r2abench(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.r2abench_groups import compare_groups
+    from sysmo.evals.reproduce_r2abench_groups import compare_groups
     from sysmo.evals.reproduce_r2abench import reproduce
 
     root = r2abench_root(options)
