@@ -72,15 +72,20 @@ def box_action(body: str) -> tuple[str, str] | None:
     subscript = _subscript(blank_comments(body), end + 2)
     if subscript is None:
         return None
-    action = " ".join(blank_comments(body)[match.end():end].split())
-    return action, subscript
+    text = blank_comments(body)[match.end():end]
+    if "\n" not in text.strip():
+        return text.strip(), subscript
+    # over several lines its junction lists are aligned by column: keep the layout, the first line at its column
+    column = match.end() - (body.rfind("\n", 0, match.end()) + 1)
+    lines = text.rstrip().split("\n")
+    return "\n".join([" " * column + lines[0], *lines[1:]]), subscript
 
 
 def _from_definition(units: ModuleUnits, name: str, depth: int = 0) -> tuple[str, str] | None:
     unit = units.definition(name)
     if unit is None or depth > MAX_DEPTH:
         return None
-    found = box_action(unit.text.split("==", 1)[1])
+    found = box_action(unit.text)  # the header too: a layout kept over several lines needs its true columns
     if found is not None:
         return found
     for used in unit.uses:  # e.g. SpecNoDeadlock == Spec /\ Fairness

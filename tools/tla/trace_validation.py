@@ -467,6 +467,16 @@ def _state_record(line: TraceLine, mapping: TraceMapping, where: str) -> str:
     return "[" + ", ".join(parts or ["tv__none |-> TRUE"]) + "]"
 
 
+def _boxed(action: str, subscript: str) -> str:
+    """``[action]_subscript``; an action written over several lines keeps its layout (its first line indented to
+    its column in the model), so that its junction lists stay aligned."""
+    if "\n" not in action:
+        return f"[{action.strip()}]_{subscript}"
+    first, *rest = action.split("\n")
+    column = max(1, len(first) - len(first.lstrip()))
+    return "\n" + " " * (column - 1) + "[" + first.lstrip() + "\n" + "\n".join(rest) + f"]_{subscript}"
+
+
 class CheckingModule(BaseModel):
     """The generated module and cfg replaying a batch of traces (one TLC run; ``tv__t`` picks the trace)."""
 
@@ -549,7 +559,7 @@ def checking_module(traces: Sequence[Trace], mapping: TraceMapping, spec_module:
     if refines:  # "= TRUE": TLC evaluates the conjunct (short-circuit) instead of enumerating Next's disjuncts
         logs += ("\\* every step must be a step of the model's next-state relation, or a stutter "
                  f"({refinement.source})\n"
-                 f"TV__Refines == [{refinement.action}]_{refinement.subscript}\n\n")
+                 f"TV__Refines == {_boxed(refinement.action, refinement.subscript)}\n\n")
         state_checks.append("       /\\ TV__Refines = TRUE")
     text = (
         f"---- MODULE {name} ----\n"
