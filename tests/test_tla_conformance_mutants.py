@@ -233,3 +233,28 @@ def test_the_mapping_and_what_it_could_not_place_are_shown() -> None:
     assert _stage_notes(detail) == "  (unplaced: event F, field q; steps not checked against the model's Next " \
                                    "(not found))"
     assert mapping_lines({"diagnostics": []}) == []
+
+
+def test_a_relation_written_over_several_lines_keeps_its_columns_in_the_replay() -> None:
+    text = ("---- MODULE M ----\nVARIABLE x\nInit == x = 0\nA == x' = 1\nB == x' = 2\n"
+            "Spec == Init /\\ [][\\/ A\n"
+            "                   \\/ B]_x\n====\n")
+    found = tla_next_relation.find(text, TlcConfig(specification="Spec"), ["x"])
+    assert found.action == "                   \\/ A\n                   \\/ B" and found.subscript == "x"
+    module = tv.checking_module([tv.Trace(name="t", lines=[_line("E", a=1)])], tv.TraceMapping(), "M", None,
+                                refinement=found)
+    assert "TV__Refines == \n                  [\\/ A\n                   \\/ B]_x\n" in module.text
+
+
+def test_the_view_shows_the_mapping_and_the_unplaced_as_tables() -> None:
+    from sysmo.view.gather import stage_view
+
+    mapping = tv.TraceMapping(actions=[tv.ActionMapping(event="E", action="Act", arguments=["actor"])],
+                              variables=[tv.VariableMapping(field="a", variable="a")])
+    view = stage_view(StageResult(stage="conformance", value=0.5, passed=False, outcome="failed",
+                                  detail={"mapping": mapping.model_dump(), "unplaced": ["field q"]}))
+    tables = {t.title: t for t in view.tables}
+    assert tables["mapping: actions"].rows == [["E", "Act", '["actor"]']]
+    assert tables["mapping: variables"].rows == [["a", "a", "value"]]
+    assert tables["unplaced"].rows == [["field q"]]
+    assert ["source", "names"] in tables["mapping"].rows
