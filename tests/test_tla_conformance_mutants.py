@@ -258,3 +258,18 @@ def test_the_view_shows_the_mapping_and_the_unplaced_as_tables() -> None:
     assert tables["mapping: variables"].rows == [["a", "a", "value"]]
     assert tables["unplaced"].rows == [["field q"]]
     assert ["source", "names"] in tables["mapping"].rows
+
+
+def test_the_mode_sets_the_defaults_and_an_explicit_option_wins() -> None:
+    from sysmo.errors import ConfigError
+
+    def ctx(**options: str) -> ScoringContext:
+        return ScoringContext(options=options)
+
+    assert tla._coverage_scales(ctx()) and not tla._coverage_scales(ctx(mode="harness"))
+    assert tla._coverage_scales(ctx(mode="harness", **{"conformance.coverage": "scale"}))
+    assert tla._flag_by_mode(ctx(), "conformance.refinement", sysmo=True, harness=False)
+    assert not tla._flag_by_mode(ctx(**{"conformance.refinement": "off"}), "conformance.refinement",
+                                 sysmo=True, harness=False)
+    with pytest.raises(ConfigError):
+        tla._coverage_scales(ctx(**{"conformance.coverage": "half"}))

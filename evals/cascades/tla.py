@@ -68,6 +68,7 @@ from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register
 from sysmo.evals.metrics import tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax
 from sysmo.contracts.scorecard import StageResult
 from sysmo.contracts.check import Outcome
+from sysmo.errors import ConfigError
 
 MAX_DIAGNOSTICS = 20
 NO_TRACES = "the task has no traces"
@@ -191,7 +192,7 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         )
     config = tla_runtime.model_config(artifact, task)
     refinement = _flag_by_mode(ctx, "conformance.refinement", sysmo=True, harness=False)
-    scaled = str(ctx.by_mode("conformance.coverage", sysmo="scale", harness="report")) == "scale"
+    scaled = _coverage_scales(ctx)
     score = tla_conformance.score(
         artifact,
         task,
@@ -270,6 +271,14 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         },
         provenance=provenance,
     )
+
+
+def _coverage_scales(ctx: ScoringContext) -> bool:
+    """``conformance.coverage``: "scale" (the value is M_c x mapping coverage) or "report" (M_c; coverage shown)."""
+    value = str(ctx.by_mode("conformance.coverage", sysmo="scale", harness="report")).strip().lower()
+    if value not in ("scale", "report"):
+        raise ConfigError(f"conformance.coverage must be scale or report, not {value!r}")
+    return value == "scale"
 
 
 def _flag_by_mode(ctx: ScoringContext, key: str, *, sysmo: bool, harness: bool) -> bool:
