@@ -40,6 +40,8 @@ def _stage_diagnostics(stage: Any) -> list[Diagnostic]:
             found.append(Diagnostic(tool=stage.stage, message=str(text)))
     if not found:
         why = stage.skipped_because or stage.detail.get("error") or f"value {stage.value:.3f}"
+        if stage.detail.get("unplaced"):  # conformance: trace names the mapping could not place count against it
+            why += f"; the trace mapping could not place {', '.join(stage.detail['unplaced'])}"
         found.append(Diagnostic(tool=stage.stage, code=stage.outcome,
                                 message=f"{stage.stage} {stage.outcome}: {why}"))
     return found

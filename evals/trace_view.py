@@ -179,6 +179,38 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
             metrics = ", ".join(f"{k}={v:.3f}" for k, v in s.metrics.items() if isinstance(v, (int, float)))
             table.add_row(s.stage, f"{s.value:.3f}", s.outcome, metrics, s.skipped_because or "")
         console.print(table)
+        for s in card.stages:
+            lines = mapping_lines(s.detail)
+            if lines:
+                console.print(Panel(Text("\n".join(lines)), title=f"{s.stage}: trace mapping", title_align="left"))
+
+
+def mapping_lines(detail: dict[str, Any]) -> list[str]:
+    """A conformance stage's trace mapping as lines: each event's action, each field's variable, what could not be
+    placed, and the next-state relation the steps were checked against (nothing for other stages)."""
+    mapping = detail.get("mapping")
+    if not isinstance(mapping, dict) or "actions" not in mapping:
+        return []
+    lines = [f"mapping by {mapping.get('source', '?')}"]
+    for entry in mapping.get("actions", []):
+        action = entry.get("action")
+        target = f"{action}({', '.join(entry.get('arguments') or [])})" if action else \
+            f"{mapping.get('next_action', 'Next')} (state only)"
+        lines.append(f"  event {entry.get('event')} -> {target}")
+    lines += [f"  field {v.get('field')} -> {v.get('variable')}" for v in mapping.get("variables", [])]
+    lines += [f"  config {key} -> {constant}" for key, constant in (mapping.get("constants") or {}).items()]
+    unplaced = detail.get("unplaced") or []
+    coverage = detail.get("coverage") or {}
+    share = f" (mapping coverage {coverage['value']:.3f})" if isinstance(coverage.get("value"), float) else ""
+    lines.append(f"unplaced: {', '.join(unplaced)}{share}" if unplaced else f"unplaced: none{share}")
+    refinement = detail.get("refinement") or {}
+    if refinement.get("checked"):
+        lines.append(f"every step checked against [{refinement.get('action')}]_{refinement.get('subscript')} "
+                     f"({refinement.get('source')})")
+    elif refinement:
+        lines.append(f"steps not checked against the model's Next: {refinement.get('note')}")
+    lines += [f"note: {note}" for note in mapping.get("notes", [])]
+    return lines
 
 
 def _argument(value: Any, full: bool) -> str:

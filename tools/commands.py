@@ -129,12 +129,24 @@ def check(
             console.print(f"{v.path}: {mark} ({tool})", highlight=False)
             for s in v.stages:
                 console.print(f"  {s['stage']:<12} {s['value']:.3f}  {s['outcome']}"
-                              + (f"  ({s['skipped_because']})" if s.get("skipped_because") else ""),
-                              highlight=False, markup=False)
+                              + (f"  ({s['skipped_because']})" if s.get("skipped_because") else "")
+                              + _stage_notes(s.get("detail") or {}), highlight=False, markup=False)
             for d in v.diagnostics:
                 console.print("  " + d.render(), highlight=False, markup=False, soft_wrap=True)
     if not all(v.passed for v in verdicts):
         raise typer.Exit(1)
+
+
+def _stage_notes(detail: dict) -> str:
+    """What a conformance stage could not check: the trace names it could not place, and a next-state relation
+    it could not find (empty for other stages)."""
+    notes = []
+    if detail.get("unplaced"):
+        notes.append(f"unplaced: {', '.join(detail['unplaced'])}")
+    refinement = detail.get("refinement") or {}
+    if "action" in refinement and refinement["action"] is None:  # looked for and not found
+        notes.append("steps not checked against the model's Next (not found)")
+    return f"  ({'; '.join(notes)})" if notes else ""
 
 
 def register(root: typer.Typer) -> None:

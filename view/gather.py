@@ -256,6 +256,24 @@ def _cell(value: Any) -> str:
     return "" if value is None else str(value)
 
 
+def _records(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
+
+
+def _nested_tables(key: str, value: dict[str, Any]) -> list[DetailTable]:
+    """A record holding lists of records (a trace mapping: actions, variables, notes): one table per list, and its
+    other entries as a two-column table."""
+    tables, flat = [], []
+    for name, item in value.items():
+        if _records(item):
+            columns = list(dict.fromkeys(k for v in item for k in v))
+            tables.append(DetailTable(title=f"{key}: {name}", columns=columns,
+                                      rows=[[_cell(v.get(c)) for c in columns] for v in item]))
+        else:
+            flat.append([str(name), _cell(item)])
+    return [DetailTable(title=key, columns=["key", "value"], rows=flat), *tables] if flat else tables
+
+
 def stage_view(stage: StageResult) -> StageView:
     """A stage with its detail split into scalars, tables (lists of records: alignments, error traces) and the
     rest as JSON."""
@@ -274,6 +292,8 @@ def stage_view(stage: StageResult) -> StageView:
             tables.append(DetailTable(title=key, columns=["key", "value"], rows=[[str(k), _cell(v)] for k, v in value.items()]))
         elif isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
             tables.append(DetailTable(title=key, columns=[key], rows=[[_cell(v)] for v in value]))
+        elif isinstance(value, dict) and value and any(_records(v) for v in value.values()):
+            tables += _nested_tables(key, value)  # e.g. a trace mapping: its events and its fields as tables
         else:
             rest[key] = value
     return StageView(stage=stage.stage, value=stage.value, passed=stage.passed, outcome=stage.outcome,

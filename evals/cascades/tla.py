@@ -68,6 +68,7 @@ from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register
 from sysmo.evals.metrics import tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax
 from sysmo.contracts.scorecard import StageResult
 from sysmo.contracts.check import Outcome
+from sysmo.errors import ConfigError
 
 MAX_DIAGNOSTICS = 20
 NO_TRACES = "the task has no traces"
@@ -177,6 +178,9 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
 
 
 def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
+    """M_c over the code actions; in ``sysmo`` mode every step must also be a step of the model's ``Next``
+    (``conformance.refinement``) and the value is scaled by the mapping's coverage (``conformance.coverage``:
+    "scale", or "report" as ``harness`` mode does): a model that shares nothing with the system scores 0."""
     if tla_conformance.task_traces(task) is None:
         return StageResult(
             stage="conformance",
@@ -187,6 +191,8 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
             metrics={"traces": 0.0},
         )
     config = tla_runtime.model_config(artifact, task)
+    refinement = _flag_by_mode(ctx, "conformance.refinement", sysmo=True, harness=False)
+    scaled = _coverage_scales(ctx)
     score = tla_conformance.score(
         artifact,
         task,
@@ -195,27 +201,35 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         timeout_s=_option(ctx, "conformance.timeout_s", tla_conformance.DEFAULT_TIMEOUT_S, float),
         parallel=_option(ctx, "tlc.parallel", None, int),
         walks_per_trace=_option(ctx, "conformance.walks_per_trace", tla_conformance.DEFAULT_WALKS_PER_TRACE, int),
+        refinement=refinement,
     )
     result = score.result
     outcome = result.outcome
-    traces = tla_conformance.load_traces(tla_conformance.task_traces(task))  # type: ignore[arg-type]
-    consistency = tla_consistency.per_action(traces, result.traces, result.mapping.init_event)
+    consistency = tla_consistency.per_action(score.traces, result.traces, result.mapping.init_event)
+    coverage = score.coverage()
+    value = consistency.value * coverage.value if scaled else consistency.value
+    if scaled and coverage.unplaced and outcome == Outcome.OK:  # every trace accepted, but not all of it checked
+        outcome = Outcome.FAILED
     provenance = {
         "tool": "tlc",
         "tool_version": result.runs[0].tool_version if result.runs else "",
         "mapping": result.mapping.source,
-        "value": "code actions covered without a consistency error / code actions (SysMoBench M_c)",
+        "value": "code actions covered without a consistency error / code actions (SysMoBench M_c)"
+        + (" x mapping coverage" if scaled else ""),
     }
     if score.helper_model:
         provenance["helper_model"] = score.helper_model
+    relation = score.next_relation
     return StageResult(
         stage="conformance",
-        value=consistency.value,
+        value=value,
         passed=outcome == Outcome.OK,
         outcome=outcome.value,
         metrics={
             "code_actions": float(consistency.n_t),
             "consistent_actions": float(consistency.n_c),
+            "m_c": consistency.value,
+            "mapping_coverage": coverage.value,
             "accepted": float(result.accepted),
             "traces": float(len(result.traces)),
             "trace_share": consistency.trace_share,
@@ -243,6 +257,12 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
                 for v in result.traces
             ],
             "mapping": result.mapping.model_dump(),
+            "unplaced": coverage.unplaced,
+            "coverage": {**coverage.model_dump(), "value": coverage.value, "scaled": scaled},
+            "refinement": (
+                {"checked": False, "note": "not asked for (conformance.refinement=false)"} if relation is None
+                else {"checked": relation.found, **relation.model_dump()}
+            ),
             "trace_format": score.trace_format,
             "helper_error": score.helper_error,
             "cfg": score.cfg,
@@ -251,6 +271,19 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
         },
         provenance=provenance,
     )
+
+
+def _coverage_scales(ctx: ScoringContext) -> bool:
+    """``conformance.coverage``: "scale" (the value is M_c x mapping coverage) or "report" (M_c; coverage shown)."""
+    value = str(ctx.by_mode("conformance.coverage", sysmo="scale", harness="report")).strip().lower()
+    if value not in ("scale", "report"):
+        raise ConfigError(f"conformance.coverage must be scale or report, not {value!r}")
+    return value == "scale"
+
+
+def _flag_by_mode(ctx: ScoringContext, key: str, *, sysmo: bool, harness: bool) -> bool:
+    """A true/false option whose default depends on the scoring mode (text values read as ``ctx.flag`` does)."""
+    return ctx.flag(key, ctx.by_mode(key, sysmo=sysmo, harness=harness))
 
 
 def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:

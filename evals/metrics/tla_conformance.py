@@ -7,6 +7,10 @@ constants. Trace names map to the model's names deterministically when they matc
 helper model is configured, it proposes the rest of the mapping (prompt
 ``evals/prompts/tla_trace_mapping.md``), which is checked against the model's names before use. The mapping
 used is returned with the verdicts. Score = accepted traces / traces.
+
+With ``refinement=True`` every replayed step must also be a step of the model's own next-state relation (found
+by ``tla_next_relation``; a visible note when it cannot be found), and ``coverage()`` says how much of what
+the traces log the mapping places (``trace_validation.mapping_coverage``). docs/conformance.md.
 """
 
 from __future__ import annotations
@@ -21,9 +25,11 @@ from pydantic import BaseModel
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import Task, TraceSet
 from sysmo.errors import LLMError, TaskError
+from sysmo.evals.metrics import tla_next_relation
 from sysmo.evals.metrics.tla_runtime import ModelConfig
 from sysmo.log import get_logger
 from sysmo.tools.tla import pgo_trace
+from sysmo.tools.tla.source import prepare
 from sysmo.tools.tla import trace_validation as tv
 
 log = get_logger(__name__)
@@ -125,6 +131,12 @@ class ConformanceScore(BaseModel):
     helper_model: str | None = None
     helper_error: str | None = None
     cfg: str = ""
+    traces: list[tv.Trace] = []  # the traces replayed (as loaded)
+    next_relation: tv.NextRelation | None = None  # what was looked for (found or not), None: not asked for
+
+    def coverage(self) -> tv.MappingCoverage:
+        """What the mapping used places of the traces' event names and state fields."""
+        return tv.mapping_coverage(self.result.mapping, self.traces)
 
     @property
     def value(self) -> float:
@@ -152,8 +164,10 @@ def score(
     mapping: tv.TraceMapping | None = None,
     parallel: int | None = None,
     walks_per_trace: int = DEFAULT_WALKS_PER_TRACE,
+    refinement: bool = False,
 ) -> ConformanceScore:
-    """Replay every trace of the task; raises ``TaskError`` when the task has none (callers skip first)."""
+    """Replay every trace of the task; raises ``TaskError`` when the task has none (callers skip first).
+    ``refinement``: every step must also be a step of the model's next-state relation (when it is found)."""
     traces = task_traces(task)
     if traces is None:
         raise TaskError(f"{task.id} has no traces to check conformance on")
@@ -161,9 +175,16 @@ def score(
     loaded = load_traces(traces, Path(validate).read_text(encoding="utf-8") if validate else None)
     cfg = replay_cfg(task, traces, config, set(tv.signature(artifact).constants))
     proposer = HelperMapping(helper, task.id) if helper is not None and mapping is None else None
+    relation = None
+    if refinement:
+        prepared = prepare(artifact)  # ASCII, as the replay sees it
+        relation = tla_next_relation.find(prepared.files[f"{prepared.main_module}.tla"], config.config,
+                                          tv.signature(artifact).variables)
+        if not relation.found:
+            log.warning("tla_conformance.no_next_relation", task=task.id, note=relation.note)
     result = tv.validate_traces(
         artifact, loaded, mapping=mapping, proposer=proposer, cfg=cfg, timeout_s=timeout_s, parallel=parallel,
-        walks_per_trace=walks_per_trace,
+        walks_per_trace=walks_per_trace, refinement=relation if relation is not None and relation.found else None,
     )
     return ConformanceScore(
         result=result,
@@ -171,4 +192,6 @@ def score(
         cfg=cfg,
         helper_model=proposer.model if proposer else None,
         helper_error=proposer.error if proposer else None,
+        traces=loaded,
+        next_relation=relation,
     )

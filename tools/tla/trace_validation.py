@@ -336,6 +336,79 @@ def resolve_mapping(artifact: Artifact, traces: Sequence[Trace], proposer: Mappi
     return proposal
 
 
+class NextRelation(BaseModel):
+    """The model's next-state relation as TLA+ text and its stuttering subscript (``[][action]_subscript``),
+    found by ``sysmo.evals.metrics.tla_next_relation``; with it, every replayed step must also satisfy
+    ``[action]_subscript`` (a step of the model, or a stutter), as PGo's ``__IsRefinement`` demands."""
+
+    action: str | None = None  # e.g. "Next \\/ ServerIsIdle"; None when it was not found
+    subscript: str = "vars"  # the ``v`` of ``[][A]_v``, or the tuple of every variable
+    source: str = ""  # "cfg NEXT", "SPECIFICATION SpecNoDeadlock", "definition Next"; "" when not found
+    note: str = ""
+
+    @property
+    def found(self) -> bool:
+        return self.action is not None
+
+
+class MappingCoverage(BaseModel):
+    """How much of what the traces log the mapping places in the spec: event names and logged state fields.
+
+    An event is placed when it is mapped to an action of the spec, or checked against the spec's ``Next``
+    alone while some state field logged on its lines is placed (the step is then checked against the spec's
+    steps and the logged state); otherwise its lines check nothing of the spec. A field is placed when it is
+    mapped to a spec variable; an unplaced field is never checked."""
+
+    events: list[str] = Field(default_factory=list)  # every event name (the Init line's aside)
+    fields: list[str] = Field(default_factory=list)  # every logged state field
+    unplaced_events: list[str] = Field(default_factory=list)
+    unplaced_fields: list[str] = Field(default_factory=list)
+    next_only_events: list[str] = Field(default_factory=list)  # placed through Next and the logged state only
+
+    @property
+    def total(self) -> int:
+        return len(self.events) + len(self.fields)
+
+    @property
+    def placed(self) -> int:
+        return self.total - len(self.unplaced_events) - len(self.unplaced_fields)
+
+    @property
+    def value(self) -> float:
+        """placed / (event names + fields); 1.0 when the traces log nothing to place."""
+        return self.placed / self.total if self.total else 1.0
+
+    @property
+    def unplaced(self) -> list[str]:
+        """``event X`` / ``field y`` for everything not placed, for reports."""
+        return [f"event {e}" for e in self.unplaced_events] + [f"field {f}" for f in self.unplaced_fields]
+
+
+def mapping_coverage(mapping: TraceMapping, traces: Sequence[Trace]) -> MappingCoverage:
+    """What ``mapping`` places of the event names and state fields ``traces`` log (see ``MappingCoverage``)."""
+    placed_fields = {v.field for v in mapping.variables}
+    coverage = MappingCoverage()
+    fields_of: dict[str, set[str]] = {}
+    for trace in traces:
+        for index, line in enumerate(trace.lines):
+            coverage.fields += [f for f in line.state if f not in coverage.fields]
+            if index == 0 and line.event == mapping.init_event:
+                continue
+            if line.event not in fields_of:
+                coverage.events.append(line.event)
+            fields_of.setdefault(line.event, set()).update(line.state)
+    coverage.unplaced_fields = [f for f in coverage.fields if f not in placed_fields]
+    for event in coverage.events:
+        entry = mapping.for_event(event)
+        if entry is not None and entry.action is not None:
+            continue
+        if fields_of[event] & placed_fields:
+            coverage.next_only_events.append(event)
+        else:
+            coverage.unplaced_events.append(event)
+    return coverage
+
+
 # ---------------------------------------------------------------------------------- checking module
 
 
@@ -394,6 +467,16 @@ def _state_record(line: TraceLine, mapping: TraceMapping, where: str) -> str:
     return "[" + ", ".join(parts or ["tv__none |-> TRUE"]) + "]"
 
 
+def _boxed(action: str, subscript: str) -> str:
+    """``[action]_subscript``; an action written over several lines keeps its layout (its first line indented to
+    its column in the model), so that its junction lists stay aligned."""
+    if "\n" not in action:
+        return f"[{action.strip()}]_{subscript}"
+    first, *rest = action.split("\n")
+    column = max(1, len(first) - len(first.lstrip()))
+    return "\n" + " " * (column - 1) + "[" + first.lstrip() + "\n" + "\n".join(rest) + f"]_{subscript}"
+
+
 class CheckingModule(BaseModel):
     """The generated module and cfg replaying a batch of traces (one TLC run; ``tv__t`` picks the trace)."""
 
@@ -429,7 +512,8 @@ def _init_case(number: int, trace: Trace, mapping: TraceMapping) -> str:
 
 
 def checking_module(traces: Sequence[Trace], mapping: TraceMapping, spec_module: str, base_cfg: str | None,
-                    constants: dict[str, Any] | None = None, *, registers: bool = True) -> CheckingModule:
+                    constants: dict[str, Any] | None = None, *, registers: bool = True,
+                    refinement: NextRelation | None = None) -> CheckingModule:
     """The TLA+ module (traces as literals) and cfg that TLC runs to replay ``traces`` (same constants).
 
     ``registers`` (for a breadth-first run with one worker): TLC register ``REGISTER_BASE + tv__t`` keeps the
@@ -438,6 +522,10 @@ def checking_module(traces: Sequence[Trace], mapping: TraceMapping, spec_module:
     not extended any further (its verdict is decided; its other branches are left unexplored). A random
     simulation cannot use them (TLC 2.15 does not hand the initial predicate's registers to its simulation
     workers): every step prints.
+
+    ``refinement`` (the model's next-state relation, when found): every step must also satisfy
+    ``[A]_v`` (``TV__Refines``), evaluated once the step's state is known (a boolean check, not a second
+    enumeration of the model's steps): the logged event's action must be a step of the model's own ``Next``.
     """
     if not traces:
         raise TaskError("no traces to check")
@@ -467,6 +555,12 @@ def checking_module(traces: Sequence[Trace], mapping: TraceMapping, spec_module:
     const_defs = "".join(f"TV__Const_{key} == {tla_value(value, where=f'config {key}')}\n"
                          for key, value in config.items() if key in mapping.constants and IDENTIFIER.fullmatch(key))
     logs = "".join(f"TV__Log{n} == {_trace_log(t, mapping)}\n\n" for n, t in enumerate(traces, start=1))
+    refines = refinement is not None and refinement.action is not None
+    if refines:  # "= TRUE": TLC evaluates the conjunct (short-circuit) instead of enumerating Next's disjuncts
+        logs += ("\\* every step must be a step of the model's next-state relation, or a stutter "
+                 f"({refinement.source})\n"
+                 f"TV__Refines == {_boxed(refinement.action, refinement.subscript)}\n\n")
+        state_checks.append("       /\\ TV__Refines = TRUE")
     text = (
         f"---- MODULE {name} ----\n"
         f"\\* Generated by sysmo trace validation: replays {len(traces)} trace(s) of {spec_module}.\n"
@@ -525,6 +619,7 @@ class ConformanceResult(BaseModel):
     mapping: TraceMapping
     traces: list[TraceVerdict] = Field(default_factory=list)
     runs: list[CheckResult] = Field(default_factory=list)
+    refinement: NextRelation | None = None  # the next-state relation every step was checked against, if any
 
     @property
     def accepted(self) -> int:
@@ -671,7 +766,8 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
                     proposer: MappingProposer | None = None, module: str | None = None,
                     constants: dict[str, Any] | None = None, cfg: str | None = None,
                     timeout_s: float = DEFAULT_TIMEOUT_S, batch_size: int = 16,
-                    parallel: int | None = None, walks_per_trace: int = DEFAULT_WALKS_PER_TRACE) -> ConformanceResult:
+                    parallel: int | None = None, walks_per_trace: int = DEFAULT_WALKS_PER_TRACE,
+                    refinement: NextRelation | None = None) -> ConformanceResult:
     """Conformance: score = accepted traces / traces, with the mapping recorded and the first failing line.
 
     ``mapping`` defaults to the name-based one (gaps filled by ``proposer`` when given); ``cfg`` (default:
@@ -694,21 +790,25 @@ def validate_traces(artifact: Artifact, traces: Sequence[Path | Trace], *, mappi
     short by their time limit keep what they reproduced). The one difference from
     breadth-first alone: a trace a walk reproduces is accepted even where breadth-first search would first
     have stopped at an evaluation error in some other branch of the same trace.
+
+    ``refinement`` (default None: not checked): the model's next-state relation; every replayed step (walks
+    included) must also be a step of it or a stutter (``checking_module``). It is recorded in the result.
     """
     loaded = [t if isinstance(t, Trace) else read_trace(t) for t in traces]
     main, files, own_cfg = _spec_files(artifact, module)
     used = mapping or resolve_mapping(artifact, loaded, proposer, main)
     base_cfg = cfg if cfg is not None else own_cfg
-    result = ConformanceResult(mapping=used)
+    result = ConformanceResult(mapping=used, refinement=refinement)
     verdicts: dict[str, TraceVerdict] = {}
     pending = _batches(loaded, constants, max(1, batch_size))
 
     def replay(batch: list[Trace]) -> tuple[CheckResult, dict[int, int]]:
-        return _run(files, checking_module(batch, used, main, base_cfg, constants), timeout_s)
+        return _run(files, checking_module(batch, used, main, base_cfg, constants, refinement=refinement), timeout_s)
 
     def walk(batch: list[Trace]) -> tuple[CheckResult, dict[int, int]]:
         plan = Walks(num=walks_per_trace * len(batch), depth=max(len(t.lines) for t in batch) + 1)
-        return _run(files, checking_module(batch, used, main, base_cfg, constants, registers=False),
+        return _run(files, checking_module(batch, used, main, base_cfg, constants, registers=False,
+                                           refinement=refinement),
                     min(timeout_s, WALK_TIMEOUT_S), plan)
 
     with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
