@@ -79,6 +79,13 @@ def _option(ctx: ScoringContext, key: str, default: Any, kind: type) -> Any:
     return value if value is None else kind(value)
 
 
+def _bound(value: Any) -> int | None:
+    """A state or depth bound option: a number, or none/0 for no bound (``-o invariants.max_states=none``)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+        return None
+    return int(value) or None
+
+
 def syntax_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
     score = tla_syntax.score(
         artifact,
@@ -126,9 +133,11 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
         num=_option(ctx, "runtime.num", tla_runtime.DEFAULT_NUM, int),
         depth=_option(ctx, "runtime.depth", tla_runtime.DEFAULT_DEPTH, int),
         seed=_option(ctx, "runtime.seed", tla_runtime.DEFAULT_SEED, int),
-        timeout_s=_option(ctx, "runtime.timeout_s", tla_runtime.DEFAULT_TIMEOUT_S, float),
+        timeout_s=float(ctx.by_mode("runtime.timeout_s", sysmo=tla_runtime.SYSMO_TIMEOUT_S,
+                                    harness=tla_runtime.DEFAULT_TIMEOUT_S)),
         parallel=_option(ctx, "tlc.parallel", None, int),
         batched=ctx.flag("runtime.batched", False),
+        cut_short_coverage=ctx.mode == "harness",
     )
     return StageResult(
         stage="runtime",
@@ -268,15 +277,17 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         config,
         helper=ctx.helper,
         task_id=task.id,
-        timeout_s=_option(ctx, "invariants.timeout_s", tla_invariants.DEFAULT_TIMEOUT_S, float),
-        max_states=_option(ctx, "invariants.max_states", None, int),
-        max_depth=_option(ctx, "invariants.max_depth", None, int),
+        timeout_s=float(ctx.by_mode("invariants.timeout_s", sysmo=tla_invariants.SYSMO_TIMEOUT_S,
+                                    harness=tla_invariants.DEFAULT_TIMEOUT_S)),
+        max_states=_bound(ctx.by_mode("invariants.max_states", sysmo=tla_invariants.SYSMO_MAX_STATES, harness=None)),
+        max_depth=_bound(ctx.option("invariants.max_depth", None)),
         helper_attempts=_option(
             ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int
         ),
         parallel=_option(ctx, "tlc.parallel", None, int),
         strategy=str(ctx.option("invariants.strategy", "bfs")),
-        bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
+        bounded=str(ctx.by_mode("invariants.bounded", sysmo=tla_invariants.SYSMO_BOUNDED,
+                                harness=tla_invariants.DEFAULT_BOUNDED)),
         grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
         group_liveness=ctx.flag("invariants.grouped_liveness", tla_invariants.DEFAULT_GROUP_LIVENESS),
         sany_first=ctx.flag("invariants.sany_first", tla_invariants.DEFAULT_SANY_FIRST),
@@ -322,6 +333,11 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
             "timed_out_counted_holding": [
                 v.name for v in verdicts if any(n.startswith("bounded=harness") for n in v.notes)
             ],
+            "holding_within_bound": [
+                v.name for v in verdicts if any(n.startswith(tla_invariants.WITHIN_BOUND_NOTE) for n in v.notes)
+            ],
+            "max_states": score.max_states,
+            "timeout_s": score.timeout_s,
         },
         provenance=provenance,
     )
