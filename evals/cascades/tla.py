@@ -30,25 +30,31 @@ Stages and their metric keys (``card.flat()``):
 - ``invariants`` = M_i = n_i/n_t (``sysmo.evals.metrics.tla_invariants``): "runs TLC for each invariant
   separately; n_i is the number of invariants that hold within the state space". Violated, inconclusive
   (a bound, a timeout or exhausted resources: never a pass, except a time-out with no violation under
-  ``invariants.bounded="harness"``, the default, which counts it as holding as SysMoBench's harness does), errors (including a spec that ends TLC's check
-  early) and unconcretised templates are listed apart.
+  ``invariants.bounded="harness"``, the ``harness`` mode's default, which counts it as holding as SysMoBench's
+  harness does, and a state predicate that holds up to the state bound under ``invariants.bounded="sysmo"``, the
+  ``sysmo`` mode's default), errors (including a spec that ends TLC's check early) and unconcretised templates
+  are listed apart. Scoring modes (``ctx.mode``, docs/scoring-modes.md, docs/tla-verdicts.md): ``sysmo`` bounds
+  each invariant check by states (``invariants.max_states`` 50,000) with a generous clock (600 s), never counts a
+  time-out as holding, and drops the coverage of a simulation cut short (``runtime.timeout_s`` 180 s);
+  ``harness`` keeps SysMoBench's 60 s / 30 s limits and counting.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
 ``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
-derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
+derive from it), ``runtime.timeout_s`` (harness 30 per run, sysmo 180); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
 walks of the replay before breadth-first search, a trace a walk reproduces to its last line is accepted; 0: off;
 ``sysmo.tools.tla.trace_validation.validate_traces``);
-``invariants.timeout_s`` (60 per check, the harness's), ``invariants.max_states`` / ``invariants.max_depth`` (None:
-unbounded),
+``invariants.timeout_s`` (harness 60 per check, the harness's; sysmo 600), ``invariants.max_states`` (harness
+None: unbounded; sysmo 50,000; ``none`` for no bound) / ``invariants.max_depth`` (None: unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
 one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
 violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: the safety group and the liveness
 group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.sany_first`` (false: examples that use only the model's names
 go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
-``invariants.bounded`` ("harness": a time-out without violation counts as
-holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
+``invariants.bounded`` ("harness", the harness mode's: a time-out without violation counts as
+holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the sysmo mode's: a state predicate
+holds within the state bound, a time-out is inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
 runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``tlc.parallel``

@@ -73,7 +73,14 @@ or deadlock in the output as success, and ``manual_invariant_evaluator.py`` coun
 the paper's figures are computed that way, and a gold model whose state space outgrows the time limit keeps
 full marks. For a template the system is documented to violate, a time-out without the violation also counts
 as passed under ``"harness"`` (the harness has no such notion: its check just finds no violation).
-``"strict"`` keeps such a check ``inconclusive`` (never a pass). The harness runs each template alone, with
+``"strict"`` keeps such a check ``inconclusive`` (never a pass). ``"sysmo"`` (the ``sysmo`` scoring mode's default,
+with a state bound, ``SYSMO_MAX_STATES``, and a generous wall-clock limit, ``SYSMO_TIMEOUT_S``): the state bound,
+which TLC honours deterministically with one worker, ends a check, not the clock. A state predicate (INVARIANT,
+not a possibility) that TLC checked on every state up to the bound without a violation holds *within the bound*
+(``WITHIN_BOUND_NOTE`` in its notes); a liveness or temporal template, a possibility, or a template the system is
+documented to violate whose check stops at the bound stays ``inconclusive`` (liveness needs the complete state
+graph: the frontier states look like stuttering; a violation may lie beyond the bound); a check that still
+reaches the wall-clock limit is ``inconclusive``, never holding (docs/tla-verdicts.md). The harness runs each template alone, with
 ``-deadlock`` (no deadlock check, as here), under the model's cfg, with a per-check limit of 60 s
 (``ManualInvariantEvaluator(tlc_timeout=60)``), sysmo's default too (``timeout_s``, cascade option
 ``invariants.timeout_s``; it was 120 s, which changed no score of the 13 PGo gold and example specs and made a

@@ -7,16 +7,18 @@ Score = actions covered without error / all actions, over ``runs`` simulations (
   ``Next`` into its disjuncts and names each after the operator it calls (``\\E p : A(p) \\/ B(p)`` gives
   ``A`` and ``B``). Only if no run printed coverage (TLC failed before exploring) are the actions read from
   the spec: the definitions ``Next`` names that contain a prime or ``UNCHANGED``.
-- An action is covered when it produced a successor state at least once (``generated > 0``). The reference
-  harness counts only actions that produced a NEW state, which never counts a stuttering action such as a
-  failed test-and-set; those are real behaviour of the system.
+- An action is covered when it produced a successor state at least once (``generated > 0``; TLC prints
+  ``distinct:generated`` per action, and the reference harness counts ``generated > 0`` too), so a stuttering
+  step such as a failed test-and-set counts: it is real behaviour of the system.
 - A run with an error (an evaluation error, a failed ``ASSUME``, any TLC error message, or an error trace)
   blames one action: the action whose definition holds the error's location, otherwise the last action of
   the error trace (the reference harness's rule). Blamed actions do not count as covered.
 - An action that can only stutter (its body primes nothing and leaves the whole ``vars`` tuple UNCHANGED,
   such as PlusCal's ``Terminating``, which lets finished processes stutter) is excused when it never fired: it
-  can never produce a new state, so the reference harness's new-state count never covers it either, and it
-  models no behaviour of the system. It is listed in ``excused`` and left out of the denominator.
+  models no behaviour of the system, and whether it fires at all depends on whether every process finishes
+  within the simulation's depth. It is listed in ``excused`` and left out of the denominator. This is the one
+  difference from the reference harness's count, which keeps it in the denominator (both scoring modes excuse
+  it: docs/scoring-modes.md).
 - Deadlocks are not checked (the reference harness passes ``-deadlock``), and the cfg's INVARIANT/PROPERTY
   lines are dropped: this stage asks whether the model runs; the invariants stage judges properties.
 - Seeds come from the base seed (``random.Random(seed)``), so a score is reproducible. A run that times
