@@ -21,6 +21,7 @@ from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
+from sysmo.evals.metrics import tla_invariants
 
 RELEASING_UNLOCK = '''unlock(self) == /\\ pc[self] = "unlock"
                 /\\ hasLock' = [hasLock EXCEPT ![self] = FALSE]
@@ -82,5 +83,5 @@ def test_the_invariants_stage_gives_the_same_value_idle_and_under_load(shared_be
     assert outcomes["ProgressOK"] == outcomes["SystemLiveness"] == "failed"
     assert outcomes["LockSafety"] == "ok" and outcomes["NoPriorityInversion"] == "ok"  # documented violation found
     assert idle.value == pytest.approx(4 / 6)
-    assert idle.provenance["bounded"] == "sysmo" and idle.detail["max_states"] == 50_000
+    assert idle.provenance["bounded"] == "sysmo" and idle.detail["max_states"] == tla_invariants.SYSMO_MAX_STATES
     assert not idle.detail["timed_out_counted_holding"]

@@ -34,18 +34,19 @@ Stages and their metric keys (``card.flat()``):
   harness does, and a state predicate that holds up to the state bound under ``invariants.bounded="sysmo"``, the
   ``sysmo`` mode's default), errors (including a spec that ends TLC's check early) and unconcretised templates
   are listed apart. Scoring modes (``ctx.mode``, docs/scoring-modes.md, docs/tla-verdicts.md): ``sysmo`` bounds
-  each invariant check by states (``invariants.max_states`` 50,000) with a generous clock (600 s), never counts a
+  each invariant check by states (``invariants.max_states`` 100,000) with a generous clock (600 s), never counts a
   time-out as holding, and drops the coverage of a simulation cut short (``runtime.timeout_s`` 180 s);
   ``harness`` keeps SysMoBench's 60 s / 30 s limits and counting.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
 ``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
-derive from it), ``runtime.timeout_s`` (harness 30 per run, sysmo 180); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
+derive from it), ``runtime.timeout_s`` (harness 30 per run, sysmo 180), ``runtime.cut_short_coverage`` (harness
+true: the coverage a run cut short printed counts; sysmo false); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
 walks of the replay before breadth-first search, a trace a walk reproduces to its last line is accepted; 0: off;
 ``sysmo.tools.tla.trace_validation.validate_traces``);
 ``invariants.timeout_s`` (harness 60 per check, the harness's; sysmo 600), ``invariants.max_states`` (harness
-None: unbounded; sysmo 50,000; ``none`` for no bound) / ``invariants.max_depth`` (None: unbounded),
+None: unbounded; sysmo 100,000; ``none`` for no bound) / ``invariants.max_depth`` (None: unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
 one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
@@ -143,7 +144,7 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
                                     harness=tla_runtime.DEFAULT_TIMEOUT_S)),
         parallel=_option(ctx, "tlc.parallel", None, int),
         batched=ctx.flag("runtime.batched", False),
-        cut_short_coverage=ctx.mode == "harness",
+        cut_short_coverage=ctx.flag("runtime.cut_short_coverage", ctx.mode == "harness"),
     )
     return StageResult(
         stage="runtime",
