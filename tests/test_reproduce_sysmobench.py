@@ -60,8 +60,8 @@ def test_cli_scores_a_bug_control_and_writes_the_csv(shared_benchmarks: Path, tm
 
 def _row(kind: str, value: float, **lists: list[str]) -> rs.Row:
     outcome = "failed" if lists.get("violated") else "inconclusive" if lists.get("inconclusive") else "error"
-    return rs.Row(kind=kind, system="locksvc", agent="a", model="m", values={"invariants": value},  # type: ignore[arg-type]
-                  outcomes={"invariants": outcome}, **lists)
+    return rs.Row(kind=kind, system="locksvc", agent="a", model="m",  # type: ignore[arg-type]
+                  values={"invariants": value}, outcomes={"invariants": outcome}, **lists)
 
 
 def test_the_invariants_cell_tells_violated_from_not_instantiable_and_inconclusive() -> None:

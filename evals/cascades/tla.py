@@ -286,7 +286,8 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         task_id=task.id,
         timeout_s=float(ctx.by_mode("invariants.timeout_s", sysmo=tla_invariants.SYSMO_TIMEOUT_S,
                                     harness=tla_invariants.DEFAULT_TIMEOUT_S)),
-        max_states=_bound(ctx.by_mode("invariants.max_states", sysmo=tla_invariants.SYSMO_MAX_STATES, harness=None)),
+        max_states=_bound(ctx.by_mode("invariants.max_states", sysmo=tla_invariants.SYSMO_MAX_STATES,
+                                      harness=None)),
         max_depth=_bound(ctx.option("invariants.max_depth", None)),
         helper_attempts=_option(
             ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int

@@ -322,8 +322,8 @@ def score(
     plan = seeds(seed, runs)
     done: list[tuple[SimulationRun, str]] = []
     if batched and runs > 1:
-        one = _one_run(artifact, checked, plan[0], num * runs, depth, timeout_s * runs, main_text, spec.main_module,
-                       cut_short_coverage)
+        one = _one_run(artifact, checked, plan[0], num * runs, depth, timeout_s * runs, main_text,
+                       spec.main_module, cut_short_coverage)
         if one[0].outcome == Outcome.OK:
             done = [one]
         else:
@@ -332,8 +332,8 @@ def score(
         with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
             done = list(
                 pool.map(
-                    lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text, spec.main_module,
-                                       cut_short_coverage),
+                    lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
+                                       spec.main_module, cut_short_coverage),
                     plan,
                 )
             )
