@@ -1,6 +1,6 @@
 """The invariants stage in the ``sysmo`` scoring mode does not depend on the machine's load: the PGo locksvc spec
 with ``unlock`` made a no-op (it never releases the lock nor tells the server) gets the same stage value, verdicts
-and explored states idle and with every core busy, and it loses the liveness templates the no-op breaks.
+and explored states idle and with every core busy, and it loses the liveness template the no-op breaks.
 
 Real TLC, no run cache (a replayed run would prove nothing); two clients instead of the task's five keep the state
 space at 54 states, so each scoring takes seconds (docs/tla-verdicts.md has the measurements)."""
@@ -59,8 +59,17 @@ def every_core_busy() -> Iterator[list[subprocess.Popen]]:
             hog.wait(timeout=10)
 
 
+# a safety template, the template the system is documented to violate, and a liveness template the no-op breaks:
+# three TLC runs per scoring instead of the task's seven (SystemLiveness and SpecNoDeadlock repeat ProgressOK's
+# liveness check, ServerIsIdle is a two-state possibility)
+TEMPLATES = ("LockSafety", "NoPriorityInversion", "ProgressOK")
+
+
 def _score(artifact: Artifact, data: Path) -> StageResult:
     task = get_task("sysmobench/locksvc", data_dir=data)
+    wanted = [t for t in task.references.invariants if t.name in TEMPLATES]
+    assert [t.name for t in wanted] == list(TEMPLATES)
+    task = task.model_copy(update={"references": task.references.model_copy(update={"invariants": wanted})})
     # no helper model: the templates' own examples, matched by the model's names (as `sysmo check --task` does)
     return tla.invariants_stage(artifact, task, ScoringContext(options={"mode": "sysmo"}))
 
@@ -80,8 +89,8 @@ def test_the_invariants_stage_gives_the_same_value_idle_and_under_load(shared_be
     assert _decided(loaded) == _decided(idle)
     # the no-op loses points: the second client's request is never granted
     outcomes = {name: outcome for name, outcome, _ in _decided(idle)}
-    assert outcomes["ProgressOK"] == outcomes["SystemLiveness"] == "failed"
-    assert outcomes["LockSafety"] == "ok" and outcomes["NoPriorityInversion"] == "ok"  # documented violation found
-    assert idle.value == pytest.approx(4 / 6)
+    assert outcomes == {"LockSafety": "ok", "NoPriorityInversion": "ok",  # its documented violation is found
+                        "ProgressOK": "failed"}
+    assert idle.value == pytest.approx(2 / 3)
     assert idle.provenance["bounded"] == "sysmo" and idle.detail["max_states"] == tla_invariants.SYSMO_MAX_STATES
     assert not idle.detail["timed_out_counted_holding"]
