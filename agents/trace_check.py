@@ -14,7 +14,8 @@ prefix is consumed, so TLC's counterexample ends in a state of the spec that mat
 verdict (every trace, the whole mapping, the probe's path) is in ``details['trace_validation']`` and the
 replay's TLC output in ``raw_output``: what ``--feedback full`` adds.
 
-A replay that runs out of time counts as passed (as the loop's short simulation does); traces the task
+A replay that runs out of time is inconclusive, not passed (as the loop's short simulation is; the repair request
+says to bound the state space, ``graphs.repair.INCONCLUSIVE_ADVICE``); traces the task
 cannot read or write as TLA+ values, and a machine that cannot run TLC, leave the tool check's verdict as it
 was (logged, and noted in the round's check details).
 
@@ -188,9 +189,17 @@ def trace_validation_check(artifact: Artifact, task: Task) -> CheckResult:
             details={"trace_validation": str(exc)})
     version = result.runs[0].tool_version if result.runs else "unknown"
     summary = f"{result.accepted}/{len(result.traces)} traces accepted (mapping: {result.mapping.source})"
-    if result.outcome in (Outcome.OK, Outcome.INCONCLUSIVE):
+    if result.outcome == Outcome.OK:
         return CheckResult(tool=TOOL, tool_version=version, outcome=Outcome.OK,
                            duration_s=sum(r.duration_s for r in result.runs),
+                           details={"trace_validation": summary, "outcome": result.outcome.value})
+    if result.outcome == Outcome.INCONCLUSIVE:  # no trace rejected, but a replay did not finish: no pass
+        undecided = [v for v in result.traces if v.outcome == Outcome.INCONCLUSIVE]
+        return CheckResult(tool=TOOL, tool_version=version, outcome=Outcome.INCONCLUSIVE,
+                           duration_s=sum(r.duration_s for r in result.runs),
+                           diagnostics=[Diagnostic(tool=TOOL, severity=Severity.WARNING, code="inconclusive",
+                                                   message=f"trace {v.trace}: the replay did not finish: {v.reason}")
+                                        for v in undecided],
                            details={"trace_validation": summary, "outcome": result.outcome.value})
     by_name = {t.name: t for t in traces}
     diagnostics: list[Diagnostic] = []

@@ -159,6 +159,10 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 
 def _sysmobench_cell(row, stage: str) -> str:
+    from sysmo.evals.reproduce_sysmobench import invariants_cell
+
+    if stage == "invariants":
+        return invariants_cell(row)
     outcome = row.outcomes.get(stage)
     if outcome is None:
         return "-"
@@ -176,7 +180,8 @@ def _sysmobench_csv(rows) -> str:
     for stage in STAGES:
         header += [f"{COLUMNS[stage]}_ours", f"{COLUMNS[stage]}_outcome", f"{COLUMNS[stage]}_paper",
                    f"{COLUMNS[stage]}_seconds"]
-    writer.writerow([*header, "violated", "inconclusive", "bug_found", "seconds"])
+    writer.writerow([*header, "violated", "inconclusive", "not_instantiable", "invariant_errors", "bug_found",
+                     "seconds"])
     for row in rows:
         line = [row.kind, row.system, row.agent, row.model]
         for stage in STAGES:
@@ -185,13 +190,15 @@ def _sysmobench_csv(rows) -> str:
             line += ["" if value is None else f"{100 * value:.2f}", row.outcomes.get(stage, ""),
                      "" if paper is None else f"{paper:g}", row.stage_seconds.get(stage, "")]
         found = row.bug_found
-        writer.writerow([*line, ";".join(row.violated), ";".join(row.inconclusive),
-                         "" if found is None else ("yes" if found else "NO"), row.seconds])
+        writer.writerow([*line, ";".join(row.violated), ";".join(row.inconclusive), ";".join(row.not_instantiable),
+                         ";".join(row.errors), "" if found is None else ("yes" if found else "NO"), row.seconds])
     return out.getvalue()
 
 
 def _sysmobench_table(rows, paper_only) -> Table:
-    from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES
+    from rich.markup import escape
+
+    from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES, bug_note
 
     table = Table(title="SysMoBench, TLA+ cascade: ours (paper), in %")
     for column in ("system", "agent", "model"):
@@ -206,15 +213,11 @@ def _sysmobench_table(rows, paper_only) -> Table:
             paper = getattr(row.paper, COLUMNS[stage]) if row.paper else None
             cell = _sysmobench_cell(row, stage)
             cells.append(f"{cell} ({paper:g})" if paper is not None else cell)
-        note = ""
-        if row.kind == "bug" and row.outcomes.get("invariants") == "gated":
-            first_gated = next(i for i, s in enumerate(STAGES) if row.outcomes.get(s) == "gated")
-            blocker = STAGES[max(0, first_gated - 1)]
-            note = (f"[bold red]NO[/]: invariants not run ({blocker} did not pass: "
-                    f"{_sysmobench_cell(row, blocker)}, {row.outcomes.get(blocker)})")
-        elif row.kind == "bug":
-            note = (f"yes: {', '.join(row.violated)}" if row.bug_found else "[bold red]NO[/]") + (
-                f"; inconclusive: {', '.join(row.inconclusive)}" if row.inconclusive else "")
+        note = bug_note(row)
+        if note.startswith("NO"):
+            note = "[bold red]NO[/]" + escape(note[2:])
+        else:
+            note = escape(note)
         table.add_row(f"{row.system} [dim]({row.kind})[/]", row.agent, row.model, *cells, note, f"{row.seconds:.0f}")
     for paper in paper_only:
         cells = [_fmt(getattr(paper, COLUMNS[s]), 2) for s in STAGES]
@@ -257,7 +260,7 @@ def sysmobench(
         help="Replay deterministic SANY/TLC runs already made (content-addressed, under <home>/tla-run-cache).",
     ),
 ) -> None:
-    from sysmo.evals.reproduce_sysmobench import KINDS, reproduce, unmatched_paper_rows
+    from sysmo.evals.reproduce_sysmobench import KINDS, LEGEND, reproduce, unmatched_paper_rows
     from sysmo.tools.tla import run_cache
 
     if output_format not in FORMATS:
@@ -288,7 +291,8 @@ def sysmobench(
         return
     console = Console(width=max(Console().width, 160))
     console.print(_sysmobench_table(rows, unmatched_paper_rows(rows)))
-    console.print("  '-': gated by an earlier stage (or no paper value); n/a: the task has no traces.")
+    for line in LEGEND:
+        console.print(f"  {line}", highlight=False, markup=False)
     console.print("  Paper rows: SysMoBench Table 2 (spinlock, Etcd Raft); the data ships no spec of theirs.")
     bugs = [r for r in rows if r.kind == "bug"]
     if bugs:

@@ -38,7 +38,8 @@ SYSMOBENCH_HOW = ("TLC-heavy, about an hour on 2 cores for the 18 specs: `sysmo 
                        heavy=SYSMOBENCH_HOW)
 def sysmobench(options: ReproduceOptions) -> Reproduction:
     from sysmo.benchmarks.datadir import require_data_dir
-    from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES, reproduce, unmatched_paper_rows
+    from sysmo.evals.reproduce_sysmobench import (COLUMNS, LEGEND, STAGES, bug_note, invariants_reasons, reproduce,
+                                                  unmatched_paper_rows)
     from sysmo.tools.tla import run_cache
 
     run_cache.use_default()
@@ -48,13 +49,15 @@ def sysmobench(options: ReproduceOptions) -> Reproduction:
                        columns=["system", "kind", "agent", "model", *(COLUMNS[s] for s in STAGES), "bug found"])
     for row in rows:
         line: dict[str, Any] = {"system": row.system, "kind": row.kind, "agent": row.agent, "model": row.model,
-                                "bug found": "" if row.bug_found is None else ("yes" if row.bug_found else "NO")}
+                                "bug found": bug_note(row)}
         for stage in STAGES:
             value = row.values.get(stage)
             ours = None if value is None else 100 * value
             paper = getattr(row.paper, COLUMNS[stage]) if row.paper else None
+            reasons = invariants_reasons(row) if stage == "invariants" else ""
             if paper is None:
-                line[COLUMNS[stage]] = "-" if ours is None else f"{ours:.2f} ({row.outcomes.get(stage, '')})"
+                line[COLUMNS[stage]] = "-" if ours is None else \
+                    f"{ours:.2f} ({row.outcomes.get(stage, '')}{'; ' + reasons if reasons else ''})"
             else:
                 line[COLUMNS[stage]] = Compared(ours=ours, published=f"{paper:g}",
                                                 agrees=None if ours is None else abs(ours - paper) <= 0.5)
@@ -67,8 +70,8 @@ def sysmobench(options: ReproduceOptions) -> Reproduction:
             value = getattr(paper, COLUMNS[stage])
             line[COLUMNS[stage]] = Compared(ours=None, published=None if value is None else f"{value:g}")
         table.add(line)
-    table.notes = ["'-': gated by an earlier stage; the paper's Table 2 has spinlock and Etcd Raft only, for "
-                   "which the data ships no spec (listed without ours)."]
+    table.notes = [*LEGEND, "the paper's Table 2 has spinlock and Etcd Raft only, for which the data ships no spec "
+                   "(listed without ours)."]
     return Reproduction(name="sysmobench", title="SysMoBench Table 2: the TLA+ cascade on the published specs",
                         source="github.com/specula-org/SysMoBench (example_specs, PGo gold specs, bug controls)",
                         tables=[table])

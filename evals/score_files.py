@@ -64,6 +64,19 @@ def score_path(path: Path, task: Task, stages: list[str] | None = None) -> FileV
     failing = [s for s, row in zip(shown, rows, strict=True) if not stage_passed(row)]
     diagnostics = [d for s in failing for d in _stage_diagnostics(s)]
     passed = not failing
-    worst = failing[0].outcome if failing else "ok"
-    return FileVerdict(path=str(path), language=artifact.language, passed=passed, outcome=worst,
+    return FileVerdict(path=str(path), language=artifact.language, passed=passed, outcome=_worst(failing),
                        tool=f"cascade:{card.cascade}", diagnostics=diagnostics, stages=rows)
+
+
+def _worst(failing: list[Any]) -> str:
+    """The file's outcome from its failing stages: ``inconclusive`` when every one that decided (not gated by
+    another) is inconclusive, else the first decisive one's outcome (``failed`` for a stage that ran clean but
+    did not pass, e.g. a runtime stage that covered nothing)."""
+    if not failing:
+        return "ok"
+    decisive = [s for s in failing if not (s.outcome == "skipped" and s.detail.get("gated"))] or failing
+    if all(s.outcome == "inconclusive" for s in decisive):
+        return "inconclusive"
+    first = next(s for s in decisive if s.outcome != "inconclusive")
+    return "failed" if first.outcome == "ok" else first.outcome
+

@@ -15,7 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from sysmo.contracts.artifact import Artifact
-from sysmo.contracts.check import CheckResult, Diagnostic
+from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 from sysmo.tools.tla.tlc_output import printed_output
 
 CONTEXT_LINES = 2
@@ -69,9 +69,20 @@ def format_trace(trace: list[dict[str, Any]]) -> str:
     return "\n".join(out)
 
 
+INCONCLUSIVE_ADVICE = (
+    "The model check did not finish within its bound (time, states or memory), so the model is neither accepted "
+    "nor rejected and this round does not pass. Bound the constants and make the state space finite: small "
+    "finite sets for the constants in the .cfg, no unbounded counters, sequences or message sets (cap them, or "
+    "add a state CONSTRAINT), and no quantifier or set over a huge or infinite domain (TLC enumerates it)."
+)
+
+
 def diagnostics_report(artifact: Artifact | None, check: CheckResult) -> str:
-    """The tool's verdict as the model should see it: each diagnostic with the lines it names."""
+    """The tool's verdict as the model should see it: each diagnostic with the lines it names (an inconclusive
+    check: what to change so that it can finish, ``INCONCLUSIVE_ADVICE``)."""
     parts = [f"The {check.tool} check ({check.tool_version}) reported: {check.outcome.value}."]
+    if check.outcome == Outcome.INCONCLUSIVE:
+        parts.append(INCONCLUSIVE_ADVICE)
     for d in check.diagnostics[:MAX_DIAGNOSTICS]:
         parts.append(d.render())
         if artifact is not None and d.line:

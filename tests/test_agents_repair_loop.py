@@ -135,3 +135,29 @@ def test_a_reply_cut_at_the_token_limit_is_named_in_the_repair_request(
     request = server.requests[-1]["messages"][-1]["content"]
     said = request.startswith("Your previous answer stopped at the output token limit")
     assert said == (feedback == "diagnostics"), request
+
+
+def test_an_inconclusive_check_is_no_pass_and_the_repair_request_says_to_bound_the_state_space(
+    server: FakeOpenAI, tmp_path: Path
+) -> None:
+    """TLC cannot build an initial state set of 20^20 functions (its enumeration limit): the round's check is
+    inconclusive, the attempt goes on, and the model is told to make the state space finite."""
+    from sysmo.contracts.artifact import Artifact
+    from sysmo.graphs.repair import INCONCLUSIVE_ADVICE
+
+    task = task_of(TaskKind.TLA, tmp_path)
+    reference = task.references.model
+    main = reference.main_file
+    huge = reference.files[main].replace("Init == locked = FALSE", "Init == locked \\in [1..20 -> 1..20]")
+    assert huge != reference.files[main]
+    unfinished = Artifact(language=reference.language, files={**reference.files, main: huge})
+    server.push(*replies_for("base_modeling", task, [unfinished, reference]))
+    ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="base_modeling",
+                       attempt_id="inconclusive", max_rounds=3)
+    attempt = run_attempt("base_modeling", ctx, model_name="openai/fake-model")
+
+    first, second = attempt.rounds
+    assert first.check is not None and first.check.outcome == Outcome.INCONCLUSIVE
+    assert not first.passed and second.passed
+    assert attempt.status == AttemptStatus.PASSED and attempt.repair_rounds == 1
+    assert INCONCLUSIVE_ADVICE in server.requests[-1]["messages"][-1]["content"]

@@ -51,6 +51,10 @@ def files(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (root / "Crash.tla").write_text(SPINLOCK.replace("MODULE Spinlock", "MODULE Crash")
                                     .replace("    /\\ locked' = FALSE", "    /\\ locked' = 1 \\div 0"))
     (root / "Crash.cfg").write_text(CFG)
+    # parses, but TLC cannot build its 20^20 initial states (its enumeration limit): no verdict either way
+    (root / "Huge.tla").write_text(SPINLOCK.replace("MODULE Spinlock", "MODULE Huge")
+                                   .replace("Init == locked = FALSE", "Init == locked \\in [1..20 -> 1..20]"))
+    (root / "Huge.cfg").write_text(CFG)
     (root / "good.sysml").write_text(SYSML)
     (root / "broken.sysml").write_text(SYSML.replace("part heater : Heater", "part heater : Heatr"))
     (root / "good.puml").write_text(PUML)
@@ -105,6 +109,46 @@ def test_with_a_task_the_cascade_scores_the_file_up_to_the_stage_asked(files: Pa
     assert verdict["diagnostics"][0]["line"] == 27
     run = _sysmo("check", "--task", "starter/tla/spinlock", "--stage", "syntax", "Spinlock.tla", cwd=files)
     assert run.returncode == 0 and "syntax       1.000  ok" in run.stdout
+
+
+@pytest.mark.slow
+def test_a_check_that_cannot_finish_is_inconclusive_with_exit_code_3_and_a_failure_still_wins(files: Path) -> None:
+    run = _sysmo("check", "Huge.tla", "Spinlock.tla", cwd=files)
+    assert run.returncode == 3, run.stdout + run.stderr
+    assert "Huge.tla: INCONCLUSIVE" in run.stdout and "Spinlock.tla: ok" in run.stdout
+    assert "resources" in run.stdout
+    run = _sysmo("check", "--json", "Huge.tla", "Broken.tla", cwd=files)
+    assert run.returncode == 1, run.stderr
+    report = json.loads(run.stdout)
+    assert (report["verdict"], report["exit_code"], report["passed"]) == ("failed", 1, False)
+    assert {f["path"]: f["outcome"] for f in report["files"]} == {"Huge.tla": "inconclusive", "Broken.tla": "failed"}
+
+
+def test_the_joint_verdict_and_exit_code_of_files() -> None:
+    from sysmo.contracts.artifact import Language
+    from sysmo.tools.check_files import FileVerdict, verdict_of
+
+    def verdict(passed: bool, outcome: str) -> FileVerdict:
+        return FileVerdict(path="M.tla", language=Language.TLA, passed=passed, outcome=outcome, tool="tlc")
+
+    assert verdict_of([verdict(True, "ok")]) == ("passed", 0)
+    assert verdict_of([verdict(True, "ok"), verdict(False, "inconclusive")]) == ("inconclusive", 3)
+    assert verdict_of([verdict(False, "inconclusive"), verdict(False, "failed")]) == ("failed", 1)
+    assert verdict_of([verdict(False, "error")]) == ("failed", 1)
+
+
+def test_a_cascade_whose_only_failing_stages_are_inconclusive_is_inconclusive() -> None:
+    from sysmo.contracts.scorecard import StageResult
+    from sysmo.evals.score_files import _worst
+
+    def stage(name: str, outcome: str, gated: bool = False) -> StageResult:
+        return StageResult(stage=name, value=0.0, passed=False, outcome=outcome, detail={"gated": gated})
+
+    assert _worst([]) == "ok"
+    assert _worst([stage("runtime", "inconclusive"), stage("invariants", "inconclusive")]) == "inconclusive"
+    assert _worst([stage("runtime", "inconclusive"), stage("invariants", "failed")]) == "failed"
+    assert _worst([stage("syntax", "inconclusive"), stage("runtime", "skipped", gated=True)]) == "inconclusive"
+    assert _worst([stage("runtime", "ok")]) == "failed"  # ran clean but did not pass (covered nothing)
 
 
 @pytest.mark.parametrize(

@@ -56,3 +56,59 @@ def test_cli_scores_a_bug_control_and_writes_the_csv(shared_benchmarks: Path, tm
     assert row["syntax_ours"] == "100.00" and row["consistency_outcome"] == "skipped"
     assert "MutualExclusion" in row["violated"].split(";")
     assert float(row["invariants_ours"]) < 100
+
+
+def _row(kind: str, value: float, **lists: list[str]) -> rs.Row:
+    outcome = "failed" if lists.get("violated") else "inconclusive" if lists.get("inconclusive") else "error"
+    return rs.Row(kind=kind, system="locksvc", agent="a", model="m",  # type: ignore[arg-type]
+                  values={"invariants": value}, outcomes={"invariants": outcome}, **lists)
+
+
+def test_the_invariants_cell_tells_violated_from_not_instantiable_and_inconclusive() -> None:
+    violated = _row("example", 0.0, violated=["LockSafety", "ProgressOK"])
+    no_formula = _row("example", 0.0, not_instantiable=["LockSafety", "ProgressOK"])
+    unfinished = _row("example", 0.5, inconclusive=["ProgressOK"])
+    assert rs.invariants_cell(violated) == "0.0 (2 violated)"
+    assert rs.invariants_cell(no_formula) == "0.0 (2 not instantiable)"
+    assert rs.invariants_cell(unfinished) == "50.0 (1 inconclusive)"
+    assert rs.invariants_cell(_row("gold", 1.0)) == "100.0"
+    gated = rs.Row(kind="example", system="s", agent="a", model="m", outcomes={"invariants": "gated"})
+    assert rs.invariants_cell(gated) == "-"
+
+
+def test_a_bug_control_whose_bug_was_found_reads_as_its_success() -> None:
+    found = _row("bug", 0.0, violated=["RWMInvariant"], inconclusive=["AlwaysEventuallyReleases"])
+    missed = _row("bug", 1.0)
+    assert rs.invariants_cell(found) == "bug found (1 violated, 1 inconclusive)"
+    assert rs.bug_note(found) == "yes: RWMInvariant; inconclusive: AlwaysEventuallyReleases"
+    assert rs.invariants_cell(missed) == "bug NOT found"
+    assert rs.bug_note(missed).startswith("NO")
+    assert rs.bug_note(_row("example", 0.0, violated=["X"])) == ""
+    gated = rs.Row(kind="bug", system="mutex", agent="a", model="m",
+                   outcomes={"syntax": "failed", "runtime": "gated", "invariants": "gated"})
+    assert rs.bug_note(gated) == "NO: invariants not run (syntax did not pass: failed)"
+
+
+def test_the_legend_names_every_word_the_invariants_cell_prints() -> None:
+    legend = " ".join(rs.LEGEND)
+    for word in ("violated", "inconclusive", "not instantiable", "error", "bug found", "n/a", "'-'"):
+        assert word in legend
+
+
+def test_the_reproduction_scores_in_the_harness_mode_unless_told_otherwise() -> None:
+    assert rs.REPRODUCE_OPTIONS == {"mode": "harness"}
+
+
+def test_a_row_lists_the_templates_without_a_formula_apart_from_the_evaluation_errors() -> None:
+    from sysmo.contracts.scorecard import ScoreCard, StageResult
+
+    verdicts = [{"name": "A", "outcome": "error", "source": "none"}, {"name": "B", "outcome": "error",
+                                                                      "source": "template"},
+                {"name": "C", "outcome": "failed", "source": "template"}]
+    card = ScoreCard(task_id="sysmobench/locksvc", cascade="tla", stages=[StageResult(
+        stage="invariants", value=0.0, outcome="failed",
+        detail={"violated": ["C"], "inconclusive": [], "invariants": verdicts})])
+    entry = rs.Entry(kind="example", system="locksvc", agent="a", model="m", folder=Path("."))
+    row = rs._row(entry, card, 1.0)
+    assert (row.violated, row.not_instantiable, row.errors) == (["C"], ["A"], ["B"])
+    assert rs.invariants_cell(row) == "0.0 (1 violated, 1 not instantiable, 1 error)"

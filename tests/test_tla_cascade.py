@@ -234,10 +234,16 @@ def test_runtime_defaults_are_sysmobench_and_seeds_are_reproducible() -> None:
     assert tla_runtime.seeds(1, 20) == tla_runtime.seeds(1, 20)
     assert len(set(tla_runtime.seeds(1, 20))) == 20 and tla_runtime.seeds(2, 20) != tla_runtime.seeds(1, 20)
     task = _spinlock()
-    result = tla.runtime_stage(task.references.model, task, ScoringContext())
+    result = tla.runtime_stage(task.references.model, task, ScoringContext(options={"mode": "harness"}))
     assert result.detail["settings"] == {"runs": 20, "num": 50, "depth": 50, "seed": 1, "timeout_s": 30.0,
-                                         "batched": 0}
+                                         "batched": 0, "cut_short_coverage": 1}
     assert [r["seed"] for r in result.detail["runs"]] == tla_runtime.seeds(1, 20)
+    # the sysmo mode: the same runs (runs x num x depth and the seeds bound them), a generous time limit only
+    # for a pathologically slow run, whose partial coverage does not count (docs/tla-verdicts.md)
+    sysmo = tla.runtime_stage(task.references.model, task, ScoringContext())
+    assert sysmo.detail["settings"] == {**result.detail["settings"], "timeout_s": tla_runtime.SYSMO_TIMEOUT_S,
+                                        "cut_short_coverage": 0}
+    assert (sysmo.value, sysmo.detail["covered"]) == (result.value, result.detail["covered"])
     assert result.value == 1.0 and result.passed and result.metrics["actions"] == 4.0
     assert result.provenance["tool_version"].startswith("TLC 2.15")
 

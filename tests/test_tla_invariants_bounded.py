@@ -1,5 +1,6 @@
 """Counting policy for a TLC check that runs out of time (``invariants.bounded``): ``harness`` counts a time-out
-without violation as holding (SysMoBench's harness does), ``strict`` keeps it inconclusive."""
+without violation as holding (SysMoBench's harness does), ``strict`` keeps it inconclusive, ``sysmo`` keeps it
+inconclusive and counts a state predicate that holds up to the deterministic state bound as holding."""
 
 from __future__ import annotations
 
@@ -56,6 +57,35 @@ def test_strict_keeps_a_time_out_inconclusive(scores) -> None:
     assert strict["NonNegative"].outcome == Outcome.INCONCLUSIVE
     assert strict["SmallSum"].outcome == Outcome.FAILED
     assert scores["strict"].value == 0.0
+
+
+def test_sysmo_keeps_a_time_out_inconclusive_and_says_so(scores) -> None:
+    sysmo = {v.name: v for v in scores["sysmo"].verdicts}
+    assert sysmo["NonNegative"].outcome == Outcome.INCONCLUSIVE
+    assert "never counted as holding" in sysmo["NonNegative"].reason
+    assert sysmo["SmallSum"].outcome == Outcome.FAILED
+    assert scores["sysmo"].value == 0.0
+
+
+def test_sysmo_counts_a_state_predicate_holding_up_to_the_state_bound_and_nothing_else() -> None:
+    """The state bound, not the clock, ends each check: a state predicate holds within it; a liveness template, or
+    a template the system is documented to violate, whose check stops at the bound stays inconclusive."""
+    artifact = Artifact(language=Language.TLA, files={"Grow.tla": SPEC, "Grow.cfg": CFG})
+    templates = [
+        TEMPLATES[0],
+        InvariantTemplate(name="XGrows", type="liveness", natural_language="x eventually exceeds 2",
+                          tla_example="XGrows == <>(x > 2)"),
+        InvariantTemplate(name="Huge", type="safety", natural_language="x + y stays below 1000",
+                          tla_example="Huge == x + y < 1000", expected="violated", expected_source="a test"),
+    ]
+    score = tla_invariants.score(artifact, templates, tla_runtime.model_config(artifact), timeout_s=120,
+                                 max_states=200, bounded="sysmo")
+    verdicts = {v.name: v for v in score.verdicts}
+    assert verdicts["NonNegative"].outcome == Outcome.OK
+    assert any(n.startswith(tla_invariants.WITHIN_BOUND_NOTE) for n in verdicts["NonNegative"].notes)
+    assert verdicts["XGrows"].outcome == Outcome.INCONCLUSIVE  # liveness needs the complete state graph
+    assert verdicts["Huge"].outcome == Outcome.INCONCLUSIVE  # the documented violation may lie beyond the bound
+    assert score.value == pytest.approx(1 / 3) and score.max_states == 200
 
 
 def test_an_unknown_policy_is_a_config_error() -> None:

@@ -4,7 +4,8 @@ A path's suffix names its language: ``.tla`` (with the ``.cfg`` of the same name
 modules it EXTENDS or INSTANCEs), ``.sysml``, ``.puml`` / ``.plantuml`` / ``.pu`` / ``.wsd``. A ``.cfg``
 given alone means the ``.tla`` of the same name. Each file gets the check an agent's repair loop runs
 (``sysmo.tools.checkers.check_artifact``); with a task, ``sysmo.evals.score_files.score_path`` runs the task's
-whole scoring cascade instead.
+whole scoring cascade instead. A verdict is passed, failed, or inconclusive (a check did not finish within its
+bound: neither a pass nor a fail); ``verdict_of`` gives the exit code (docs/tla-verdicts.md).
 """
 
 from __future__ import annotations
@@ -19,6 +20,11 @@ from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import ConfigError
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
 
+EXIT_PASSED = 0  # every file passes
+EXIT_FAILED = 1  # a file fails (its tool rejects it, or a stage fails)
+EXIT_USAGE = 2  # a usage error (no file, an unknown option, stage or task)
+EXIT_INCONCLUSIVE = 3  # no file fails, but a check of one did not finish within its bound (time, states, memory)
+INCONCLUSIVE = "inconclusive"
 SUFFIXES = {".tla": Language.TLA, ".cfg": Language.TLA, ".sysml": Language.SYSML, ".puml": Language.PLANTUML,
             ".plantuml": Language.PLANTUML, ".pu": Language.PLANTUML, ".wsd": Language.PLANTUML}
 REFERENCED = re.compile(r"\b(?:EXTENDS|INSTANCE)\b([^\n]*)")
@@ -36,6 +42,11 @@ class FileVerdict(BaseModel):
     diagnostics: list[Diagnostic] = Field(default_factory=list)
     stages: list[dict[str, Any]] = Field(default_factory=list)
 
+    @property
+    def inconclusive(self) -> bool:
+        """Neither passed nor failed: a check did not finish within its bound."""
+        return not self.passed and self.outcome == INCONCLUSIVE
+
     def as_json(self) -> dict[str, Any]:
         data = self.model_dump(mode="json", exclude={"diagnostics"})
         data["diagnostics"] = [
@@ -44,6 +55,16 @@ class FileVerdict(BaseModel):
             for d in self.diagnostics
         ]
         return data
+
+
+def verdict_of(verdicts: list[FileVerdict]) -> tuple[str, int]:
+    """The files' joint verdict and ``sysmo check``'s exit code: ``failed`` (1) if one fails, else
+    ``inconclusive`` (3) if one did not finish, else ``passed`` (0)."""
+    if any(not v.passed and not v.inconclusive for v in verdicts):
+        return "failed", EXIT_FAILED
+    if any(v.inconclusive for v in verdicts):
+        return INCONCLUSIVE, EXIT_INCONCLUSIVE
+    return "passed", EXIT_PASSED
 
 
 def language_of(path: Path) -> Language:

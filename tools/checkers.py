@@ -2,6 +2,8 @@
 
 - TLA+: SANY on the whole module; if it parses and a ``.cfg`` came with it, a short TLC simulation so
   runtime errors (and their error traces) reach the model too, as in SysMoBench's compile/runtime feedback.
+  A simulation that ends inconclusive (time limit, heap, TLC's enumeration limits) is ``inconclusive``: not a
+  pass.
 - SysML v2: OpenSysML validation (strict typing codes count as errors).
 - PlantUML (class and architecture diagrams): the warm PlantUML server plus our lint rules.
 """
@@ -29,10 +31,10 @@ def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
         return parsed
     from sysmo.tools.tla import tlc
 
+    # a run that ends inconclusive (its time limit, memory, TLC's enumeration limits) stays so: it is no pass,
+    # and the repair request says how to make the state space finite (graphs.repair.INCONCLUSIVE_ADVICE)
     run = tlc.simulate(artifact, num=IN_LOOP_SIMULATION["num"], depth=IN_LOOP_SIMULATION["depth"],
                        timeout_s=IN_LOOP_SIMULATION["timeout_s"], module=parsed.details.get("module"))
-    if run.outcome == Outcome.INCONCLUSIVE:  # no error found within the budget: good enough for the loop
-        run = run.model_copy(update={"outcome": Outcome.OK})
     run.details.setdefault("sany", {"outcome": parsed.outcome.value, "version": parsed.tool_version})
     return run
 

@@ -98,11 +98,12 @@ def check(
 ) -> None:
     """Check model files with the check agents get between rounds, or score them with a task's cascade.
 
-    Exit code 0 when every file passes, 1 when one fails, 2 on a usage error.
+    Exit code 0 when every file passes, 1 when one fails, 2 on a usage error, 3 when none fails but a check
+    did not finish within its bound (INCONCLUSIVE: time, states or memory; neither a pass nor a fail).
     """
     from sysmo.errors import ConfigError
     from sysmo.evals.score_files import score_path
-    from sysmo.tools.check_files import check_path
+    from sysmo.tools.check_files import check_path, verdict_of
 
     if not paths:
         raise ConfigError("give at least one file to check (e.g. sysmo check Spec.tla)")
@@ -119,12 +120,15 @@ def check(
         if unknown:
             raise ConfigError(f"unknown stage {unknown[0]!r} for {task.id} (stages: {', '.join(known)})")
     verdicts = [score_path(p, task, stage or None) if task else check_path(p) for p in paths]
+    verdict, code = verdict_of(verdicts)
     if as_json:
-        report = {"passed": all(v.passed for v in verdicts), "files": [v.as_json() for v in verdicts]}
+        report = {"passed": all(v.passed for v in verdicts), "verdict": verdict, "exit_code": code,
+                  "files": [v.as_json() for v in verdicts]}
         print(json.dumps(report, indent=2))
     else:
         for v in verdicts:
-            mark = "[green]ok[/]" if v.passed else f"[red]{v.outcome.upper()}[/]"
+            mark = "[green]ok[/]" if v.passed else "[yellow]INCONCLUSIVE[/]" if v.inconclusive \
+                else f"[red]{v.outcome.upper()}[/]"
             tool = f"{v.tool}, {v.tool_version}" if v.tool_version and v.tool_version != "unknown" else v.tool
             console.print(f"{v.path}: {mark} ({tool})", highlight=False)
             for s in v.stages:
@@ -133,8 +137,8 @@ def check(
                               + _stage_notes(s.get("detail") or {}), highlight=False, markup=False)
             for d in v.diagnostics:
                 console.print("  " + d.render(), highlight=False, markup=False, soft_wrap=True)
-    if not all(v.passed for v in verdicts):
-        raise typer.Exit(1)
+    if code:
+        raise typer.Exit(code)
 
 
 def _stage_notes(detail: dict) -> str:

@@ -30,25 +30,32 @@ Stages and their metric keys (``card.flat()``):
 - ``invariants`` = M_i = n_i/n_t (``sysmo.evals.metrics.tla_invariants``): "runs TLC for each invariant
   separately; n_i is the number of invariants that hold within the state space". Violated, inconclusive
   (a bound, a timeout or exhausted resources: never a pass, except a time-out with no violation under
-  ``invariants.bounded="harness"``, the default, which counts it as holding as SysMoBench's harness does), errors (including a spec that ends TLC's check
-  early) and unconcretised templates are listed apart.
+  ``invariants.bounded="harness"``, the ``harness`` mode's default, which counts it as holding as SysMoBench's
+  harness does, and a state predicate that holds up to the state bound under ``invariants.bounded="sysmo"``, the
+  ``sysmo`` mode's default), errors (including a spec that ends TLC's check early) and unconcretised templates
+  are listed apart. Scoring modes (``ctx.mode``, docs/scoring-modes.md, docs/tla-verdicts.md): ``sysmo`` bounds
+  each invariant check by states (``invariants.max_states`` 100,000) with a generous clock (600 s), never counts a
+  time-out as holding, and drops the coverage of a simulation cut short (``runtime.timeout_s`` 180 s);
+  ``harness`` keeps SysMoBench's 60 s / 30 s limits and counting.
 
 Options (``ScoringContext.options``; defaults are SysMoBench's where it has one):
 ``syntax.timeout_s`` (60), ``syntax.check_definitions`` ("auto" | "always");
 ``runtime.runs`` (20), ``runtime.num`` (50), ``runtime.depth`` (50), ``runtime.seed`` (1; the runs' seeds
-derive from it), ``runtime.timeout_s`` (30 per run); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
+derive from it), ``runtime.timeout_s`` (harness 30 per run, sysmo 180), ``runtime.cut_short_coverage`` (harness
+true: the coverage a run cut short printed counts; sysmo false); ``conformance.timeout_s`` (120), ``conformance.walks_per_trace`` (25: random
 walks of the replay before breadth-first search, a trace a walk reproduces to its last line is accepted; 0: off;
 ``sysmo.tools.tla.trace_validation.validate_traces``);
-``invariants.timeout_s`` (60 per check, the harness's), ``invariants.max_states`` / ``invariants.max_depth`` (None:
-unbounded),
+``invariants.timeout_s`` (harness 60 per check, the harness's; sysmo 600), ``invariants.max_states`` (harness
+None: unbounded; sysmo 100,000; ``none`` for no bound) / ``invariants.max_depth`` (None: unbounded),
 ``invariants.helper_attempts`` (2), ``invariants.grouped`` (true: the safety templates checked together in
 one TLC run, each keeping its own verdict; false: one TLC run per template), ``invariants.grouped_liveness``
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
 violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: the safety group and the liveness
 group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.sany_first`` (false: examples that use only the model's names
 go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
-``invariants.bounded`` ("harness": a time-out without violation counts as
-holding, as SysMoBench's harness counts it; "strict": inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
+``invariants.bounded`` ("harness", the harness mode's: a time-out without violation counts as
+holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the sysmo mode's: a state predicate
+holds within the state bound, a time-out is inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
 runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``tlc.parallel``
@@ -78,6 +85,13 @@ NO_TEMPLATES = "the task has no invariant templates"
 def _option(ctx: ScoringContext, key: str, default: Any, kind: type) -> Any:
     value = ctx.option(key, default)
     return value if value is None else kind(value)
+
+
+def _bound(value: Any) -> int | None:
+    """A state or depth bound option: a number, or none/0 for no bound (``-o invariants.max_states=none``)."""
+    if value is None or (isinstance(value, str) and value.strip().lower() in ("", "none", "off")):
+        return None
+    return int(value) or None
 
 
 def syntax_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
@@ -127,9 +141,11 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
         num=_option(ctx, "runtime.num", tla_runtime.DEFAULT_NUM, int),
         depth=_option(ctx, "runtime.depth", tla_runtime.DEFAULT_DEPTH, int),
         seed=_option(ctx, "runtime.seed", tla_runtime.DEFAULT_SEED, int),
-        timeout_s=_option(ctx, "runtime.timeout_s", tla_runtime.DEFAULT_TIMEOUT_S, float),
+        timeout_s=float(ctx.by_mode("runtime.timeout_s", sysmo=tla_runtime.SYSMO_TIMEOUT_S,
+                                    harness=tla_runtime.DEFAULT_TIMEOUT_S)),
         parallel=_option(ctx, "tlc.parallel", None, int),
         batched=ctx.flag("runtime.batched", False),
+        cut_short_coverage=ctx.flag("runtime.cut_short_coverage", ctx.mode == "harness"),
     )
     return StageResult(
         stage="runtime",
@@ -301,15 +317,18 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         config,
         helper=ctx.helper,
         task_id=task.id,
-        timeout_s=_option(ctx, "invariants.timeout_s", tla_invariants.DEFAULT_TIMEOUT_S, float),
-        max_states=_option(ctx, "invariants.max_states", None, int),
-        max_depth=_option(ctx, "invariants.max_depth", None, int),
+        timeout_s=float(ctx.by_mode("invariants.timeout_s", sysmo=tla_invariants.SYSMO_TIMEOUT_S,
+                                    harness=tla_invariants.DEFAULT_TIMEOUT_S)),
+        max_states=_bound(ctx.by_mode("invariants.max_states", sysmo=tla_invariants.SYSMO_MAX_STATES,
+                                      harness=None)),
+        max_depth=_bound(ctx.option("invariants.max_depth", None)),
         helper_attempts=_option(
             ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int
         ),
         parallel=_option(ctx, "tlc.parallel", None, int),
         strategy=str(ctx.option("invariants.strategy", "bfs")),
-        bounded=str(ctx.option("invariants.bounded", tla_invariants.DEFAULT_BOUNDED)),
+        bounded=str(ctx.by_mode("invariants.bounded", sysmo=tla_invariants.SYSMO_BOUNDED,
+                                harness=tla_invariants.DEFAULT_BOUNDED)),
         grouped=ctx.flag("invariants.grouped", tla_invariants.DEFAULT_GROUPED),
         group_liveness=ctx.flag("invariants.grouped_liveness", tla_invariants.DEFAULT_GROUP_LIVENESS),
         sany_first=ctx.flag("invariants.sany_first", tla_invariants.DEFAULT_SANY_FIRST),
@@ -355,6 +374,11 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
             "timed_out_counted_holding": [
                 v.name for v in verdicts if any(n.startswith("bounded=harness") for n in v.notes)
             ],
+            "holding_within_bound": [
+                v.name for v in verdicts if any(n.startswith(tla_invariants.WITHIN_BOUND_NOTE) for n in v.notes)
+            ],
+            "max_states": score.max_states,
+            "timeout_s": score.timeout_s,
         },
         provenance=provenance,
     )

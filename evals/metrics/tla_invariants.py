@@ -73,7 +73,14 @@ or deadlock in the output as success, and ``manual_invariant_evaluator.py`` coun
 the paper's figures are computed that way, and a gold model whose state space outgrows the time limit keeps
 full marks. For a template the system is documented to violate, a time-out without the violation also counts
 as passed under ``"harness"`` (the harness has no such notion: its check just finds no violation).
-``"strict"`` keeps such a check ``inconclusive`` (never a pass). The harness runs each template alone, with
+``"strict"`` keeps such a check ``inconclusive`` (never a pass). ``"sysmo"`` (the ``sysmo`` scoring mode's default,
+with a state bound, ``SYSMO_MAX_STATES``, and a generous wall-clock limit, ``SYSMO_TIMEOUT_S``): the state bound,
+which TLC honours deterministically with one worker, ends a check, not the clock. A state predicate (INVARIANT,
+not a possibility) that TLC checked on every state up to the bound without a violation holds *within the bound*
+(``WITHIN_BOUND_NOTE`` in its notes); a liveness or temporal template, a possibility, or a template the system is
+documented to violate whose check stops at the bound stays ``inconclusive`` (liveness needs the complete state
+graph: the frontier states look like stuttering; a violation may lie beyond the bound); a check that still
+reaches the wall-clock limit is ``inconclusive``, never holding (docs/tla-verdicts.md). The harness runs each template alone, with
 ``-deadlock`` (no deadlock check, as here), under the model's cfg, with a per-check limit of 60 s
 (``ManualInvariantEvaluator(tlc_timeout=60)``), sysmo's default too (``timeout_s``, cascade option
 ``invariants.timeout_s``; it was 120 s, which changed no score of the 13 PGo gold and example specs and made a
@@ -122,8 +129,16 @@ from sysmo.tools.tla.trace_validation import signature
 log = get_logger(__name__)
 
 DEFAULT_TIMEOUT_S = 60.0  # SysMoBench's ManualInvariantEvaluator(tlc_timeout=60)
-BOUNDED_POLICIES = ("harness", "strict")
+BOUNDED_POLICIES = ("harness", "strict", "sysmo")
 DEFAULT_BOUNDED = "harness"
+# ``sysmo`` scoring mode: the state bound, not the clock, ends a check (docs/tla-verdicts.md). 100,000 distinct
+# states hold the PGo locksvc gold spec's whole space (29,074) and keep a check above ``jvm.SHORT_CHECK_STATES``
+# (a long liveness check keeps C2: on C1 alone locksvc's took twice the CPU); the wall-clock limit only catches a
+# check that is slow on few states (a large liveness tableau), and such a check is inconclusive.
+SYSMO_MAX_STATES = 100_000
+SYSMO_TIMEOUT_S = 600.0
+SYSMO_BOUNDED = "sysmo"
+WITHIN_BOUND_NOTE = "bounded: holds within the state bound"
 DEFAULT_GROUPED = True
 DEFAULT_GROUP_LIVENESS = True
 DEFAULT_MERGE_LIVENESS = True
@@ -199,6 +214,8 @@ class InvariantsScore(BaseModel):
     helper_model: str | None = None
     cfg_notes: list[str] = Field(default_factory=list)
     bounded: str = DEFAULT_BOUNDED  # how a time-out without violation was counted (module doc)
+    max_states: int | None = None  # the state bound of every check (None: none)
+    timeout_s: float = DEFAULT_TIMEOUT_S  # the wall-clock limit of every check
 
     @property
     def value(self) -> float:
@@ -622,6 +639,21 @@ def _verdict(
         elif verdict.outcome == Outcome.OK:
             verdict.outcome = Outcome.FAILED
             verdict.reason = f"holds, but the modelled system violates it ({template.expected_source[:200]})"
+    if (bounded == "sysmo" and verdict.outcome == Outcome.INCONCLUSIVE and result.details.get("bound_hit")
+            and not result.details.get("timed_out") and not report.violations and not as_property
+            and not candidate.possibility and template.expected != "violated"):
+        # a state predicate checked on every state up to a deterministic state/depth bound: it holds there.
+        # Liveness needs the complete graph (the bound's frontier states look like stuttering), a possibility
+        # or an expected violation not found within the bound may lie beyond it: those stay inconclusive.
+        verdict.outcome = Outcome.OK
+        verdict.reason = (f"holds within the bound: {result.details.get('bound_hit')}, no violation "
+                          f"(invariants.bounded=sysmo; the bound, not the clock, ended the check)")
+        verdict.notes.append(f"{WITHIN_BOUND_NOTE} ({report.distinct_states} distinct states)")
+        return verdict
+    if bounded == "sysmo" and verdict.outcome == Outcome.INCONCLUSIVE and result.details.get("timed_out"):
+        verdict.reason = (f"inconclusive: the wall-clock limit ({result.duration_s:.0f} s) ended the check "
+                          f"before its state bound ({report.distinct_states} distinct states); a time-out is "
+                          f"never counted as holding (invariants.bounded=sysmo)")
     if (bounded == "harness" and verdict.outcome == Outcome.INCONCLUSIVE and result.details.get("timed_out")
             and not result.details.get("bound_hit") and not report.violations):
         verdict.outcome = Outcome.OK
@@ -964,6 +996,8 @@ def score(
         helper_model=helper_model,
         cfg_notes=config.notes,
         bounded=bounded,
+        max_states=max_states,
+        timeout_s=timeout_s,
     )
     log.info(
         "tla_invariants.scored",

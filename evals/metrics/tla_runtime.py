@@ -7,20 +7,25 @@ Score = actions covered without error / all actions, over ``runs`` simulations (
   ``Next`` into its disjuncts and names each after the operator it calls (``\\E p : A(p) \\/ B(p)`` gives
   ``A`` and ``B``). Only if no run printed coverage (TLC failed before exploring) are the actions read from
   the spec: the definitions ``Next`` names that contain a prime or ``UNCHANGED``.
-- An action is covered when it produced a successor state at least once (``generated > 0``). The reference
-  harness counts only actions that produced a NEW state, which never counts a stuttering action such as a
-  failed test-and-set; those are real behaviour of the system.
+- An action is covered when it produced a successor state at least once (``generated > 0``; TLC prints
+  ``distinct:generated`` per action, and the reference harness counts ``generated > 0`` too), so a stuttering
+  step such as a failed test-and-set counts: it is real behaviour of the system.
 - A run with an error (an evaluation error, a failed ``ASSUME``, any TLC error message, or an error trace)
   blames one action: the action whose definition holds the error's location, otherwise the last action of
   the error trace (the reference harness's rule). Blamed actions do not count as covered.
 - An action that can only stutter (its body primes nothing and leaves the whole ``vars`` tuple UNCHANGED,
   such as PlusCal's ``Terminating``, which lets finished processes stutter) is excused when it never fired: it
-  can never produce a new state, so the reference harness's new-state count never covers it either, and it
-  models no behaviour of the system. It is listed in ``excused`` and left out of the denominator.
+  models no behaviour of the system, and whether it fires at all depends on whether every process finishes
+  within the simulation's depth. It is listed in ``excused`` and left out of the denominator. This is the one
+  difference from the reference harness's count, which keeps it in the denominator (both scoring modes excuse
+  it: docs/scoring-modes.md).
 - Deadlocks are not checked (the reference harness passes ``-deadlock``), and the cfg's INVARIANT/PROPERTY
   lines are dropped: this stage asks whether the model runs; the invariants stage judges properties.
 - Seeds come from the base seed (``random.Random(seed)``), so a score is reproducible. A run that times
   out makes the stage ``inconclusive`` (never passed); the reference harness counts it as a success.
+  ``cut_short_coverage`` (True, the harness's rule) counts the coverage such a run printed before it was cut
+  short; the ``sysmo`` scoring mode passes False (how far a cut-short run got depends on the machine's load)
+  and a generous time limit (``SYSMO_TIMEOUT_S``): runs x num x depth and the seeds bound the work.
 
 ``batched`` (cascade option ``runtime.batched``, default false): one TLC run simulates all
 ``runs x num`` behaviours from the first seed, in one JVM instead of ``runs`` (the PGo raftkvs spec takes
@@ -65,6 +70,9 @@ DEFAULT_NUM = 50
 DEFAULT_DEPTH = 50
 DEFAULT_TIMEOUT_S = 30.0
 DEFAULT_SEED = 1
+# ``sysmo`` scoring mode: runs x num x depth and the seeds bound the work; the clock only catches a run that is
+# pathologically slow, and such a run's partial coverage is not counted (docs/tla-verdicts.md)
+SYSMO_TIMEOUT_S = 180.0
 
 
 # ------------------------------------------------------------------------------------- configuration
@@ -223,6 +231,7 @@ def _one_run(
     timeout_s: float,
     main_text: str,
     main_module: str,
+    cut_short_coverage: bool = True,
 ) -> tuple[SimulationRun, str]:
     result = tlc.simulate(
         artifact,
@@ -235,8 +244,12 @@ def _one_run(
         timeout_s=timeout_s,
     )
     report = tlc.report_of(result)
-    if not report.coverage and result.raw_output:  # keep what a cut-short run printed
+    if not report.coverage and result.raw_output and cut_short_coverage:  # keep what a cut-short run printed
         report.coverage = parse_output(result.raw_output).coverage
+    if result.outcome == Outcome.INCONCLUSIVE and not cut_short_coverage:
+        # how far a run cut short by the clock or a resource got depends on the machine's load: nothing of it
+        # counts (it makes the stage inconclusive all the same)
+        report.coverage = []
     run = SimulationRun(
         seed=seed,
         outcome=result.outcome,
@@ -297,16 +310,20 @@ def score(
     timeout_s: float = DEFAULT_TIMEOUT_S,
     parallel: int | None = None,
     batched: bool = False,
+    cut_short_coverage: bool = True,
 ) -> RuntimeScore:
     """``runs`` simulations of ``num`` behaviours of at most ``depth`` steps (rules: the module doc);
-    ``batched``: first one simulation of ``runs x num`` behaviours (module doc)."""
+    ``batched``: first one simulation of ``runs x num`` behaviours (module doc); ``cut_short_coverage``: the
+    coverage a run cut short by its time limit or a resource printed counts (the harness's rule; ``False`` in
+    the ``sysmo`` scoring mode)."""
     spec = prepare(artifact)
     main_text = spec.files[spec.main_file]
     checked = without_checks(config.config)
     plan = seeds(seed, runs)
     done: list[tuple[SimulationRun, str]] = []
     if batched and runs > 1:
-        one = _one_run(artifact, checked, plan[0], num * runs, depth, timeout_s * runs, main_text, spec.main_module)
+        one = _one_run(artifact, checked, plan[0], num * runs, depth, timeout_s * runs, main_text,
+                       spec.main_module, cut_short_coverage)
         if one[0].outcome == Outcome.OK:
             done = [one]
         else:
@@ -315,7 +332,8 @@ def score(
         with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
             done = list(
                 pool.map(
-                    lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text, spec.main_module),
+                    lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
+                                       spec.main_module, cut_short_coverage),
                     plan,
                 )
             )
@@ -326,7 +344,7 @@ def score(
         cfg_source=config.source,
         cfg_notes=config.notes,
         settings={"runs": runs, "num": num, "depth": depth, "seed": seed, "timeout_s": timeout_s,
-                  "batched": int(len(done) == 1 and runs > 1)},
+                  "batched": int(len(done) == 1 and runs > 1), "cut_short_coverage": int(cut_short_coverage)},
     )
     actions = list(dict.fromkeys(a for r in result.runs for a in r.actions))
     if not actions:
