@@ -295,6 +295,59 @@ def sysmobench(
         console.print(f"  Bug controls: {sum(bool(r.bug_found) for r in bugs)} of {len(bugs)} bugs exposed "
                       "(a check of the spec's own cfg violated, with a counterexample).")
 @reproduce_app.command(
+    "transitions",
+    help=(
+        "SysMoBench's tv-eval examples (spin, etcd ai_spec_1/ai_spec_2 of <data>/sysmobench/spec_additions): every "
+        "recorded windows_<Action>.ndjson checked with TLC as one step of the spec's action, with the mapping the "
+        "harness's TV module describes; per action windows, passed, failed, inconclusive and the pass rate beside "
+        "the harness's reports (HandleVoteRequest_report.md)."
+    ),
+)
+def transitions_command(
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."),
+    systems: list[str] = typer.Option([], "--system", "-s", help="Only these systems (repeatable): spin, etcd."),
+    output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
+) -> None:
+    from sysmo.benchmarks.datadir import require_data_dir
+    from sysmo.evals.reproduce_transitions import headline, reproduce
+
+    if output_format not in ("table", "json"):
+        raise ConfigError(f"unknown --format {output_format!r}: use table or json")
+    err = Console(stderr=True)
+
+    def progress(row) -> None:
+        err.print(f"{row.system}/{row.spec} {row.result.action}: {row.result.passed}/{row.result.windows} "
+                  f"({row.seconds:.1f} s)", highlight=False)
+
+    rows = reproduce(require_data_dir(data_dir), systems=tuple(systems), progress=progress)
+    if output_format == "json":
+        typer.echo(json.dumps([{"system": r.system, "spec": r.spec, "published": r.published, "agrees": r.agrees,
+                                **r.result.model_dump(mode="json"), "pass_rate": r.result.pass_rate}
+                               for r in rows], indent=2))
+        return
+    table = Table(title="Transition validation: windows passed per action (published)")
+    for column in ("system", "spec", "action", "windows", "passed", "failed", "inconcl.", "pass %", "published",
+                   "first failing window"):
+        table.add_column(column, justify="right" if column in ("windows", "passed", "failed", "inconcl.",
+                                                               "pass %") else "left")
+    for row in rows:
+        r = row.result
+        first = r.first_failure
+        published = "-" if row.published is None else (
+            f"{row.published[0]}/{row.published[1]}" + ("" if row.agrees else " [bold red]differs[/]"))
+        table.add_row(row.system, row.spec, r.action, str(r.windows), str(r.passed), str(r.failed),
+                      str(r.inconclusive), _pct(r.pass_rate), published,
+                      "" if first is None else f"#{first['id']}: {first['explanation'][:200]}")
+    console = Console(width=max(Console().width, 180))
+    console.print(table)
+    for key in dict.fromkeys((row.system, row.spec) for row in rows):
+        scores = headline([row.result for row in rows if (row.system, row.spec) == key])
+        console.print(f"  {key[0]}/{key[1]}: mean pass rate over actions {_pct(scores['mean_pass_rate'])} %, "
+                      f"actions with every window passed {_pct(scores['all_pass_share'])} %, transitions passed "
+                      f"{_pct(scores['transitions'])} %", highlight=False)
+
+
+@reproduce_app.command(
     "r2abench",
     help=(
         "R2ABench: replay every prediction of a checkout of the replication package (Output/E-R2A/...) through "

@@ -52,6 +52,7 @@ DEFAULT_MAX_STATES = 500_000
 DEFAULT_TIMEOUT_S = 120.0
 WINDOWS_FILE = re.compile(r"^windows_(?P<action>[A-Za-z_]\w*)\.ndjson$")
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
+TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<<|>>|\|->|[\[\]{}(),]|[^"<>|\[\]{}(),]+|[<>|]')
 
 # ------------------------------------------------------------------------------------------------- windows
 
@@ -403,13 +404,39 @@ def _printed(result: CheckResult) -> tuple[dict[int, int], dict[int, list[list[M
     return pre, steps
 
 
+def _elements(text: str) -> list[str] | None:
+    """The top-level items of a TLA+ tuple as TLC prints it (``<<1, <<2>>, "a">>``), or None for anything else."""
+    text = text.strip()
+    if not (text.startswith("<<") and text.endswith(">>")):
+        return None
+    items, depth, current = [], 0, ""
+    for token in TOKEN.findall(text[2:-2]):
+        depth += token in ("<<", "[", "{", "(")
+        depth -= token in (">>", "]", "}", ")")
+        if token == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += token
+    return items + [current.strip()] if current.strip() else items
+
+
+def describe_miss(miss: Miss) -> str:
+    """``votedFor[2]: the step gives 1, the recording has 2`` for tuples of equal length, else the whole values."""
+    got, recorded = _elements(miss.got), _elements(miss.recorded)
+    if got is not None and recorded is not None and len(got) == len(recorded):
+        return "; ".join(f"{miss.check}[{i}]: the step gives {a}, the recording has {b}"
+                         for i, (a, b) in enumerate(zip(got, recorded), start=1) if a != b)
+    return f"{miss.check}: the step gives {miss.got}, the recording has {miss.recorded}"
+
+
 def _explain(action: str, pre: int, steps: list[list[Miss]]) -> tuple[str, list[Miss]]:
     if pre == 0:
         return "the recorded pre state gives no initial state (the bindings' constraints cannot all hold)", []
     if not steps:
         return f"{action} is not enabled in the recorded pre state: the spec takes no step of it there", []
     closest = min(steps, key=len)
-    shown = "; ".join(f"{m.check}: the step gives {m.got}, the recording has {m.recorded}" for m in closest)
+    shown = "; ".join(describe_miss(m) for m in closest)
     what = "the only step" if len(steps) == 1 else f"the closest of {len(steps)} steps"
     return f"{action} is enabled but no step reaches the recorded post state; {what} differs in " \
            f"{', '.join(m.check for m in closest)} ({shown})", closest
