@@ -48,6 +48,7 @@ PRE = "tv__pre"  # tag printed for every initial state
 POST = "tv__post"  # tag printed for every step, with the checks it misses
 MARKER = "tv__"
 WINDOW_RECORD = "w"  # the current window, as the harness's TV modules name it
+CONDITION = "condition: "  # how a missed condition check is printed (its text follows)
 DEFAULT_MAX_STATES = 500_000
 DEFAULT_TIMEOUT_S = 120.0
 WINDOWS_FILE = re.compile(r"^windows_(?P<action>[A-Za-z_]\w*)\.ndjson$")
@@ -286,8 +287,10 @@ def checking_module(spec: Artifact, mapping: TransitionMapping, windows: list[Wi
     diffs = []
     for check in checks:
         label = tla_value(check.name)
-        if check.condition is not None:
-            diffs.append(f'(IF ({check.condition})\' THEN <<>> ELSE <<{label}, "FALSE", "TRUE">>)')
+        if check.condition is not None:  # the successor's value of the variable named, and the condition's text
+            shown = f"ToString({check.name}')" if check.name in sig.variables else '"FALSE"'
+            diffs.append(f"(IF ({check.condition})' THEN <<>> ELSE <<{label}, {shown}, "
+                         f"{tla_value(CONDITION + ' '.join(check.condition.split()))}>>)")
         else:
             # compared as TLC prints them: a recorded value of another type (the string "None" where the spec
             # has the node 1) is then a difference to report, not an evaluation error that stops the run
@@ -422,7 +425,10 @@ def _elements(text: str) -> list[str] | None:
 
 
 def describe_miss(miss: Miss) -> str:
-    """``votedFor[2]: the step gives 1, the recording has 2`` for tuples of equal length, else the whole values."""
+    """``votedFor[2]: the step gives 1, the recording has 2`` for tuples of equal length, else the whole values;
+    for a condition check, the successor's value and the condition it fails."""
+    if miss.recorded.startswith(CONDITION):
+        return f"{miss.check}: the step gives {miss.got}, which fails {miss.recorded.removeprefix(CONDITION)}"
     got, recorded = _elements(miss.got), _elements(miss.recorded)
     if got is not None and recorded is not None and len(got) == len(recorded):
         return "; ".join(f"{miss.check}[{i}]: the step gives {a}, the recording has {b}"
@@ -624,3 +630,96 @@ def from_harness_module(text: str, cfg: str | None = None) -> tuple[TransitionMa
                                 post_checks=extra, definitions=kept, constants=constants, source="harness",
                                 notes=["read from the harness's TV module: Init, Next and PostReached as written"])
     return mapping, instance.group(2), windows.group(1) if windows else None
+
+
+# ------------------------------------------------------------------------------------- mapping by names
+
+BINDER = re.compile(r"\\E\s+(?P<binders>[^:]+?)\s*:\s*(?:\(\s*)?(?P<action>[A-Za-z_]\w*)\s*\(")
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[_\-\s]", "", name).lower()
+
+
+def _binders(text: str) -> dict[str, str]:
+    """``n \\in Nodes, m \\in messages`` / ``n, m \\in Nodes`` -> {n: Nodes, m: messages}."""
+    out: dict[str, str] = {}
+    for group in re.finditer(r"((?:\w+\s*,\s*)*\w+)\s*\\in\s*([^,]+(?:\([^)]*\))?)", text):
+        for name in re.split(r"\s*,\s*", group.group(1).strip()):
+            out[name] = group.group(2).strip()
+    return out
+
+
+def _domains(definitions: dict[str, str], operators: dict[str, list[str]], action: str,
+             depth: int = 3) -> dict[str, str]:
+    """What ``Next`` quantifies each parameter of ``action`` over: directly (``\\E n \\in Nodes : A(n)``) or through
+    operators that pass their own parameters on (``\\E t \\in Threads : ThreadNext(t)``, ``ThreadNext(t) == A(t)``)."""
+    params = operators.get(action, [])
+    body = _strip_comments(definitions.get("Next", ""))
+    for match in BINDER.finditer(body):
+        if match.group("action") == action:
+            bound = _binders(match.group("binders"))
+            call = re.search(rf"{action}\s*\(([^)]*)\)", body[match.start():])
+            passed = [a.strip() for a in call.group(1).split(",")] if call else []
+            return {p: bound[a] for p, a in zip(params, passed) if a in bound}
+    if depth == 0:
+        return {}
+    for caller, text in definitions.items():
+        caller_params = operators.get(caller, [])
+        if caller in ("Next", action) or not caller_params:
+            continue
+        for call in re.finditer(rf"\b{action}\s*\(([^)]*)\)", _strip_comments(text.split("==", 1)[1])):
+            passed = [a.strip() for a in call.group(1).split(",")]
+            if all(a in caller_params for a in passed):
+                outer = _domains(definitions, operators, caller, depth - 1)
+                found = {p: outer[a] for p, a in zip(params, passed) if a in outer}
+                if len(found) == len(params):
+                    return found
+    return {}
+
+
+def mapping_by_names(spec: Artifact, windows: WindowSet) -> TransitionMapping:
+    """The mapping when the recording uses the spec's names: recorded fields bind the variables of the same name
+    (case and underscores ignored), the action is the operator of the window file's name, its parameters range
+    over what the spec's ``Next`` quantifies them over, and every other variable keeps its value from the spec's
+    ``Init`` (a message handler's message set holds just the window's ``input``). Gaps are a ``TaskError`` saying
+    which mapping entry to write."""
+    sig = signature(spec)
+    action = next((o for o in sig.operators if _norm(o) == _norm(windows.action)), None)
+    if action is None:
+        raise TaskError(f"the spec has no action named like {windows.action}: write a mapping naming the action")
+    fields = set.intersection(*(set(w.pre) & set(w.post) for w in windows.windows))
+    definitions = _definitions(spec.main_text)
+    init = {}
+    for part in _conjuncts(definitions["Init"]) if "Init" in definitions else []:
+        match = re.match(r"(\w+)\s*(=|\\in)\s*(.*)", part, re.S)
+        if match:
+            init[match.group(1)] = (match.group(2), match.group(3).strip())
+    params = sig.operators.get(action, [])
+    domains = _domains(definitions, sig.operators, action)
+    has_input = any(w.input is not None for w in windows.windows)
+    inbox = {domains[p] for p in params if domains.get(p) in sig.variables} if has_input else set()
+    notes = []
+    variables = []
+    for variable in sig.variables:
+        field = next((f for f in sorted(fields) if _norm(f) == _norm(variable)), None)
+        if field is not None:
+            variables.append(VariableBinding(variable=variable, field=field))
+        elif variable in inbox:
+            variables.append(VariableBinding(variable=variable, init=f"{{{WINDOW_RECORD}.input}}"))
+            notes.append(f"{variable}: holds only the window's input (the message {action} handles)")
+        elif variable in init:
+            relation, value = init[variable]
+            variables.append(VariableBinding(variable=variable, init=value, relation=relation))  # type: ignore[arg-type]
+            notes.append(f"{variable}: not recorded; its value in the spec's Init")
+        else:
+            raise TaskError(f"{windows.action}: variable {variable} is not recorded and the spec's Init gives it no "
+                            "plain value: write a mapping with an init expression for it")
+    unused = sorted(f for f in fields if not any(b.field == f for b in variables))
+    if unused:
+        notes.append(f"recorded fields with no variable of that name (not checked): {', '.join(unused)}")
+    missing = [p for p in params if p not in domains]
+    if missing:
+        raise TaskError(f"{action}({', '.join(params)}): the spec's Next does not say what {', '.join(missing)} "
+                        "range over: write a mapping with parameters")
+    return TransitionMapping(action=action, parameters=domains, variables=variables, source="names", notes=notes)
