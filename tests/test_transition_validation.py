@@ -291,3 +291,26 @@ def test_the_sysmobench_loader_attaches_a_task_windows_folder(shared_benchmarks:
     tasks = {t.id: t for t in sysmobench.load(shared_benchmarks / "sysmobench", windows_dir=tmp_path)}
     assert tasks["sysmobench/spin"].references.windows == tmp_path / "spin"
     assert tasks["sysmobench/etcd"].references.windows is None
+
+
+# ------------------------------------------------------------------------------------------ the command
+
+
+@pytest.mark.slow
+def test_sysmo_reproduce_transitions_prints_the_per_action_rates(skills: Path, tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from sysmo_cli import run_sysmo
+
+    from sysmo.evals.reproductions import discover
+
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    assert "transitions" in discover()
+    data = skills.parents[2].parent
+    run = run_sysmo("reproduce", "transitions", "--data-dir", str(data), "--system", "spin", "--format", "json")
+    assert run.code == 0, run.stderr
+    (row,) = json.loads(run.stdout)
+    assert (row["system"], row["action"], row["passed"], row["windows"], row["inconclusive"]) == \
+        ("spin", "AcquireLock", 123, 210, 0)
+    assert row["first_failure"]["id"] == 4 and "not enabled" in row["first_failure"]["explanation"]
+    run = run_sysmo("reproduce", "transitions", "--data-dir", str(data), "--format", "csv")
+    assert run.code != 0 and "unknown --format 'csv'" in run.stderr

@@ -424,6 +424,14 @@ def _elements(text: str) -> list[str] | None:
     return items + [current.strip()] if current.strip() else items
 
 
+def _differing(miss: Miss) -> int:
+    """How many items of a tuple differ (1 for other values): ties between steps go to the nearer one."""
+    got, recorded = _elements(miss.got), _elements(miss.recorded)
+    if got is None or recorded is None or len(got) != len(recorded):
+        return 1
+    return sum(a != b for a, b in zip(got, recorded))
+
+
 def describe_miss(miss: Miss) -> str:
     """``votedFor[2]: the step gives 1, the recording has 2`` for tuples of equal length, else the whole values;
     for a condition check, the successor's value and the condition it fails."""
@@ -441,7 +449,7 @@ def _explain(action: str, pre: int, steps: list[list[Miss]]) -> tuple[str, list[
         return "the recorded pre state gives no initial state (the bindings' constraints cannot all hold)", []
     if not steps:
         return f"{action} is not enabled in the recorded pre state: the spec takes no step of it there", []
-    closest = min(steps, key=len)
+    closest = min(steps, key=lambda misses: (len(misses), sum(_differing(m) for m in misses)))
     shown = "; ".join(describe_miss(m) for m in closest)
     what = "the only step" if len(steps) == 1 else f"the closest of {len(steps)} steps"
     return f"{action} is enabled but no step reaches the recorded post state; {what} differs in " \
