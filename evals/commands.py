@@ -503,9 +503,60 @@ def reproduce_all(
     typer.echo(f"report: {paths['markdown']}  html: {paths['html']}")
 
 
+def check_transitions(
+    spec: Path = typer.Argument(..., help="The model: a .tla file (its .cfg beside it gives the constants)."),
+    windows: Path = typer.Option(..., "--windows", help="Folder of windows_<Action>.ndjson files (with "
+                                 "mapping_<Action>.json or harness TV_<Action>.tla files beside them, if any)."),
+    as_json: bool = typer.Option(False, "--json", help="Print every action's result as JSON."),
+    max_states: int = typer.Option(500_000, "--max-states", help="TLC's state bound per action (then inconclusive)."),
+    timeout_s: float = typer.Option(120.0, "--timeout", help="Seconds per action's TLC run (then inconclusive)."),
+) -> None:
+    """Check recorded transitions: each window of each action as one step of the model's action (one TLC run per
+    action); per action windows, passed, failed, inconclusive and the first failing window, explained.
+
+    Exit code 0 when every window passes, 1 otherwise, 2 on a usage error.
+    """
+    from sysmo.contracts.artifact import Artifact, Language
+    from sysmo.evals.metrics import tla_transitions
+    from sysmo.tools.tla import transition_validation as tv
+
+    if spec.suffix != ".tla" or not spec.is_file():
+        raise ConfigError(f"{spec} is not a .tla file: give the model to check (e.g. Spec.tla)")
+    files = {spec.name: spec.read_text(encoding="utf-8")}
+    cfg = spec.with_suffix(".cfg")
+    if cfg.is_file():
+        files[cfg.name] = cfg.read_text(encoding="utf-8")
+    found = tv.windows_in(windows)
+    if not found:
+        raise ConfigError(f"no windows_<Action>.ndjson in {windows}")
+    result = tla_transitions.score(Artifact(language=Language.TLA, files=files), found, folder=windows,
+                                   max_states=max_states, timeout_s=timeout_s)
+    if as_json:
+        typer.echo(json.dumps({"mean_pass_rate": result.mean_pass_rate, "all_pass_share": result.all_pass_share,
+                               "transitions": result.transitions,
+                               "actions": [{**a.result.model_dump(mode="json", exclude={"verdicts"}),
+                                            "pass_rate": a.result.pass_rate, "mapping": a.mapping_source}
+                                           for a in result.actions]}, indent=2))
+    else:
+        console = Console()
+        for a in result.actions:
+            r = a.result
+            console.print(f"{r.action}: {r.passed}/{r.windows} passed ({_pct(r.pass_rate)} %), {r.failed} failed, "
+                          f"{r.inconclusive} inconclusive  [mapping: {a.mapping_source}]", highlight=False,
+                          markup=False)
+            if r.first_failure:
+                console.print(f"  first failing window #{r.first_failure['id']}: {r.first_failure['explanation']}",
+                              highlight=False, markup=False, soft_wrap=True)
+        console.print(f"mean pass rate over actions {_pct(result.mean_pass_rate)} %, transitions passed "
+                      f"{_pct(result.transitions)} %", highlight=False)
+    if any(a.result.passed < a.result.windows for a in result.actions):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(
         reproduce_app,
         name="reproduce",
         help="Re-score published benchmark outputs and compare with the papers' tables.",
     )
+    app.command(name="check-transitions")(check_transitions)

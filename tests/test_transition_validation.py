@@ -314,3 +314,24 @@ def test_sysmo_reproduce_transitions_prints_the_per_action_rates(skills: Path, t
     assert row["first_failure"]["id"] == 4 and "not enabled" in row["first_failure"]["explanation"]
     run = run_sysmo("reproduce", "transitions", "--data-dir", str(data), "--format", "csv")
     assert run.code != 0 and "unknown --format 'csv'" in run.stderr
+
+
+def test_sysmo_check_transitions_checks_a_spec_file_against_a_windows_folder(tmp_path: Path) -> None:
+    from sysmo_cli import run_sysmo
+
+    (tmp_path / "Counter.tla").write_text(COUNTER)
+    (tmp_path / "Counter.cfg").write_text("CONSTANT Max = 5\n")
+    folder = tmp_path / "windows"
+    folder.mkdir()
+    (folder / "windows_Inc.ndjson").write_text(
+        '{"id": 1, "pre": {"x": 0, "mode": "run"}, "post": {"x": 2, "mode": "run"}}\n'
+        '{"id": 2, "pre": {"x": 3, "mode": "run"}, "post": {"x": 6, "mode": "run"}}\n')
+    run = run_sysmo("check-transitions", str(tmp_path / "Counter.tla"), "--windows", str(folder), "--json")
+    assert run.code == 1, run.stderr  # a window failed
+    report = json.loads(run.stdout)
+    (action,) = report["actions"]
+    assert (action["action"], action["passed"], action["windows"], action["mapping"]) == ("Inc", 1, 2, "names")
+    assert action["first_failure"]["id"] == 2 and report["mean_pass_rate"] == 0.5
+    (folder / "windows_Inc.ndjson").write_text('{"id": 1, "pre": {"x": 0}}\n')
+    run = run_sysmo("check-transitions", str(tmp_path / "Counter.tla"), "--windows", str(folder))
+    assert run.code != 0 and "windows_Inc.ndjson line 1 is not a window" in run.output

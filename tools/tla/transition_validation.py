@@ -49,6 +49,9 @@ POST = "tv__post"  # tag printed for every step, with the checks it misses
 MARKER = "tv__"
 WINDOW_RECORD = "w"  # the current window, as the harness's TV modules name it
 CONDITION = "condition: "  # how a missed condition check is printed (its text follows)
+# TLC register REGISTER_BASE + i for window i: 0 nothing seen yet, 1 its pre state printed, 2 a step passed (decided:
+# no further steps of it are taken or printed). One worker (model_check's default) keeps the registers in one place.
+REGISTER_BASE = 8192
 DEFAULT_MAX_STATES = 500_000
 DEFAULT_TIMEOUT_S = 120.0
 WINDOWS_FILE = re.compile(r"^windows_(?P<action>[A-Za-z_]\w*)\.ndjson$")
@@ -307,19 +310,24 @@ def checking_module(spec: Artifact, mapping: TransitionMapping, windows: list[Wi
         f"TV__Windows == <<\n  {literals}\n  >>\n\n"
         f"{WINDOW_RECORD} == TV__Windows[{WINDOW}]\n\n"
         f"{mapping.definitions.strip()}\n\n"
+        f"ASSUME \\A tv__i \\in 1..Len(TV__Windows) : TLCSet({REGISTER_BASE} + tv__i, 0)\n\n"
         "TV__Init ==\n"
         f"    /\\ {WINDOW} \\in 1..Len(TV__Windows)\n"
         f"    /\\ {STEP} = 0\n"
         f"{inits}\n"
-        f'    /\\ PrintT(<<"{PRE}", {WINDOW}>>)\n\n'
+        f"    /\\ IF TLCGet({REGISTER_BASE} + {WINDOW}) > 0 THEN TRUE\n"
+        f'       ELSE PrintT(<<"{PRE}", {WINDOW}>>) /\\ TLCSet({REGISTER_BASE} + {WINDOW}, 1)\n\n'
         "\\* the checks of the recorded post state this step misses: name, the step's value, the recorded value\n"
         "TV__Misses ==\n    " + "\n    \\o ".join(diffs) + "\n\n"
         "TV__Next ==\n"
         f"    /\\ {STEP} = 0\n"
+        f"    /\\ TLCGet({REGISTER_BASE} + {WINDOW}) < 2  \\* decided once a step passed\n"
         f"    /\\ {mapping.step(params)}\n"
         f"    /\\ {STEP}' = 1\n"
         f"    /\\ {WINDOW}' = {WINDOW}\n"
-        f'    /\\ PrintT(<<"{POST}", {WINDOW}, TV__Misses>>)\n'
+        "    /\\ LET misses == TV__Misses IN\n"
+        f'       /\\ PrintT(<<"{POST}", {WINDOW}, misses>>)\n'
+        f"       /\\ IF misses = <<>> THEN TLCSet({REGISTER_BASE} + {WINDOW}, 2) ELSE TRUE\n"
         "====\n"
     )
     base = tlc_cfg.parse(base_cfg) if base_cfg else tlc_cfg.TlcConfig()
@@ -346,8 +354,8 @@ class Miss(BaseModel):
 class WindowVerdict(BaseModel):
     id: int
     verdict: Verdict
-    steps: int = 0  # steps of the action from the pre state(s)
-    pre_states: int = 0
+    steps: int = 0  # steps of the action from the pre state(s) (a passed window: those taken until one passed)
+    pre_states: int = 0  # 1 when the pre state gave an initial state (printed once per window), else 0
     closest: list[Miss] = Field(default_factory=list)  # the misses of the step closest to the recording
     explanation: str = ""
     trace_id: str | None = None
