@@ -726,7 +726,8 @@ def mapping_by_names(spec: Artifact, windows: WindowSet) -> TransitionMapping:
             notes.append(f"{variable}: holds only the window's input (the message {action} handles)")
         elif variable in init:
             relation, value = init[variable]
-            variables.append(VariableBinding(variable=variable, init=value, relation=relation))  # type: ignore[arg-type]
+            variables.append(VariableBinding(variable=variable, init=value,
+                                             relation=relation))  # type: ignore[arg-type]
             notes.append(f"{variable}: not recorded; its value in the spec's Init")
         else:
             raise TaskError(f"{windows.action}: variable {variable} is not recorded and the spec's Init gives it no "
