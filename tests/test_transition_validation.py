@@ -115,6 +115,19 @@ def test_a_state_bound_makes_undecided_windows_inconclusive_never_passed() -> No
     assert all("inconclusive" in v.explanation for v in result.verdicts)
 
 
+def test_an_evaluation_error_is_pinned_to_its_window_and_the_others_are_still_decided() -> None:
+    windows = _windows([
+        {"id": 1, "pre": {"x": 0, "mode": "run"}, "post": {"x": 1, "mode": "run"}},
+        {"id": 2, "pre": {"x": "zero", "mode": "run"}, "post": {"x": 1, "mode": "run"}},  # x + k fails
+        {"id": 3, "pre": {"x": 4, "mode": "run"}, "post": {"x": 4, "mode": "run"}},
+    ])
+    result = tv.validate_action(_counter(), tv.mapping_by_names(_counter(), windows), windows)
+    assert [v.verdict for v in result.verdicts] == ["passed", "error", "failed"]
+    assert result.runs == 2 and (result.passed, result.failed, result.errors) == (1, 2, 1)
+    assert result.verdicts[1].explanation.startswith("the spec fails to evaluate on this window")
+    assert result.first_failure["id"] == 2
+
+
 # ------------------------------------------------------------------------------------------ harness examples
 
 # measured with `sysmo reproduce transitions` (docs/transition-validation.md); HandleVoteRequest as published

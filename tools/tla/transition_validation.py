@@ -54,6 +54,7 @@ CONDITION = "condition: "  # how a missed condition check is printed (its text f
 REGISTER_BASE = 8192
 DEFAULT_MAX_STATES = 500_000
 DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RUNS = 16  # TLC runs per action when the spec fails to evaluate on windows (one run otherwise)
 WINDOWS_FILE = re.compile(r"^windows_(?P<action>[A-Za-z_]\w*)\.ndjson$")
 STRING = re.compile(r'"((?:[^"\\]|\\.)*)"')
 TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|<<|>>|\|->|[\[\]{}(),]|[^"<>|\[\]{}(),]+|[<>|]')
@@ -470,11 +471,20 @@ def _run(files: dict[str, str], module: ActionModule, max_states: int, timeout_s
                            max_states=max_states, timeout_s=timeout_s, printed_marker=MARKER)
 
 
+def _culprit(result: CheckResult, size: int) -> int | None:
+    """The window (1..size) whose state TLC was evaluating when it failed: the last state of its error trace."""
+    trace = tlc.report_of(result).trace
+    value = trace[-1].variables.get(WINDOW, "") if trace else ""
+    return int(value) if value.strip().isdigit() and 1 <= int(value) <= size else None
+
+
 def validate_action(spec: Artifact, mapping: TransitionMapping, windows: WindowSet | list[Window], *,
                     cfg: str | None = None, max_states: int = DEFAULT_MAX_STATES,
-                    timeout_s: float = DEFAULT_TIMEOUT_S) -> ActionResult:
-    """Check every window against one step of ``mapping.action``: one TLC run for all windows (more only when the
-    spec fails to evaluate on some window: then the undecided ones are checked again in halves)."""
+                    timeout_s: float = DEFAULT_TIMEOUT_S, max_runs: int = DEFAULT_MAX_RUNS) -> ActionResult:
+    """Check every window against one step of ``mapping.action``: one TLC run for all windows. More only when the
+    spec fails to evaluate on some window: that window (named by TLC's error trace) gets the error and the
+    undecided others are checked again (in halves when TLC names none), at most ``max_runs`` runs in all; windows
+    still undecided then share the last error."""
     items = windows.windows if isinstance(windows, WindowSet) else list(windows)
     if spec.language != Language.TLA:
         raise TaskError(f"transition validation needs a TLA+ spec, not {spec.language.value}")
@@ -501,6 +511,7 @@ def validate_action(spec: Artifact, mapping: TransitionMapping, windows: WindowS
                                 errors=len(items), runs=runs, tool_version=version, mapping_source=mapping.source,
                                 error=f"TLC could not check {mapping.action}: {message}")
         undecided: list[Window] = []
+        culprit = _culprit(result, len(batch)) if evaluation else None
         for index, window in enumerate(batch, start=1):
             own = steps.get(index, [])
             if any(not misses for misses in own):
@@ -512,18 +523,21 @@ def validate_action(spec: Artifact, mapping: TransitionMapping, windows: WindowS
                 decided[window.id] = WindowVerdict(id=window.id, verdict="failed", steps=len(own), closest=closest,
                                                    pre_states=pre.get(index, 0), trace_id=window.trace_id,
                                                    explanation=text)
-            elif evaluation and len(batch) > 1:
+            elif evaluation and len(batch) > 1 and index != culprit and runs < max_runs:
                 undecided.append(window)
             elif evaluation:
+                why = ("the spec fails to evaluate on this window" if index == culprit or len(batch) == 1 else
+                       f"not decided: TLC stopped at an evaluation error {runs} times (the run limit)")
                 decided[window.id] = WindowVerdict(id=window.id, verdict="error", steps=len(own),
                                                    trace_id=window.trace_id,
-                                                   explanation=f"the spec fails to evaluate on this window: "
-                                                               f"{result.summary(3)[:600]}")
+                                                   explanation=f"{why}: {result.summary(3)[:600]}")
             else:  # a state bound, the time limit or a resource ran out: not a pass, not a failure
                 decided[window.id] = WindowVerdict(id=window.id, verdict="inconclusive", steps=len(own),
                                                    trace_id=window.trace_id,
                                                    explanation=f"inconclusive: {reason}")
-        if undecided:
+        if undecided and culprit is not None:
+            pending.append(undecided)
+        elif undecided:
             half = (len(undecided) + 1) // 2
             pending += [part for part in (undecided[:half], undecided[half:]) if part]
     verdicts = [decided[w.id] for w in items]
