@@ -82,6 +82,45 @@ def test_a_mapping_that_leaves_a_variable_unbound_or_names_no_action_is_refused_
         tv.checking_module(_counter(), no_domain, windows.windows)
 
 
+HARNESS_MODULE = """---- MODULE TV_Inc ----
+EXTENDS Naturals, TLC, Json, IOUtils
+CONSTANTS Max
+VARIABLES x, mode, step
+S == INSTANCE Counter
+AllWindows == ndJsonDeserialize("windows_Inc.ndjson")
+w == AllWindows[atoi(IOEnv.WINDOW_INDEX)]
+Twice(v) == 2 * v   \\* a helper the module defines
+Init ==
+    /\\ x = w.pre.x
+    /\\ mode \\in {"run", "stopped"}
+    /\\ step = 0
+Next ==
+    /\\ step = 0
+    /\\ \\E k \\in 1..2 : S!Inc(k)
+    /\\ step' = 1
+PostReached ==
+    /\\ step = 1
+    /\\ x = w.post.x
+    /\\ Twice(x) >= 0
+NeverPost == ~PostReached
+====
+"""
+
+
+def test_a_harness_tv_module_reads_as_a_mapping() -> None:
+    mapping, instance, windows_file = tv.from_harness_module(HARNESS_MODULE, "CONSTANTS\n    Max = 5\n")
+    assert (mapping.action, instance, windows_file, mapping.source) == ("Inc", "Counter", "windows_Inc.ndjson",
+                                                                        "harness")
+    assert mapping.call == "(\\E k \\in 1..2 : Inc(k))" and mapping.constants == ["Max = 5"]
+    assert [(b.variable, b.field, b.init, b.relation) for b in mapping.variables] == [
+        ("x", "x", None, "="), ("mode", None, '{"run", "stopped"}', "\\in")]
+    assert [(c.name, c.projection, c.condition) for c in mapping.checks()] == [
+        ("x", "x", None), ("post3", None, "Twice(x) >= 0")]
+    assert "Twice(v) == 2 * v" in mapping.definitions and "AllWindows" not in mapping.definitions
+    with pytest.raises(TaskError, match="not a harness TV module"):
+        tv.from_harness_module("---- MODULE M ----\n====\n")
+
+
 # ------------------------------------------------------------------------------------------ small spec, TLC
 
 

@@ -626,6 +626,7 @@ def from_harness_module(text: str, cfg: str | None = None) -> tuple[TransitionMa
         raise TaskError("harness Next names no action of the spec (S!Action)")
     by_name = {b.variable: b for b in variables}
     extra: list[PostCheck] = []
+    checked: set[str] = set()  # variables PostReached compares with the window's post state
     for number, part in enumerate(_conjuncts(definitions["PostReached"]), start=1):
         part = unqualify.sub("", part.strip())
         if re.match(r"step\s*=", part):
@@ -633,25 +634,20 @@ def from_harness_module(text: str, cfg: str | None = None) -> tuple[TransitionMa
         match = re.fullmatch(r"(\w+)\s*=\s*(.+)", part, re.S)
         if match and match.group(1) in by_name:
             binding = by_name[match.group(1)]
+            checked.add(binding.variable)
             expected = match.group(2).strip()
             simple = re.fullmatch(rf"{WINDOW_RECORD}\.post\.(\w+)", expected)
-            if simple and binding.field == simple.group(1):
-                continue  # the default check of a field binding
-            by_name[match.group(1)] = binding.model_copy(update={"expect": expected})
+            if not (simple and binding.field == simple.group(1)):  # else the field binding's own check
+                by_name[binding.variable] = binding.model_copy(update={"expect": expected})
         else:
             touched = re.findall(r"\b(\w+)\s*\[", part)
             label = next((t for t in touched if t in by_name), f"post{number}")
             extra.append(PostCheck(name=label, condition=part))
-    checked = {b.variable for b in by_name.values() if b.expect} | {
-        b.variable for b in by_name.values() if b.field and re.search(
-            rf"^\s*/\\\s*{b.variable}\s*=\s*{WINDOW_RECORD}\.post\.{b.field}\b", definitions["PostReached"], re.M)}
     final = []
     for binding in by_name.values():
-        if binding.variable not in checked and binding.expect is None:
+        if binding.variable not in checked and binding.field is not None:
             # set from the pre state but not compared after the step (the harness leaves it free)
-            binding = VariableBinding(variable=binding.variable,
-                                      init=binding.init or f"{WINDOW_RECORD}.pre.{binding.field}",
-                                      relation=binding.relation)
+            binding = VariableBinding(variable=binding.variable, init=f"{WINDOW_RECORD}.pre.{binding.field}")
         final.append(binding)
     kept = "\n\n".join(unqualify.sub("", body) for name, body in definitions.items()
                        if name not in HARNESS_SKIPPED and name != alias)
