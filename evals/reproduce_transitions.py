@@ -56,6 +56,7 @@ class ActionRow(BaseModel):
     result: tv.ActionResult
     published: tuple[int, int] | None = None  # passed, windows in the harness's report
     report: str | None = None
+    windows_file: str = ""
     seconds: float = 0.0
 
     @property
@@ -150,6 +151,7 @@ def reproduce(data_dir: Path, systems: tuple[str, ...] = (), progress: Any = Non
         for action, result, seconds in run_example(example):
             known = published.get((example.system, example.name, action.action))
             row = ActionRow(system=example.system, spec=example.name, result=result, seconds=seconds,
+                            windows_file=str(action.windows),
                             published=known[1] if known else None,
                             report=f"{action.action}_report.md" if known else None)
             rows.append(row)
@@ -191,7 +193,7 @@ def transitions(options: ReproduceOptions) -> Reproduction:
                                     agrees=row.agrees) if row.published else f"{rate:.1f}",
             "first failing window": "" if first is None else f"#{first['id']}: {first['explanation'][:160]}",
         }
-        table.add(line, Evidence(file=str(skills_dir(data)), samples=[]))
+        table.add(line, Evidence(file=row.windows_file, samples=[]))
     specs = ReproTable(title="per spec: headline scores over its actions",
                        columns=["system", "spec", "actions", "mean pass rate", "all-pass share (harness)",
                                 "transitions passed / transitions"])

@@ -68,6 +68,14 @@ def test_the_action_comes_from_the_file_name_and_node_is_read_as_the_actor(tmp_p
         tv.read_windows('{"id": 1, "pre": {}, "post": {}}')
 
 
+def test_recorded_values_are_translated_into_the_specs_values() -> None:
+    window = tv.Window(id=3, actor=2, pre={"mode": "RUNNING", "pc": ["None", 1]}, post={"mode": "HALTED"},
+                       input={"from": 1, "entries": [{"term": 1}]})
+    literal = tv.window_literal(window, {"RUNNING": '"run"', "HALTED": '"stopped"', "None": "Nil"})
+    assert literal == ('[id |-> 3, pre |-> [mode |-> "run", pc |-> <<Nil, 1>>], post |-> [mode |-> "stopped"], '
+                       "input |-> [from |-> 1, entries |-> <<[term |-> 1]>>], actor |-> 2]")
+
+
 def test_a_mapping_that_leaves_a_variable_unbound_or_names_no_action_is_refused_before_tlc() -> None:
     windows = _windows([{"id": 1, "pre": {"x": 0}, "post": {"x": 1}}])
     partial = tv.TransitionMapping(action="Inc", parameters={"k": "1..2"},
