@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -35,6 +35,9 @@ from sysmo.log import get_logger
 from sysmo.tools.tla import transition_validation as tv
 from sysmo.tools.tla.source import prepare
 from sysmo.tools.tla.trace_validation import signature
+
+if TYPE_CHECKING:
+    from sysmo.evals.cascade import ScoringContext
 
 log = get_logger(__name__)
 
@@ -148,7 +151,7 @@ def task_windows(task: Task) -> Path | None:
     return Path(folder) if folder is not None else None
 
 
-def transitions_stage(artifact: Artifact, task: Task, ctx: Any) -> StageResult:
+def transitions_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
     """The ``transitions`` stage: skipped (not applicable) unless the task provides windows."""
     folder = task_windows(task)
     if folder is None:
