@@ -243,6 +243,22 @@ def test_a_failing_vote_window_is_explained_by_the_variable_and_node_that_differ
     assert "votedFor[1]: the step gives 1, the recording has 2" in result.first_failure["explanation"]
 
 
+def test_the_reference_spin_spec_passes_every_window_once_values_and_both_acquire_actions_are_mapped(
+        skills: Path) -> None:
+    folder = skills / "wv-eval/examples/spin"
+    spec = Artifact(language=Language.TLA, files={"spin.tla": (folder / "reference_spec/spin.tla").read_text()})
+    windows = tv.read_windows(folder / "ai_spec_1/windows_AcquireLock.ndjson").windows[:12]
+    mapping = tv.TransitionMapping(
+        action="AcquireLock", call="\\E t \\in Threads : AcquireLock(t) \\/ AcquireLockDirect(t)",
+        variables=[tv.VariableBinding(variable="lockState", field="lockState"),
+                   tv.VariableBinding(variable="pc", field="pc")],
+        values={"trying": '"acquiring"'}, constants=["Threads = {1, 2, 3}"])
+    assert tv.validate_action(spec, mapping, windows).passed == 12
+    # AcquireLock alone: the 6 uncontended acquisitions are AcquireLockDirect's, not its own
+    alone = mapping.model_copy(update={"call": None, "parameters": {"t": "Threads"}})
+    assert tv.validate_action(spec, alone, windows).passed == 6
+
+
 # ------------------------------------------------------------------------------------------ negative controls
 
 
