@@ -10,8 +10,9 @@ one of the model's; else the names themselves (``mapping_by_names``). An action 
 
 Headline (``value``), by scoring mode (option ``transitions.headline`` overrides):
 - sysmo: the mean over actions of the pass rate (passed windows / windows). Each action is one unit of the
-  model, as in the harness's guide; weighting by windows would let the most recorded action decide (etcd's
-  HandleAppendEntries is 154 of 235 windows: ElectionTimeout at 0/11 still leaves 94.9 % of transitions);
+  model, as in the harness's guide; weighting by windows would let the most recorded action decide (etcd
+  ai_spec_1's HandleAppendEntries is 154 of 215 windows: ElectionTimeout at 0/11 still leaves 94.9 % of
+  transitions);
 - harness: the guide's Phase-3 rule before its audit: an action scores 1 when every window passes, else 0,
   averaged over the actions that have windows (14/21 counts as 0/21).
 Both, and transitions passed / transitions, are in ``metrics``. A window TLC could not decide within its bounds
