@@ -397,6 +397,11 @@ class ActionResult(BaseModel):
         return Outcome.OK
 
 
+def _unescape(text: str) -> str:
+    """A TLA+ string literal's body as text (TLC escapes quotes, backslashes, newlines and tabs)."""
+    return re.sub(r"\\(.)", lambda m: {"n": "\n", "t": "\t"}.get(m.group(1), m.group(1)), text)
+
+
 def _printed(result: CheckResult) -> tuple[dict[int, int], dict[int, list[list[Miss]]]]:
     """Initial states per window, and per window the misses of each step (TLC's printed lines)."""
     pre: dict[int, int] = {}
@@ -409,7 +414,7 @@ def _printed(result: CheckResult) -> tuple[dict[int, int], dict[int, list[list[M
         if tagged.group(1) == PRE:
             pre[index] = pre.get(index, 0) + 1
             continue
-        strings = [bytes(s, "utf-8").decode("unicode_escape") for s in STRING.findall(line[tagged.end():])]
+        strings = [_unescape(s) for s in STRING.findall(line[tagged.end():])]
         misses = [Miss(check=strings[i], got=strings[i + 1], recorded=strings[i + 2])
                   for i in range(0, len(strings) - 2, 3)]
         steps.setdefault(index, []).append(misses)
