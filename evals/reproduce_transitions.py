@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from sysmo.evals.reproductions import Compared, Evidence, ReproduceOptions, Repr
     register_reproduction
 from sysmo.log import get_logger
 from sysmo.tools.tla import transition_validation as tv
+from sysmo.tools.tla.jvm import default_parallel
 
 log = get_logger(__name__)
 
@@ -130,15 +132,17 @@ def run_example(example: HarnessExample, *, max_states: int = tv.DEFAULT_MAX_STA
     if example.spec is None:
         raise TaskError(f"{example.system}/{example.name}: no spec to check ({'; '.join(example.notes)})")
     spec = Artifact(language=Language.TLA, files={example.spec.name: example.spec.read_text(encoding="utf-8")})
-    out = []
-    for action in example.actions:
+
+    def check(action: HarnessAction) -> tuple[HarnessAction, tv.ActionResult, float]:
         cfg = action.cfg.read_text(encoding="utf-8") if action.cfg else None
         mapping, _, _ = tv.from_harness_module(action.module.read_text(encoding="utf-8"), cfg)
         started = time.monotonic()
         result = tv.validate_action(spec, mapping, tv.read_windows(action.windows), max_states=max_states,
                                     timeout_s=timeout_s)
-        out.append((action, result, time.monotonic() - started))
-    return out
+        return action, result, time.monotonic() - started
+
+    with ThreadPoolExecutor(max_workers=default_parallel()) as pool:  # TLC runs on the JVM slots, in order
+        return list(pool.map(check, example.actions))
 
 
 def reproduce(data_dir: Path, systems: tuple[str, ...] = (), progress: Any = None) -> list[ActionRow]:

@@ -22,6 +22,7 @@ is inconclusive: never a pass, and the stage's outcome says so.
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ from sysmo.contracts.task import Task
 from sysmo.errors import SysmoError, TaskError
 from sysmo.log import get_logger
 from sysmo.tools.tla import transition_validation as tv
+from sysmo.tools.tla.jvm import default_parallel
 from sysmo.tools.tla.source import prepare
 from sysmo.tools.tla.trace_validation import signature
 
@@ -125,26 +127,33 @@ def resolve_mapping(artifact: Artifact, windows: tv.WindowSet, folder: Path | No
     return tv.mapping_by_names(artifact, windows)
 
 
+def _score_action(artifact: Artifact, window_set: tv.WindowSet, folder: Path | None,
+                  mapping: tv.TransitionMapping | None, max_states: int, timeout_s: float) -> ActionScore:
+    action = window_set.action
+    try:
+        mapping = mapping or resolve_mapping(artifact, window_set, folder)
+        result = tv.validate_action(artifact, mapping, window_set, max_states=max_states, timeout_s=timeout_s)
+        return ActionScore(action=action, result=result, mapping_source=mapping.source, mapping_notes=mapping.notes)
+    except SysmoError as exc:  # no mapping (no such action, ...) or a module TLC cannot take: each window fails
+        n = len(window_set.windows)
+        first = window_set.windows[0]
+        result = tv.ActionResult(action=action, windows=n, passed=0, failed=n, inconclusive=0, errors=n,
+                                 error=str(exc), first_failure={"id": first.id, "trace_id": first.trace_id,
+                                                                "pre": first.pre, "post": first.post,
+                                                                "input": first.input, "explanation": str(exc)})
+        return ActionScore(action=action, result=result, mapping_source="none")
+
+
 def score(artifact: Artifact, windows: dict[str, tv.WindowSet], *, folder: Path | None = None,
           mappings: dict[str, tv.TransitionMapping] | None = None, max_states: int = tv.DEFAULT_MAX_STATES,
-          timeout_s: float = tv.DEFAULT_TIMEOUT_S) -> TransitionsScore:
-    """Every action's windows against the model, one TLC run per action."""
-    out = TransitionsScore()
-    for action, window_set in sorted(windows.items()):
-        try:
-            mapping = (mappings or {}).get(action) or resolve_mapping(artifact, window_set, folder)
-            result = tv.validate_action(artifact, mapping, window_set, max_states=max_states, timeout_s=timeout_s)
-            out.actions.append(ActionScore(action=action, result=result, mapping_source=mapping.source,
-                                           mapping_notes=mapping.notes))
-        except SysmoError as exc:  # no mapping (no such action, ...) or a module TLC cannot take: each window fails
-            n = len(window_set.windows)
-            first = window_set.windows[0]
-            result = tv.ActionResult(action=action, windows=n, passed=0, failed=n, inconclusive=0, errors=n,
-                                     error=str(exc), first_failure={"id": first.id, "trace_id": first.trace_id,
-                                                                    "pre": first.pre, "post": first.post,
-                                                                    "input": first.input, "explanation": str(exc)})
-            out.actions.append(ActionScore(action=action, result=result, mapping_source="none"))
-    return out
+          timeout_s: float = tv.DEFAULT_TIMEOUT_S, parallel: int | None = None) -> TransitionsScore:
+    """Every action's windows against the model, one TLC run per action; up to ``parallel`` actions at once
+    (default one per core, at most 2, as the other TLC stages). The results are in action order either way."""
+    ordered = [windows[a].model_copy(update={"action": a}) for a in sorted(windows)]
+    with ThreadPoolExecutor(max_workers=max(1, parallel or default_parallel())) as pool:
+        scores = pool.map(lambda w: _score_action(artifact, w, folder, (mappings or {}).get(w.action), max_states,
+                                                  timeout_s), ordered)
+        return TransitionsScore(actions=list(scores))
 
 
 def task_windows(task: Task) -> Path | None:
@@ -164,7 +173,8 @@ def transitions_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
                            skipped_because=f"no windows_<Action>.ndjson in {folder}", metrics={"windows": 0.0})
     result = score(artifact, windows, folder=folder,
                    max_states=int(ctx.option("transitions.max_states", tv.DEFAULT_MAX_STATES)),
-                   timeout_s=float(ctx.option("transitions.timeout_s", tv.DEFAULT_TIMEOUT_S)))
+                   timeout_s=float(ctx.option("transitions.timeout_s", tv.DEFAULT_TIMEOUT_S)),
+                   parallel=None if ctx.option("tlc.parallel", None) is None else int(ctx.option("tlc.parallel", 1)))
     which = str(ctx.by_mode("transitions.headline", sysmo="mean_pass_rate", harness="all_pass_share"))
     outcome = result.outcome
     results = [a.result for a in result.actions]
