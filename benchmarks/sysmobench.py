@@ -16,6 +16,7 @@ to violate (``KNOWN_VIOLATIONS``, each with its source) are loaded with ``expect
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from sysmo.errors import DataMissingError, TaskError, describe_invalid_settings
 from sysmo.log import get_logger
 
 FAMILY = "sysmobench"
+WINDOWS_DIR_ENV = "SYSMO_SYSMOBENCH_WINDOWS_DIR"  # the default windows_dir of load(): <dir>/<task>/windows_*.ndjson
 log = get_logger(__name__)
 
 
@@ -201,9 +203,11 @@ def _read_sources(checkout: Path, files: list[_SourceFile], task: str) -> dict[s
 
 
 def load_task(
-    folder: Path, root: Path, sources_dir: Path | None = None, checkouts: dict[str, Path] | None = None
+    folder: Path, root: Path, sources_dir: Path | None = None, checkouts: dict[str, Path] | None = None,
+    windows_dir: Path | None = None,
 ) -> Task:
-    """One task from ``tasks/<t>/`` and the matching invariant/PGo/bug folders under ``root``."""
+    """One task from ``tasks/<t>/`` and the matching invariant/PGo/bug folders under ``root``; ``windows_dir``:
+    a folder whose ``<t>/`` sub-folder (when present) holds the task's recorded ``windows_<Action>.ndjson``."""
     yaml_path = folder / "task.yaml"
     try:
         spec = TaskYaml(**(_read_yaml(yaml_path) or {}))
@@ -261,6 +265,7 @@ def load_task(
             invariants=invariants,
             traces=traces,
             buggy_variants=_buggy_variants(root / "bug_repro_specs" / name, {i.name for i in invariants}),
+            windows=windows_dir / name if windows_dir is not None and (windows_dir / name).is_dir() else None,
             extra=extra,
         ),
         domain=spec.system_type,
@@ -272,6 +277,7 @@ def load_task(
             "source_file_descriptions": {f.path: f.description for f in files if f.description},
             "has_reference_model": reference is not None,
             "has_traces": traces is not None,
+            "has_windows": windows_dir is not None and (windows_dir / name).is_dir(),
             "has_source": bool(source_files),
             "n_invariants": len(invariants),
             "metadata": spec.metadata,
@@ -280,14 +286,19 @@ def load_task(
 
 
 def load(
-    root: Path, sources_dir: Path | None = None, checkouts: dict[str, Path] | None = None
+    root: Path, sources_dir: Path | None = None, checkouts: dict[str, Path] | None = None,
+    windows_dir: Path | None = None,
 ) -> list[Task]:
-    """Every task under ``root/tasks`` (sorted by name)."""
+    """Every task under ``root/tasks`` (sorted by name); ``windows_dir/<t>/``, when given and present, is task
+    ``t``'s folder of recorded windows (``references.windows``, the optional ``transitions`` stage); default
+    ``$SYSMO_SYSMOBENCH_WINDOWS_DIR``."""
+    if windows_dir is None and os.environ.get(WINDOWS_DIR_ENV):
+        windows_dir = Path(os.environ[WINDOWS_DIR_ENV]).expanduser()
     tasks_dir = root / "tasks"
     if not tasks_dir.is_dir():
         raise DataMissingError(f"sysmobench: no tasks/ folder under {root}")
     folders = sorted(p for p in tasks_dir.iterdir() if (p / "task.yaml").is_file())
-    tasks = [load_task(f, root, sources_dir, checkouts) for f in folders]
+    tasks = [load_task(f, root, sources_dir, checkouts, windows_dir) for f in folders]
     log.debug("sysmobench.loaded", n=len(tasks), with_source=sum(bool(t.inputs.source_files) for t in tasks))
     return tasks
 

@@ -83,6 +83,9 @@ class TaskReferences(BaseModel):
     invariants: list[InvariantTemplate] = Field(default_factory=list)
     traces: TraceSet | None = None  # traces for conformance checking
     buggy_variants: list[BuggyVariant] = Field(default_factory=list)
+    # a folder of recorded per-action windows, windows_<Action>.ndjson (transition validation), with optional
+    # mapping_<Action>.json files
+    windows: Path | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -299,6 +299,59 @@ def sysmobench(
         console.print(f"  Bug controls: {sum(bool(r.bug_found) for r in bugs)} of {len(bugs)} bugs exposed "
                       "(a check of the spec's own cfg violated, with a counterexample).")
 @reproduce_app.command(
+    "transitions",
+    help=(
+        "SysMoBench's tv-eval examples (spin, etcd ai_spec_1/ai_spec_2 of <data>/sysmobench/spec_additions): every "
+        "recorded windows_<Action>.ndjson checked with TLC as one step of the spec's action, with the mapping the "
+        "harness's TV module describes; per action windows, passed, failed, inconclusive and the pass rate beside "
+        "the harness's reports (HandleVoteRequest_report.md)."
+    ),
+)
+def transitions_command(
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder (else $SYSMO_DATA_DIR)."),
+    systems: list[str] = typer.Option([], "--system", "-s", help="Only these systems (repeatable): spin, etcd."),
+    output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
+) -> None:
+    from sysmo.benchmarks.datadir import require_data_dir
+    from sysmo.evals.reproduce_transitions import headline, reproduce
+
+    if output_format not in ("table", "json"):
+        raise ConfigError(f"unknown --format {output_format!r}: use table or json")
+    err = Console(stderr=True)
+
+    def progress(row) -> None:
+        err.print(f"{row.system}/{row.spec} {row.result.action}: {row.result.passed}/{row.result.windows} "
+                  f"({row.seconds:.1f} s)", highlight=False)
+
+    rows = reproduce(require_data_dir(data_dir), systems=tuple(systems), progress=progress)
+    if output_format == "json":
+        typer.echo(json.dumps([{"system": r.system, "spec": r.spec, "published": r.published, "agrees": r.agrees,
+                                **r.result.model_dump(mode="json"), "pass_rate": r.result.pass_rate}
+                               for r in rows], indent=2))
+        return
+    table = Table(title="Transition validation: windows passed per action (published)")
+    for column in ("system", "spec", "action", "windows", "passed", "failed", "inconcl.", "pass %", "published",
+                   "first failing window"):
+        table.add_column(column, justify="right" if column in ("windows", "passed", "failed", "inconcl.",
+                                                               "pass %") else "left")
+    for row in rows:
+        r = row.result
+        first = r.first_failure
+        published = "-" if row.published is None else (
+            f"{row.published[0]}/{row.published[1]}" + ("" if row.agrees else " [bold red]differs[/]"))
+        table.add_row(row.system, row.spec, r.action, str(r.windows), str(r.passed), str(r.failed),
+                      str(r.inconclusive), _pct(r.pass_rate), published,
+                      "" if first is None else f"#{first['id']}: {first['explanation'][:200]}")
+    console = Console(width=max(Console().width, 180))
+    console.print(table)
+    for key in dict.fromkeys((row.system, row.spec) for row in rows):
+        scores = headline([row.result for row in rows if (row.system, row.spec) == key])
+        console.print(f"  {key[0]}/{key[1]}: mean pass rate over actions {_pct(scores['mean_pass_rate'])} %, "
+                      f"actions with every window passed {_pct(scores['all_pass_share'])} %, transitions passed "
+                      f"{_pct(scores['transitions'])} %", highlight=False)
+
+
+@reproduce_app.command(
     "r2abench",
     help=(
         "R2ABench: replay every prediction of a checkout of the replication package (Output/E-R2A/...) through "
@@ -443,6 +496,56 @@ def reproduce_all(
     typer.echo(f"report: {paths['markdown']}  html: {paths['html']}")
 
 
+def check_transitions(
+    spec: Path = typer.Argument(..., help="The model: a .tla file (its .cfg beside it gives the constants)."),
+    windows: Path = typer.Option(..., "--windows", help="Folder of windows_<Action>.ndjson files (with "
+                                 "mapping_<Action>.json or harness TV_<Action>.tla files beside them, if any)."),
+    as_json: bool = typer.Option(False, "--json", help="Print every action's result as JSON."),
+    max_states: int = typer.Option(500_000, "--max-states", help="TLC's state bound per action (then inconclusive)."),
+    timeout_s: float = typer.Option(120.0, "--timeout", help="Seconds per action's TLC run (then inconclusive)."),
+) -> None:
+    """Check recorded transitions: each window of each action as one step of the model's action (one TLC run per
+    action); per action windows, passed, failed, inconclusive and the first failing window, explained.
+
+    Exit code 0 when every window passes, 1 otherwise, 2 on a usage error.
+    """
+    from sysmo.contracts.artifact import Artifact, Language
+    from sysmo.evals.metrics import tla_transitions
+    from sysmo.tools.tla import transition_validation as tv
+
+    if spec.suffix != ".tla" or not spec.is_file():
+        raise ConfigError(f"{spec} is not a .tla file: give the model to check (e.g. Spec.tla)")
+    files = {spec.name: spec.read_text(encoding="utf-8")}
+    cfg = spec.with_suffix(".cfg")
+    if cfg.is_file():
+        files[cfg.name] = cfg.read_text(encoding="utf-8")
+    found = tv.windows_in(windows)
+    if not found:
+        raise ConfigError(f"no windows_<Action>.ndjson in {windows}")
+    result = tla_transitions.score(Artifact(language=Language.TLA, files=files), found, folder=windows,
+                                   max_states=max_states, timeout_s=timeout_s)
+    if as_json:
+        typer.echo(json.dumps({"mean_pass_rate": result.mean_pass_rate, "all_pass_share": result.all_pass_share,
+                               "transitions": result.transitions,
+                               "actions": [{**a.result.model_dump(mode="json", exclude={"verdicts"}),
+                                            "pass_rate": a.result.pass_rate, "mapping": a.mapping_source}
+                                           for a in result.actions]}, indent=2))
+    else:
+        console = Console()
+        for a in result.actions:
+            r = a.result
+            console.print(f"{r.action}: {r.passed}/{r.windows} passed ({_pct(r.pass_rate)} %), {r.failed} failed, "
+                          f"{r.inconclusive} inconclusive  [mapping: {a.mapping_source}]", highlight=False,
+                          markup=False)
+            if r.first_failure:
+                console.print(f"  first failing window #{r.first_failure['id']}: {r.first_failure['explanation']}",
+                              highlight=False, markup=False, soft_wrap=True)
+        console.print(f"mean pass rate over actions {_pct(result.mean_pass_rate)} %, transitions passed "
+                      f"{_pct(result.transitions)} %", highlight=False)
+    if any(a.result.passed < a.result.windows for a in result.actions):
+        raise typer.Exit(1)
+
+
 def register(app: typer.Typer) -> None:
     app.add_typer(
         reproduce_app,
@@ -454,6 +557,7 @@ def register(app: typer.Typer) -> None:
         "compared; each level against its baseline with exact McNemar (pass, single-shot pass), Wilcoxon "
         "(headline score), bootstrap CIs and adjusted p-values. Writes paired.csv and compare.md "
         "(docs/paired-analysis.md)."))(compare_command)
+    app.command(name="check-transitions")(check_transitions)
 
 
 def compare_command(

@@ -37,7 +37,8 @@ log = get_logger(__name__)
 # modules whose import registers reproductions; missing ones are skipped (families added on other branches)
 REPRODUCTION_MODULES = ("sysmo.evals.reproductions", "sysmo.evals.reproductions_families",
                         "sysmo.evals.reproduce_sysmobench",
-                        "sysmo.evals.reproduce_r2abench", "sysmo.benchmarks.reproduce_sysmobench",
+                        "sysmo.evals.reproduce_r2abench", "sysmo.evals.reproduce_transitions",
+                        "sysmo.benchmarks.reproduce_sysmobench",
                         "sysmo.benchmarks.reproduce_r2abench")
 
 

@@ -210,6 +210,7 @@ def _run(
     find_violation: bool,
     dump_states: bool,
     limits: Limits | None,
+    printed_marker: str | None = None,
 ) -> CheckResult:
     spec = prepare(source, module)
     compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
@@ -278,6 +279,8 @@ def _run(
     }
     if dump_states:
         details["states_dump"] = CheckResult.bound_output(run.files_out.get(DUMP_FILE, ""))[0]
+    if printed_marker is not None:  # whole, unlike raw_output (cut at RAW_OUTPUT_LIMIT): the caller parses them
+        details["printed"] = [line for line in output.splitlines() if printed_marker in line]
     log.info("tlc.run", module=spec.main_module, mode=report.mode, outcome=outcome.value, reason=reason,
              seconds=round(run.duration_s, 2), distinct=report.distinct_states)
     return CheckResult(tool=TOOL, tool_version=version, outcome=outcome, diagnostics=diagnostics,
@@ -301,15 +304,19 @@ def model_check(
     heap_mb: int | None = None,
     dump_states: bool = False,
     limits: Limits | None = None,
+    printed_marker: str | None = None,
 ) -> CheckResult:
     """Breadth-first model checking of ``module`` under ``cfg`` (text or ``TlcConfig``; default: ``<Main>.cfg``).
 
     ``max_states``/``max_depth`` bound the search (hitting one makes a clean run inconclusive);
-    ``check_deadlock`` overrides the cfg's CHECK_DEADLOCK (TLC's default is to report deadlocks).
+    ``check_deadlock`` overrides the cfg's CHECK_DEADLOCK (TLC's default is to report deadlocks);
+    ``printed_marker``: the output lines holding it (what the spec printed with ``PrintT``) are kept whole in
+    ``details["printed"]``.
     """
     return _run(source, cfg, module=module, mode_args=[], check_deadlock=check_deadlock, workers=workers,
                 coverage=coverage, seed=seed, fp=fp, max_states=max_states, max_depth=max_depth,
-                timeout_s=timeout_s, heap_mb=heap_mb, find_violation=False, dump_states=dump_states, limits=limits)
+                timeout_s=timeout_s, heap_mb=heap_mb, find_violation=False, dump_states=dump_states, limits=limits,
+                printed_marker=printed_marker)
 
 
 def simulate(
