@@ -232,13 +232,15 @@ def cost_notes(store: Store, experiment_id: str) -> list[str]:
 def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
     """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
     how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
-    gated by an earlier stage's failure are the cascade working, not a gap, and are left out."""
+    gated by an earlier stage's failure are the cascade working, not a gap, and are left out; so are optional
+    stages where the task gives them nothing to check (``detail.optional``: TLA+ transitions without windows)."""
     scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
     rows = store.query(
         "SELECT json_extract(st.value, '$.stage') AS stage, json_extract(st.value, '$.skipped_because') AS why,"
         " COUNT(*) AS n FROM scores sc, json_each(sc.scorecard_json, '$.stages') st"
         " WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') = 'skipped'"
         " AND COALESCE(json_extract(st.value, '$.detail.gated'), 0) = 0"
+        " AND COALESCE(json_extract(st.value, '$.detail.optional'), 0) = 0"
         " GROUP BY stage, why ORDER BY stage, n DESC", (experiment_id,))
     return [f"{r['stage']}: not scored for {r['n']} of {scored} scored attempts: {r['why'] or 'no reason given'}"
             for r in rows]

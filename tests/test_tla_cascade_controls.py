@@ -12,7 +12,7 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import ScoringContext, cascade_for
 from sysmo.evals.cascades import tla
 
-STAGES = ["syntax", "runtime", "conformance", "invariants"]
+STAGES = ["syntax", "runtime", "conformance", "invariants", "transitions"]
 TLA_TASKS = ["bounded_buffer", "leader_election", "spinlock", "two_phase_commit"]
 # the defaults are SysMoBench's (tested in test_tla_cascade); CI uses one simulation run. bounded_buffer's checks
 # get a state bound far above its reference's state space (every starter reference has at most 260 distinct

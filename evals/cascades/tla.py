@@ -72,7 +72,8 @@ from typing import Any
 from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.task import Task, TaskKind
 from sysmo.evals.cascade import Cascade, FunctionStage, ScoringContext, register_cascade
-from sysmo.evals.metrics import tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax
+from sysmo.evals.metrics import (tla_conformance, tla_consistency, tla_invariants, tla_runtime, tla_syntax,
+                                 tla_transitions)
 from sysmo.contracts.scorecard import StageResult
 from sysmo.contracts.check import Outcome
 from sysmo.errors import ConfigError
@@ -393,6 +394,8 @@ def tla_cascade() -> Cascade:
             FunctionStage("runtime", runtime_stage, gate=False),
             FunctionStage("conformance", conformance_stage, gate=False),
             FunctionStage("invariants", invariants_stage, gate=False),
+            # per-action transition validation, where the task provides recorded windows (skipped otherwise)
+            FunctionStage("transitions", tla_transitions.transitions_stage, gate=False),
         ],
         concurrent=_concurrent,
     )

@@ -165,8 +165,9 @@ def transitions_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
     """The ``transitions`` stage: skipped (not applicable) unless the task provides windows."""
     folder = task_windows(task)
     if folder is None:
+        # an optional stage: most tasks have no windows, and a report need not say so for each of them
         return StageResult(stage=STAGE, value=0.0, passed=True, outcome="skipped", skipped_because=NO_WINDOWS,
-                           metrics={"windows": 0.0})
+                           metrics={"windows": 0.0}, detail={"optional": True})
     windows = tv.windows_in(folder)
     if not windows:
         return StageResult(stage=STAGE, value=0.0, passed=True, outcome="skipped",
