@@ -352,6 +352,11 @@ class Store:
         attempt.events = self.events(attempt.id)
         return attempt
 
+    def forks_of(self, attempt_id: str) -> list[str]:
+        """The ids of the attempts forked from ``attempt_id`` (``sysmo fork``), oldest first."""
+        return [r["id"] for r in self.query("SELECT id FROM attempts WHERE parent_attempt_id=? ORDER BY finished_at, id",
+                                            (attempt_id,))]
+
     def attempts(self, experiment_id: str) -> Iterator[Attempt]:
         for row in self.query("SELECT attempt_json FROM attempts WHERE experiment_id=? ORDER BY task_id, agent, model, sample_index",
                               (experiment_id,)):

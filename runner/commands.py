@@ -282,10 +282,11 @@ def register(app: typer.Typer) -> None:
             return
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
+        forks = store.forks_of(attempt.id)
         if as_json:
-            print(attempt_json(attempt, card, experiment_dir=store.path.parent))
+            print(attempt_json(attempt, card, experiment_dir=store.path.parent, forks=forks))
         else:
-            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent)
+            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent, forks=forks)
 
     @app.command(help="Re-run a stored attempt from its recorded model calls (no model is called), re-check "
                       "with the real tools, re-score, and say whether artifacts and scores are identical.")

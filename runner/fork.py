@@ -126,13 +126,14 @@ def resolve_step(steps: list[CheckpointStep], ref: str, attempt_id: str) -> Chec
 
 
 def checkpoint_file(attempt: Attempt, experiment_dir: Path) -> Path:
-    """The attempt's checkpoint file: where it was recorded, else its experiment's folder (a moved runs folder)."""
+    """The attempt's checkpoint file: its experiment's (a runs folder copied or moved keeps its own), else where
+    it was recorded."""
     if not attempt.checkpoint_db:
         raise ForkError(f"attempt {attempt.id} was stored without checkpoints (its experiment ran with "
                         "`checkpoints: none`), so it has no step to fork from; run it again with "
                         "--checkpoints steps")
     recorded = Path(attempt.checkpoint_db)
-    found = next((p for p in (recorded, experiment_dir / recorded.name) if p.is_file()), None)
+    found = next((p for p in (experiment_dir / recorded.name, recorded) if p.is_file()), None)
     if found is None:
         raise ForkError(f"the checkpoint file of attempt {attempt.id} is gone ({recorded}; not in "
                         f"{experiment_dir} either)")

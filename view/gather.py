@@ -27,6 +27,7 @@ from sysmo.view.models import (
     AttemptFilters,
     AttemptRow,
     AttemptView,
+    ForkView,
     BoardCell,
     CheckView,
     DetailTable,
@@ -377,7 +378,11 @@ def attempt_view(store: Store, attempt_id: str) -> AttemptView:
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",
         final_files=dict(attempt.final_artifact.files) if attempt.final_artifact else {},
         siblings=[r for r in all_rows if r.task_id == attempt.task_id and r.id != attempt.id],
-        model_calls=model_calls(store, attempt.id))
+        model_calls=model_calls(store, attempt.id),
+        fork=ForkView(parent_attempt_id=attempt.parent_attempt_id, forked_at=attempt.forked_at,
+                      forked_at_step=attempt.forked_at_step, inherited_rounds=attempt.inherited_rounds,
+                      changes=attempt.fork_changes) if attempt.parent_attempt_id else None,
+        forks=[r for r in all_rows if r.id in set(store.forks_of(attempt.id))])
 
 
 # ---------------------------------------------------------------------------------------------- report
