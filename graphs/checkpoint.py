@@ -359,15 +359,18 @@ class CheckpointStep(BaseModel):
     source: str | None = None  # LangGraph's: input, loop, update (``update_state``: a fork's changes), fork
 
 
-UPDATE_STATE = "update_state"  # the node name ``history`` gives a checkpoint written by ``(a)update_state``
+# the node names ``history`` gives a checkpoint written by ``(a)update_state``, and the copy LangGraph writes when a
+# run resumes a checkpoint that is not its thread's latest
+UPDATE_STATE = "update_state"
+FORK_COPY = "fork"
 
 
 def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     """Every checkpoint of an attempt, oldest first (forks included): which node ran, what comes next.
 
     The node that produced a checkpoint is the one whose ``versions_seen`` (the channel versions each node has
-    read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint, or ``update_state`` for one
-    that ``(a)update_state`` wrote (a fork's changes); ``next`` holds the nodes of its children (empty for the
+    read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint; ``update_state`` for one
+    that ``(a)update_state`` wrote (a fork's changes), ``fork`` for LangGraph's copy of a resumed one; ``next`` holds the nodes of its children (empty for the
     last one)."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
@@ -385,7 +388,7 @@ def history(path: Path, thread_id: str) -> list[CheckpointStep]:
         ran = [n for n, versions in seen.items() if not _reserved(n) and seen_before.get(n) != versions]
         values = tup.checkpoint.get("channel_values", {})
         source = (tup.metadata or {}).get("source")
-        node = ran[0] if ran else (UPDATE_STATE if source == "update" else None)
+        node = ran[0] if ran else {"update": UPDATE_STATE, "fork": FORK_COPY}.get(source or "")
         steps[tup.checkpoint["id"]] = CheckpointStep(
             step=int((tup.metadata or {}).get("step", -1)), node=node, next=[], source=source,
             checkpoint_id=tup.checkpoint["id"], status=values.get("status"), round_index=values.get("round_index"))

@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.errors import ConfigError, SysmoError
-from sysmo.graphs.checkpoint import UPDATE_STATE, CheckpointStep, history
+from sysmo.graphs.checkpoint import FORK_COPY, UPDATE_STATE, CheckpointStep, history
 from sysmo.graphs.repair import Feedback
 from sysmo.log import get_logger
 from sysmo.runner.units import WorkUnit
@@ -257,7 +257,7 @@ def _fork_graph_run(db: Path, parent_id: str, step: CheckpointStep, request: For
             outcome["inherited_rounds"] = len(values.get("rounds") or [])
             at = await _copy_steps(saver, snapshot.config, ctx.attempt_id)
             if update:
-                as_node = step.node if step.node and step.node != UPDATE_STATE else None
+                as_node = step.node if step.node and step.node not in (UPDATE_STATE, FORK_COPY) else None
                 goto = step.next[0] if len(step.next) == 1 else step.next
                 at = await graph.aupdate_state(at, Command(update=update, goto=goto), as_node=as_node)
                 values = dict((await graph.aget_state(at)).values)
