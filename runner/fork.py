@@ -271,6 +271,7 @@ def _fork_graph_run(db: Path, parent_id: str, step: CheckpointStep, request: For
 def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResult:
     """Fork ``parent`` (read from ``store``) as ``request`` says, run it to its end, store and score it."""
     from sysmo.agents.run import arun_attempt_steps
+    from sysmo.llm.endpoint import check_reachable
     from sysmo.runner.config import ExperimentConfig
     from sysmo.runner.unit_runner import UnitRunner
     from sysmo.runner.units import load_selected_tasks, task_meta
@@ -301,7 +302,12 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
     runner = UnitRunner(config, directory)
     outcome: dict[str, Any] = {"notes": [], "inherited_rounds": 0}
     try:
-        runner.client(model)  # an unknown model or a missing key: one line now, before anything is written
+        try:  # an unknown model, a missing key or a dead server: one line now, before anything is written
+            runner.client(model)
+            if request.api_base:
+                check_reachable(request.api_base)
+        except SysmoError as exc:
+            raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
         run = _fork_graph_run(db, parent.id, step, request, parent, outcome)
         attempt = asyncio.run(arun_attempt_steps(parent.agent, runner._context(unit), model_name=model,
                                                  run_graph=run, checkpoint_db=db))
