@@ -136,11 +136,10 @@ def fork_lines(attempt: Attempt, forks: list[str] | None = None) -> list[tuple[s
     rows = []
     if attempt.parent_attempt_id:
         changes = ", ".join(f"{k} {v}" for k, v in attempt.fork_changes.items()) or "no change"
+        n = attempt.inherited_rounds
+        kept = "" if n == 0 else "; round 0 is the parent's" if n == 1 else f"; rounds 0-{n - 1} are the parent's"
         rows.append(("forked from", f"{attempt.parent_attempt_id} at step {attempt.forked_at_step} (checkpoint "
-                                    f"{attempt.forked_at}; {changes}); rounds 0-{attempt.inherited_rounds - 1} are "
-                                    f"the parent's" if attempt.inherited_rounds else
-                                    f"{attempt.parent_attempt_id} at step {attempt.forked_at_step} (checkpoint "
-                                    f"{attempt.forked_at}; {changes})"))
+                                    f"{attempt.forked_at}; {changes}){kept}"))
     if forks:
         rows.append(("forks", ", ".join(forks)))
     return rows

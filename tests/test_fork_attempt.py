@@ -145,7 +145,7 @@ def test_sysmo_view_links_parent_and_fork_and_compares_them(parent, server: Fake
     compare = client.get(f"/e/parent/compare?a={stored.id}&b={fork_id}")
     assert compare.status_code == 200
     assert f"{fork_id}</span> is a fork of <span class=\"mono\">{stored.id}</span>" in compare.text
-    assert "rounds 0–0 are the same on both sides" in compare.text
+    assert "round 0 is the same on both sides, what follows is the fork's own" in compare.text
 
 
 def test_feedback_and_prompt_file_change_the_next_request(parent, server: FakeOpenAI, tmp_path: Path) -> None:
