@@ -309,7 +309,7 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
         except SysmoError as exc:
             raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
         run = _fork_graph_run(db, parent.id, step, request, parent, outcome)
-        attempt = asyncio.run(arun_attempt_steps(parent.agent, runner._context(unit), model_name=model,
+        attempt = asyncio.run(arun_attempt_steps(parent.agent, runner.agent_context(unit), model_name=model,
                                                  run_graph=run, checkpoint_db=db))
         attempt.parent_attempt_id, attempt.forked_at, attempt.forked_at_step = parent.id, step.checkpoint_id, step.step
         attempt.inherited_rounds, attempt.fork_changes = outcome["inherited_rounds"], changes

@@ -91,6 +91,10 @@ def test_a_fork_at_round_2_with_another_model_keeps_the_parents_first_rounds(par
         llm_rows = store.query("SELECT round_idx, model FROM llm_calls WHERE attempt_id=? ORDER BY round_idx",
                                (fork.id,))
         assert store.forks_of(stored.id) == [fork.id]
+        # the report's measurements leave the fork out (not a sample of the experiment's plan)
+        from sysmo.evals.tables import attempts_frame
+
+        assert list(attempts_frame(store, "parent")["id"]) == [stored.id]
     finally:
         store.close()
     assert (row["experiment_id"], row["parent_attempt_id"]) == ("parent", stored.id)
