@@ -231,37 +231,38 @@ async def _copy_steps(saver: Any, parent_config: dict[str, Any], thread_id: str)
     return config
 
 
-def _fork_graph_run(db: Path, parent_id: str, step: CheckpointStep, request: ForkRequest, parent: Attempt,
-                    outcome: dict[str, Any]):
-    """The ``run_graph`` of ``arun_attempt_steps`` for the fork (see the module doc); ``outcome`` receives the
-    changes written and how many rounds the fork point held."""
+async def _fork_point(db: Path, spec: Any, ctx: Any, parent_id: str, checkpoint_id: str) -> Any:
+    """The parent's state at ``checkpoint_id``, as LangGraph's ``aget_state_history`` gives it (a ``StateSnapshot``)."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from sysmo.agents.run import compiled_graph
+
+    async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        graph = compiled_graph(spec, ctx).copy({"checkpointer": saver})
+        async for snapshot in graph.aget_state_history({"configurable": {"thread_id": parent_id}}):
+            if snapshot.config["configurable"]["checkpoint_id"] == checkpoint_id:
+                return snapshot
+    raise ForkError(f"checkpoint {checkpoint_id} of attempt {parent_id} is not in {db}")
+
+
+def _fork_graph_run(db: Path, point: Any, step: CheckpointStep, update: dict[str, Any]):
+    """The ``run_graph`` of ``arun_attempt_steps`` for the fork (see the module doc): the parent's steps up to
+    ``point`` copied to the fork's thread, ``update`` written there, and the rest run."""
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.types import Command
 
     from sysmo.agents.run import compiled_graph, drive
-    from sysmo.graphs.nodes import LANGUAGE_NAMES
 
     async def run(spec: Any, ctx: Any, config: dict[str, Any]) -> dict[str, Any]:
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
             graph = compiled_graph(spec, ctx).copy({"checkpointer": saver})
-            snapshot = None
-            async for candidate in graph.aget_state_history({"configurable": {"thread_id": parent_id}}):
-                if candidate.config["configurable"]["checkpoint_id"] == step.checkpoint_id:
-                    snapshot = candidate
-                    break
-            if snapshot is None:
-                raise ForkError(f"checkpoint {step.checkpoint_id} of attempt {parent_id} is not in {db}")
-            values = dict(snapshot.values)
-            language = LANGUAGE_NAMES.get(ctx.task.language.value, ctx.task.language.value)
-            update = state_changes(values, step, request, parent, language, outcome["notes"])
-            outcome["inherited_rounds"] = len(values.get("rounds") or [])
-            at = await _copy_steps(saver, snapshot.config, ctx.attempt_id)
+            at = await _copy_steps(saver, point.config, ctx.attempt_id)
+            values = dict(point.values)
             if update:
                 as_node = step.node if step.node and step.node not in (UPDATE_STATE, FORK_COPY) else None
                 goto = step.next[0] if len(step.next) == 1 else step.next
                 at = await graph.aupdate_state(at, Command(update=update, goto=goto), as_node=as_node)
                 values = dict((await graph.aget_state(at)).values)
-            outcome["state_changed"] = sorted(update)
             resume = {**config, "configurable": {**config["configurable"], **at["configurable"]}}
             return await drive(graph, None, resume, ctx, values=values, durability="sync")
 
@@ -270,7 +271,9 @@ def _fork_graph_run(db: Path, parent_id: str, step: CheckpointStep, request: For
 
 def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResult:
     """Fork ``parent`` (read from ``store``) as ``request`` says, run it to its end, store and score it."""
+    from sysmo.agents.registry import get_agent
     from sysmo.agents.run import arun_attempt_steps
+    from sysmo.graphs.nodes import LANGUAGE_NAMES
     from sysmo.llm.endpoint import check_reachable
     from sysmo.runner.config import ExperimentConfig
     from sysmo.runner.unit_runner import UnitRunner
@@ -300,7 +303,7 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
     unit = ForkUnit(task, parent.agent, model, parent.sample_index, experiment_id,
                     fork_id=uuid.uuid4().hex[:16])
     runner = UnitRunner(config, directory)
-    outcome: dict[str, Any] = {"notes": [], "inherited_rounds": 0}
+    notes: list[str] = []
     try:
         try:  # an unknown model, a missing key or a dead server: one line now, before anything is written
             runner.client(model)
@@ -308,11 +311,16 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
                 check_reachable(request.api_base)
         except SysmoError as exc:
             raise ConfigError(f"model {model!r} cannot be used: {exc}") from exc
-        run = _fork_graph_run(db, parent.id, step, request, parent, outcome)
-        attempt = asyncio.run(arun_attempt_steps(parent.agent, runner.agent_context(unit), model_name=model,
-                                                 run_graph=run, checkpoint_db=db))
+        spec, ctx = get_agent(parent.agent), runner.agent_context(unit)
+        point = asyncio.run(_fork_point(db, spec, ctx, parent.id, step.checkpoint_id))
+        values = dict(point.values)
+        language = LANGUAGE_NAMES.get(task.language.value, task.language.value)
+        update = state_changes(values, step, request, parent, language, notes)  # a bad --prompt-file stops here
+        attempt = asyncio.run(arun_attempt_steps(parent.agent, ctx, model_name=model,
+                                                 run_graph=_fork_graph_run(db, point, step, update),
+                                                 checkpoint_db=db))
         attempt.parent_attempt_id, attempt.forked_at, attempt.forked_at_step = parent.id, step.checkpoint_id, step.step
-        attempt.inherited_rounds, attempt.fork_changes = outcome["inherited_rounds"], changes
+        attempt.inherited_rounds, attempt.fork_changes = len(values.get("rounds") or []), changes
         runner.write_artifacts(attempt)
         store.save_attempt(experiment_id, attempt, task_meta(task))
         card = None
@@ -325,5 +333,5 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
     return ForkResult(attempt_id=attempt.id, parent_attempt_id=parent.id, experiment_id=experiment_id,
                       forked_at=step.checkpoint_id, forked_at_step=step.step, status=attempt.status.value,
                       rounds=len(attempt.rounds), inherited_rounds=attempt.inherited_rounds, changes=changes,
-                      scores={s.stage: s.value for s in card.stages} if card is not None else {}, notes=outcome["notes"])
+                      scores={s.stage: s.value for s in card.stages} if card is not None else {}, notes=notes)
 

@@ -187,33 +187,41 @@ def test_feedback_and_prompt_file_change_the_next_request(parent, server: FakeOp
     assert server.requests[-1]["messages"] == json.loads(whole.read_text())
 
 
+def _attempt_count(runs: Path, exp_id: str = "parent") -> int:
+    store = _store(runs, exp_id)
+    try:
+        return int(store.query("SELECT COUNT(*) AS n FROM attempts")[0]["n"])
+    finally:
+        store.close()
+
+
 def test_errors_are_one_line_each(parent, server: FakeOpenAI, tmp_path: Path) -> None:
     runs, stored = parent
+    before = _attempt_count(runs)
     unknown = run_sysmo("fork", stored.id, "--at", "round:9", "-o", str(runs))
     assert unknown.code != 0 and "Traceback" not in unknown.output
-    assert f"attempt {stored.id} has no step 'round:9'; forkable steps: 0 (start), 1 (round:0)" in \
-        " ".join(unknown.output.split())
+    assert f"attempt {stored.id} has no step 'round:9'; forkable steps: 0 (start), 1 (round:0), 2 (after generate)" \
+        in " ".join(unknown.output.split())
     end = run_sysmo("fork", stored.id, "--at", "7", "-o", str(runs))
-    assert "is its end: nothing runs after it" in " ".join(end.output.split())
+    assert end.code != 0 and "is its end: nothing runs after it" in " ".join(end.output.split())
     not_before_call = run_sysmo("fork", stored.id, "--at", "2", "--prompt-file", __file__, "-o", str(runs))
-    assert "is not just before a model call" in " ".join(not_before_call.output.split())
+    assert not_before_call.code != 0 and "is not just before a model call" in " ".join(not_before_call.output.split())
+    empty = tmp_path / "empty.txt"
+    empty.write_text("  \n")
+    assert "is empty" in run_sysmo("fork", stored.id, "--at", "round:1", "--prompt-file", str(empty), "-o",
+                                   str(runs)).output
     model = run_sysmo("fork", stored.id, "--at", "round:1", "--model", "nonsense-model", "-o", str(runs))
-    assert model.code != 0 and "litellm does not know the model 'nonsense-model'" in " ".join(model.output.split())
-    assert "Traceback" not in model.output
+    assert model.code != 0 and "Traceback" not in model.output
+    assert "model 'nonsense-model' cannot be used: litellm does not know the model 'nonsense-model'" in \
+        " ".join(model.output.split())
+    assert _attempt_count(runs) == before  # none of the refused forks left an attempt behind
 
     without = _experiment(runs, server, "nockpt", checkpoints="none", rounds=1)
     refused = run_sysmo("fork", without.id, "--at", "round:0", "-o", str(runs))
     assert refused.code != 0 and "Traceback" not in refused.output
     assert "was stored without checkpoints (its experiment ran with `checkpoints: none`)" in \
         " ".join(refused.output.split())
-    store = _store(runs)
-    try:  # none of the refused forks left an attempt behind
-        assert len(store.query("SELECT id FROM attempts WHERE parent_attempt_id IS NOT NULL")) == \
-            len(store.forks_of(stored.id))
-        assert all(r["n"] == 0 for r in store.query(
-            "SELECT COUNT(*) AS n FROM attempts WHERE parent_attempt_id IS NOT NULL AND model='nonsense-model'"))
-    finally:
-        store.close()
+    assert _attempt_count(runs, "nockpt") == 1
 
 
 def test_a_store_written_before_forks_opens_with_the_new_columns(tmp_path: Path) -> None:
