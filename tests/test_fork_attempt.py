@@ -246,3 +246,30 @@ def test_a_store_written_before_forks_opens_with_the_new_columns(tmp_path: Path)
         assert store.query("SELECT parent_attempt_id FROM attempts WHERE id='a1'")[0][0] is None
     finally:
         store.close()
+
+
+def test_a_step_is_named_by_round_by_number_or_by_checkpoint_id() -> None:
+    from sysmo.graphs.checkpoint import CheckpointStep
+    from sysmo.runner.fork import ForkError, resolve_step
+
+    def step(n: int, node: str | None, nxt: list[str], cid: str, rnd: int | None = 0, status: str = "running"):
+        return CheckpointStep(step=n, node=node, next=nxt, checkpoint_id=cid, round_index=rnd, status=status)
+
+    steps = [step(-1, None, [], "1f1e-0000", None, None), step(0, None, ["first_request"], "1f1e-a000"),
+             step(1, "first_request", ["generate"], "1f1e-a111"), step(2, "generate", ["check"], "1f1e-b222"),
+             step(3, "check", ["generate"], "1f1e-b333", 1), step(4, "generate", ["check"], "1f1e-c444", 1),
+             step(5, "check", [], "1f1e-c555", 1, "failed")]
+    assert resolve_step(steps, "round:0", "a").step == 1
+    assert resolve_step(steps, "round:1", "a").step == 3
+    assert resolve_step(steps, " 4 ", "a").checkpoint_id == "1f1e-c444"
+    assert resolve_step(steps, "1f1e-b333", "a").step == 3  # a whole id
+    assert resolve_step(steps, "1f1e-c4", "a").step == 4  # a unique prefix
+    with pytest.raises(ForkError, match="prefix '1f1e-b' is ambiguous"):
+        resolve_step(steps, "1f1e-b", "a")
+    with pytest.raises(ForkError, match="no step '1f1'"):  # too short to be taken as a prefix
+        resolve_step(steps, "1f1", "a")
+    with pytest.raises(ForkError, match="is its input: nothing runs after it"):
+        resolve_step(steps, "-1", "a")
+    with pytest.raises(ForkError, match=r"forkable steps: 0 \(start\), 1 \(round:0\), 2 \(after generate\), "
+                                        r"3 \(round:1\), 4 \(after generate\) "):
+        resolve_step(steps, "round:2", "a")
