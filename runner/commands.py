@@ -262,7 +262,8 @@ def register(app: typer.Typer) -> None:
         if failed or all_attempts:
             directory = _find_experiment(ref, output_dir)
             store = Store(directory / "results.sqlite")
-            sql = "SELECT id, task_id, agent, model, sample_index, status, n_rounds, error FROM attempts WHERE experiment_id=?"
+            sql = ("SELECT id, task_id, agent, model, sample_index, status, n_rounds, error, parent_attempt_id "
+                   "FROM attempts WHERE experiment_id=?")
             if failed:
                 sql += " AND status != 'passed'"
             rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index", (directory.name,))
@@ -271,7 +272,10 @@ def register(app: typer.Typer) -> None:
                                  indent=2))
                 return
             records = [{"attempt": r["id"], "task": r["task_id"], "agent": r["agent"], "model": r["model"],
-                        "sample": r["sample_index"], "status": r["status"], "rounds": r["n_rounds"],
+                        # a fork (sysmo fork) shares its parent's sample; the cell says whose fork it is
+                        "sample": r["sample_index"] if not r["parent_attempt_id"]
+                        else f"{r['sample_index']} (fork of {r['parent_attempt_id']})",
+                        "status": r["status"], "rounds": r["n_rounds"],
                         "error": _error_cell(r["status"], r["error"])}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt

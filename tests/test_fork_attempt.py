@@ -127,6 +127,10 @@ def test_a_fork_at_round_2_with_another_model_keeps_the_parents_first_rounds(par
     assert shown.code == 0 and f"forked from           {stored.id} at step {fork_summary['forked_at_step']}" in shown.stdout
     assert "model openai/fake-fork" in shown.stdout
     assert fork.id in run_sysmo("trace", stored.id, "-o", str(runs), env={"COLUMNS": "200"}).stdout
+    listed = json.loads(run_sysmo("trace", "parent", "--all", "--json", "-o", str(runs)).stdout)
+    assert {r["id"]: r["parent_attempt_id"] for r in listed}[fork.id] == stored.id
+    assert f"0 (fork of {stored.id})" in run_sysmo("trace", "parent", "--all", "-o", str(runs),
+                                                    env={"COLUMNS": "200"}).stdout
 
 
 def test_sysmo_view_links_parent_and_fork_and_compares_them(parent, server: FakeOpenAI) -> None:
