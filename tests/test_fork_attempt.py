@@ -150,6 +150,15 @@ def test_sysmo_view_links_parent_and_fork_and_compares_them(parent, server: Fake
     assert f'href="/e/parent/a/{stored.id}"' in page
     assert f'id="compare-parent" href="/e/parent/compare?a={stored.id}&amp;b={fork_id}"' in page
     assert f'href="/e/parent/a/{fork_id}"' in client.get(f"/e/parent/a/{stored.id}").text
+    table = client.get("/e/parent").text  # the attempts table marks the fork; its group counts leave it out
+    assert f'class="fork-of" href="/e/parent/a/{stored.id}"' in table
+    from sysmo.view import gather
+
+    store = _store(runs)
+    try:
+        assert sum(g.attempts for g in gather.group_summaries(gather.attempt_rows(store, "parent"))) == 1
+    finally:
+        store.close()
     compare = client.get(f"/e/parent/compare?a={stored.id}&b={fork_id}")
     assert compare.status_code == 200
     assert f"{fork_id}</span> is a fork of <span class=\"mono\">{stored.id}</span>" in compare.text

@@ -50,6 +50,7 @@ class AttemptRow(BaseModel):
     duration_s: float = 0.0
     error: str = ""
     error_kind: str = ""  # model | budget | infrastructure ("" when the attempt did not error)
+    parent_attempt_id: str | None = None  # set for a fork (``sysmo fork``): the attempt it was forked from
 
 
 class AttemptFilters(BaseModel):
