@@ -41,7 +41,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     difficulty INTEGER, agent TEXT, model TEXT, sample_index INTEGER, status TEXT, n_rounds INTEGER,
     repair_rounds INTEGER, passed_round INTEGER, duration_s REAL, llm_time_s REAL, tool_time_s REAL,
     prompt_tokens INTEGER, completion_tokens INTEGER, cost_usd REAL, is_control INTEGER, error TEXT,
-    finished_at TEXT, attempt_json TEXT, spend_usd REAL
+    finished_at TEXT, attempt_json TEXT, spend_usd REAL, parent_attempt_id TEXT, forked_at TEXT
 );
 CREATE INDEX IF NOT EXISTS attempts_exp ON attempts(experiment_id);
 CREATE TABLE IF NOT EXISTS rounds (
@@ -101,7 +101,8 @@ def _now() -> str:
 
 ATTEMPT_COLUMNS = ("id, experiment_id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, "
                    "status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
-                   "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd")
+                   "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd, parent_attempt_id, "
+                   "forked_at")
 _ALL_COLUMNS = ATTEMPT_COLUMNS.split(", ")
 # AttemptRecord.attempt: the attempts row without experiment_id (second) and finished_at (given when written)
 _RECORD_COLUMNS = [c for c in _ALL_COLUMNS if c not in ("experiment_id", "finished_at")]
@@ -138,7 +139,7 @@ class AttemptRecord:
                sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
                sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
                sum(c.cost_usd for c in calls), int(attempt.is_control), attempt.error, attempt.model_dump_json(),
-               sum(c.spend_usd for c in calls))
+               attempt.spend_usd, attempt.parent_attempt_id, attempt.forked_at)
         # round_idx NULL: the calls no round holds
         llm_calls = [(attempt.id, None, seq, call.role, call.purpose, call.model, call.provider, call.prompt_tokens,
                       call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached), call.request_hash,
@@ -190,8 +191,10 @@ class Store:
         for column in ("error", "error_type"):  # stores written before failed calls had rows
             if column not in columns:
                 self._conn.execute(f"ALTER TABLE llm_calls ADD COLUMN {column} TEXT")
-        if "spend_usd" not in {r[1] for r in self._conn.execute("PRAGMA table_info(attempts)")}:
-            self._conn.execute("ALTER TABLE attempts ADD COLUMN spend_usd REAL")  # stores written before it
+        attempt_columns = {r[1] for r in self._conn.execute("PRAGMA table_info(attempts)")}
+        for column, kind in (("spend_usd", "REAL"), ("parent_attempt_id", "TEXT"), ("forked_at", "TEXT")):
+            if column not in attempt_columns:  # stores written before it
+                self._conn.execute(f"ALTER TABLE attempts ADD COLUMN {column} {kind}")
 
     @staticmethod
     def check_resumable(path: Path, experiment_id: str) -> None:
@@ -348,6 +351,11 @@ class Store:
         attempt = Attempt.model_validate_json(rows[0]["attempt_json"])
         attempt.events = self.events(attempt.id)
         return attempt
+
+    def forks_of(self, attempt_id: str) -> list[str]:
+        """The ids of the attempts forked from ``attempt_id`` (``sysmo fork``), oldest first."""
+        return [r["id"] for r in self.query("SELECT id FROM attempts WHERE parent_attempt_id=? ORDER BY finished_at, id",
+                                            (attempt_id,))]
 
     def attempts(self, experiment_id: str) -> Iterator[Attempt]:
         for row in self.query("SELECT attempt_json FROM attempts WHERE experiment_id=? ORDER BY task_id, agent, model, sample_index",

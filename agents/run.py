@@ -9,6 +9,7 @@ import tempfile
 import threading
 import uuid
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,15 +71,16 @@ def recording_checker(checker: Any) -> Any:
     return check
 
 
-async def _drive(graph: Any, state: dict[str, Any], config: dict[str, Any], ctx: AgentContext,
-                 **kwargs: Any) -> dict[str, Any]:
+async def drive(graph: Any, state: dict[str, Any] | None, config: dict[str, Any], ctx: AgentContext, *,
+                values: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
     """Run the graph to its end, emitting a ``GraphStepEvent`` per node that ran; returns the final state.
 
     Only the nodes' updates are streamed; the final state is the input with each update applied as the graph's
     channels apply it (a reducer channel's operator, else the last value). Streaming the values as well made
-    LangGraph read every channel into a new dict after every step."""
+    LangGraph read every channel into a new dict after every step. With ``state`` None the graph resumes the
+    checkpoint ``config`` names (a fork), whose ``values`` the updates are applied to."""
     channels = graph.channels
-    final = dict(state)
+    final = dict(values if values is not None else state or {})
     step = 0
     async for chunk in graph.astream(state, config, context=ctx, stream_mode="updates", **kwargs):
         for node, update in (chunk or {}).items():
@@ -131,18 +133,26 @@ def _private_workspace() -> Path:
     return Path(tempfile.gettempdir()) / f"sysmo-workspace-{uuid.uuid4().hex}"
 
 
+GraphRun = Callable[[AgentSpec, AgentContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+
 async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
-                             steps: StepRecorder | None = None) -> Attempt:
+                             steps: StepRecorder | None = None, run_graph: GraphRun | None = None,
+                             checkpoint_db: Path | None = None) -> Attempt:
     """The attempt, with every step checkpointed in ``steps`` (in memory) for the caller to write to their
     destination (``CheckpointStore.save``). The local runner writes them off the attempt's critical path,
-    before the attempt's record, so a stored attempt always has its steps."""
+    before the attempt's record, so a stored attempt always has its steps.
+
+    ``run_graph(spec, ctx, config)`` replaces the run of the agent's graph from its initial state (a fork
+    resumes a stored checkpoint, its steps going to ``checkpoint_db``); it returns the final state."""
     spec = get_agent(agent)
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds, feedback=ctx.feedback,
                       strategy=ctx.strategy,
                       is_control=is_control_model(model_name), kind=model_kind(model_name),
-                      checkpoint_db=str(steps.destination) if steps is not None and steps.destination else None)
+                      checkpoint_db=str(steps.destination) if steps is not None and steps.destination
+                      else (str(checkpoint_db) if checkpoint_db is not None else None))
     started = time.monotonic()
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}
@@ -153,12 +163,14 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
                               workspace_dir=_private_workspace() if private_workspace else ctx.workspace_dir)
     with collecting(events, stage="attempt"):
         try:
-            if steps is not None:
+            if run_graph is not None:
+                final = await run_graph(spec, ctx, config)
+            elif steps is not None:
                 with STEPS.recording(ctx.attempt_id, steps):
-                    final = await _drive(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config, ctx,
-                                         durability="sync")
+                    final = await drive(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config, ctx,
+                                        durability="sync")
             else:
-                final = await _drive(compiled_graph(spec, ctx), initial_state(ctx), config, ctx)
+                final = await drive(compiled_graph(spec, ctx), initial_state(ctx), config, ctx)
         except NotCoveredError as exc:  # a replay source without this task (raised before the first round)
             attempt.status = AttemptStatus.NOT_COVERED
             attempt.error = str(exc)

@@ -93,6 +93,13 @@ class Attempt(BaseModel):
     started_at: str = Field(default_factory=utcnow)
     duration_s: float = 0.0
     checkpoint_db: str | None = None
+    # a fork (``sysmo fork``): the attempt it was forked from, the checkpoint id it resumed and that step's number
+    # in the parent's graph history; its first ``inherited_rounds`` rounds are the parent's, as they were
+    parent_attempt_id: str | None = None
+    forked_at: str | None = None
+    forked_at_step: int | None = None
+    inherited_rounds: int = 0
+    fork_changes: dict[str, str] = Field(default_factory=dict)  # what the fork changed: model, feedback, prompt_file
     extras: dict[str, Any] = Field(default_factory=dict)  # agent-specific artifacts (intermediate model, role outputs)
     # model calls of the attempt that no round holds (a tool-calling agent's steps after its last check)
     calls_outside_rounds: list[LLMCallSummary] = Field(default_factory=list)
@@ -117,8 +124,10 @@ class Attempt(BaseModel):
 
     @property
     def spend_usd(self) -> float:
-        """New money this attempt spent (cached replies and offline providers cost nothing): what budgets count."""
-        return sum(c.spend_usd for c in self.all_llm_calls())
+        """New money this attempt spent (cached replies and offline providers cost nothing): what budgets count.
+        A fork's rounds taken from its parent were paid for by the parent."""
+        inherited = self.rounds[:self.inherited_rounds]
+        return sum(c.spend_usd for c in self.all_llm_calls()) - sum(c.spend_usd for r in inherited for c in r.llm_calls)
 
     def settle_calls(self) -> None:
         """Add the attempt's answered model calls that no round holds (by its events) to ``calls_outside_rounds``."""

@@ -101,11 +101,15 @@ def split_by_feedback(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
-    """One row per attempt: identity, status, rounds, cost, and every score metric as a column."""
+    """One row per attempt: identity, status, rounds, cost, and every score metric as a column.
+
+    Forks (``sysmo fork``) are left out: a fork is not a sample of the experiment's plan (its first rounds are its
+    parent's, and where it resumed was chosen after seeing how the parent went), so counting it would bias every
+    rate of its (agent, model) pair."""
     rows = store.query("SELECT id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, status, "
                        "n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
-                       "completion_tokens, cost_usd, is_control, error FROM attempts WHERE experiment_id=?",
-                       (experiment_id,))
+                       "completion_tokens, cost_usd, is_control, error FROM attempts WHERE experiment_id=? "
+                       "AND parent_attempt_id IS NULL", (experiment_id,))
     frame = pd.DataFrame([dict(r) for r in rows])
     if frame.empty:
         return frame

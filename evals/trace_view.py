@@ -130,8 +130,39 @@ def graph_steps(attempt: Attempt, experiment_dir: Path | None = None) -> list[Ch
         return []
 
 
+def fork_lines(attempt: Attempt, forks: list[str] | None = None) -> list[tuple[str, str]]:
+    """The head rows that link a fork and its parent: what it was forked from (step, checkpoint, changes), and
+    the forks made of it."""
+    rows = []
+    if attempt.parent_attempt_id:
+        changes = ", ".join(f"{k} {v}" for k, v in attempt.fork_changes.items()) or "no change"
+        n = attempt.inherited_rounds
+        kept = "" if n == 0 else "; round 0 is the parent's" if n == 1 else f"; rounds 0-{n - 1} are the parent's"
+        rows.append(("forked from", f"{attempt.parent_attempt_id} at step {attempt.forked_at_step} (checkpoint "
+                                    f"{attempt.forked_at}; {changes}){kept}"))
+    if forks:
+        rows.append(("forks", ", ".join(forks)))
+    return rows
+
+
+def steps_table(steps: list[CheckpointStep], attempt: Attempt) -> Table:
+    """The attempt's graph steps, numbered as ``sysmo fork --at`` takes them."""
+    table = Table(title=f"graph steps (fork one: sysmo fork {attempt.id} --at STEP)", title_justify="left")
+    for column in ("step", "after node", "next", "round", "status", "checkpoint id"):
+        table.add_column(column, overflow="fold")
+    for step in steps:
+        if step.step < 0:
+            continue  # the input checkpoint: nothing of the agent's has run
+        before_call = step.next == ["generate"] and step.round_index is not None
+        table.add_row(str(step.step), step.node or "(start)", ", ".join(step.next) or "(end)",
+                      f"round:{step.round_index}" if before_call else
+                      ("" if step.round_index is None else str(step.round_index)), step.status or "",
+                      step.checkpoint_id)
+    return table
+
+
 def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False,
-                   experiment_dir: Path | None = None) -> None:
+                   experiment_dir: Path | None = None, forks: list[str] | None = None) -> None:
     from sysmo.llm.roles import model_kind
 
     kind = model_kind(attempt.model)
@@ -154,10 +185,15 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
 
         kind = error_kind(attempt.status.value, attempt.error)
         head.add_row("error", f"{kind} error: {attempt.error}" if kind else attempt.error)
-    steps = [step.node for step in graph_steps(attempt, experiment_dir) if step.node not in (None, "__start__")]
-    if steps:
-        head.add_row("graph steps", f"{' > '.join(steps)}  (checkpoints: {attempt.checkpoint_db}; ids in --json)")
+    for name, text in fork_lines(attempt, forks):
+        head.add_row(name, text)
+    steps = graph_steps(attempt, experiment_dir)
+    nodes = [step.node for step in steps if step.node not in (None, "__start__")]
+    if nodes:
+        head.add_row("graph steps", f"{' > '.join(nodes)}  (checkpoints: {attempt.checkpoint_db}; each step below)")
     console.print(Panel(head, title="sysmo trace", title_align="left"))
+    if nodes:
+        console.print(steps_table(steps, attempt))
     previous: Artifact | None = None
     for rnd in attempt.rounds:
         console.print(round_panel(rnd, previous, full=full))
@@ -287,8 +323,10 @@ def llm_call_panels(events: list[Any], full: bool = False) -> list[Panel]:
     return panels
 
 
-def attempt_json(attempt: Attempt, card: ScoreCard | None, experiment_dir: Path | None = None) -> str:
+def attempt_json(attempt: Attempt, card: ScoreCard | None, experiment_dir: Path | None = None,
+                 forks: list[str] | None = None) -> str:
     data = attempt.model_dump(mode="json")
+    data["forks"] = list(forks or [])
     previous = None
     for rnd, raw in zip(attempt.rounds, data["rounds"]):
         raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""

@@ -356,14 +356,22 @@ class CheckpointStep(BaseModel):
     checkpoint_id: str
     status: str | None = None
     round_index: int | None = None
+    source: str | None = None  # LangGraph's: input, loop, update (``update_state``: a fork's changes), fork
+
+
+# the node names ``history`` gives a checkpoint written by ``(a)update_state``, and the copy LangGraph writes when a
+# run resumes a checkpoint that is not its thread's latest
+UPDATE_STATE = "update_state"
+FORK_COPY = "fork"
 
 
 def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     """Every checkpoint of an attempt, oldest first (forks included): which node ran, what comes next.
 
     The node that produced a checkpoint is the one whose ``versions_seen`` (the channel versions each node has
-    read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint; ``next`` holds the nodes of
-    its children (empty for the last one)."""
+    read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint; ``update_state`` for one
+    that ``(a)update_state`` wrote (a fork's changes), ``fork`` for LangGraph's copy of a resumed one; ``next`` holds the nodes of its children (empty for the
+    last one)."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
         tuples = list(SqliteSaver(conn).list({"configurable": {"thread_id": thread_id}}))
@@ -379,8 +387,10 @@ def history(path: Path, thread_id: str) -> list[CheckpointStep]:
         seen_before = parent.checkpoint.get("versions_seen", {}) if parent else {}
         ran = [n for n, versions in seen.items() if not _reserved(n) and seen_before.get(n) != versions]
         values = tup.checkpoint.get("channel_values", {})
+        source = (tup.metadata or {}).get("source")
+        node = ran[0] if ran else {"update": UPDATE_STATE, "fork": FORK_COPY}.get(source or "")
         steps[tup.checkpoint["id"]] = CheckpointStep(
-            step=int((tup.metadata or {}).get("step", -1)), node=ran[0] if ran else None, next=[],
+            step=int((tup.metadata or {}).get("step", -1)), node=node, next=[], source=source,
             checkpoint_id=tup.checkpoint["id"], status=values.get("status"), round_index=values.get("round_index"))
         if parent_id:
             children.setdefault(parent_id, []).append(tup.checkpoint["id"])

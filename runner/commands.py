@@ -262,7 +262,8 @@ def register(app: typer.Typer) -> None:
         if failed or all_attempts:
             directory = _find_experiment(ref, output_dir)
             store = Store(directory / "results.sqlite")
-            sql = "SELECT id, task_id, agent, model, sample_index, status, n_rounds, error FROM attempts WHERE experiment_id=?"
+            sql = ("SELECT id, task_id, agent, model, sample_index, status, n_rounds, error, parent_attempt_id "
+                   "FROM attempts WHERE experiment_id=?")
             if failed:
                 sql += " AND status != 'passed'"
             rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index", (directory.name,))
@@ -271,7 +272,10 @@ def register(app: typer.Typer) -> None:
                                  indent=2))
                 return
             records = [{"attempt": r["id"], "task": r["task_id"], "agent": r["agent"], "model": r["model"],
-                        "sample": r["sample_index"], "status": r["status"], "rounds": r["n_rounds"],
+                        # a fork (sysmo fork) shares its parent's sample; the cell says whose fork it is
+                        "sample": r["sample_index"] if not r["parent_attempt_id"]
+                        else f"{r['sample_index']} (fork of {r['parent_attempt_id']})",
+                        "status": r["status"], "rounds": r["n_rounds"],
                         "error": _error_cell(r["status"], r["error"])}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
@@ -282,10 +286,11 @@ def register(app: typer.Typer) -> None:
             return
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
+        forks = store.forks_of(attempt.id)
         if as_json:
-            print(attempt_json(attempt, card, experiment_dir=store.path.parent))
+            print(attempt_json(attempt, card, experiment_dir=store.path.parent, forks=forks))
         else:
-            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent)
+            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent, forks=forks)
 
     @app.command(help="Re-run a stored attempt from its recorded model calls (no model is called), re-check "
                       "with the real tools, re-score, and say whether artifacts and scores are identical.")
@@ -318,6 +323,57 @@ def register(app: typer.Typer) -> None:
                 console.print(f"  - {difference}", markup=False)
         if not result.identical:
             raise typer.Exit(1)
+
+    @app.command(help=(
+        "Run a stored attempt again from one of its graph steps with a change, as a new attempt of the same "
+        "experiment linked to it (LangGraph fork of its checkpoint): the steps before STEP are the parent's, the "
+        "rest runs with the real tools and is scored like any attempt.\n\n"
+        "STEP (as `sysmo trace ATTEMPT` lists the graph steps): round:N (the state just before round N's model "
+        "call; round:0 is the first request), a step number (LangGraph's step: the state after it, re-running what "
+        "came next), or a checkpoint id (or a unique prefix of 4+ characters).\n\n"
+        "--prompt-file replaces the request the next model call sends (STEP must be just before a model call): "
+        "a .json file holding a list of {role, content} messages is the whole request (system prompt included); "
+        "any other file's text replaces the content of the request's last user message (at round:0 the task "
+        "prompt, at round:N>0 the repair feedback). docs/fork.md has a worked example."))
+    def fork(
+        ref: str = typer.Argument(..., help="Attempt id (or unique prefix) to fork."),
+        at: str = typer.Option(..., "--at", help="Step to resume: round:N, a step number, or a checkpoint id."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="Generator model from STEP on (as --model "
+                                            "of `sysmo run`); default: the parent's."),
+        api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint of --model."),
+        feedback: Optional[str] = typer.Option(None, "--feedback", help="Repair feedback from STEP on: none, bare, "
+                                               "diagnostics, full; at round:N>0 the pending repair request is "
+                                               "rebuilt at this level."),
+        prompt_file: Optional[Path] = typer.Option(None, "--prompt-file", help="Replaces the next model request "
+                                                   "(see above)."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable JSON."),
+        output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
+    ) -> None:
+        from sysmo.graphs.repair import Feedback
+        from sysmo.runner.fork import ForkRequest, fork_attempt
+
+        if feedback is not None and feedback not in {f.value for f in Feedback}:
+            raise ConfigError(f"--feedback must be one of {', '.join(f.value for f in Feedback)}, not {feedback!r}")
+        if api_base is not None and model is None:
+            raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
+        store, attempt = _find_attempt(ref, output_dir)
+        try:
+            result = fork_attempt(store, attempt, ForkRequest(at=at, model=model, api_base=api_base,
+                                                              feedback=feedback, prompt_file=prompt_file))
+        finally:
+            store.close()
+        if as_json:
+            print(result.model_dump_json(indent=2))
+            return
+        changes = ", ".join(f"{k} {v}" for k, v in result.changes.items()) or "no change"
+        console.print(f"fork {result.attempt_id} of {result.parent_attempt_id} ({result.experiment_id}) at step "
+                      f"{result.forked_at_step} (checkpoint {result.forked_at}), {changes}", soft_wrap=True)
+        scores = ", ".join(f"{stage}={value:.3f}" for stage, value in result.scores.items()) or "not scored"
+        console.print(f"  status {result.status} after {result.rounds} round(s) ({result.inherited_rounds} from the "
+                      f"parent); scores: {scores}", soft_wrap=True)
+        for note in result.notes:
+            console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
+        console.print(f"inspect it: sysmo trace {result.attempt_id} -o {output_dir}")
 
     @app.command(help="Write the report of an experiment: Markdown + HTML tables, PNG plots, CSV + Parquet.")
     def report(

@@ -101,7 +101,8 @@ class UnitRunner:
         judge = client if self.config.judge is not None else None
         return ScoringContext(helper=helper, judge=judge, options=self.config.scoring_options())
 
-    def _context(self, unit: WorkUnit) -> Any:
+    def agent_context(self, unit: WorkUnit) -> Any:
+        """The ``AgentContext`` of the unit's attempt: its task, the model's client, the tool check, the limits."""
         from sysmo.graphs.context import AgentContext
 
         return AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
@@ -118,7 +119,7 @@ class UnitRunner:
         """The attempt on an event loop of its own (Ray workers)."""
         from sysmo.agents.run import run_attempt
 
-        return run_attempt(unit.agent, self._context(unit), model_name=unit.model, checkpoints=self._checkpoint_store())
+        return run_attempt(unit.agent, self.agent_context(unit), model_name=unit.model, checkpoints=self._checkpoint_store())
 
     async def arun_attempt(self, unit: WorkUnit) -> tuple[Attempt, StepRecorder | None]:
         """The attempt on the running event loop (the local executor): its model calls are awaited there.
@@ -127,7 +128,7 @@ class UnitRunner:
 
         store = self._checkpoint_store()
         steps = store.recorder() if store is not None else None
-        attempt = await arun_attempt_steps(unit.agent, self._context(unit), model_name=unit.model, steps=steps)
+        attempt = await arun_attempt_steps(unit.agent, self.agent_context(unit), model_name=unit.model, steps=steps)
         return attempt, steps
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:

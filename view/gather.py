@@ -27,6 +27,7 @@ from sysmo.view.models import (
     AttemptFilters,
     AttemptRow,
     AttemptView,
+    ForkView,
     BoardCell,
     CheckView,
     DetailTable,
@@ -143,7 +144,8 @@ def _failed_stage(scorecard_json: str | None) -> str:
 def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
     rows = store.query(
         "SELECT a.id, a.task_id, a.kind, a.agent, a.model, a.sample_index, a.status, a.n_rounds, a.cost_usd, "
-        "a.prompt_tokens, a.completion_tokens, a.duration_s, a.error, s.scorecard_json FROM attempts a "
+        "a.prompt_tokens, a.completion_tokens, a.duration_s, a.error, a.parent_attempt_id, s.scorecard_json "
+        "FROM attempts a "
         "LEFT JOIN scores s ON s.attempt_id = a.id WHERE a.experiment_id=? "
         "ORDER BY a.task_id, a.agent, a.model, a.sample_index", (experiment_id,))
     return [AttemptRow(
@@ -151,7 +153,8 @@ def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
         model=r["model"], sample_index=r["sample_index"] or 0, status=r["status"], failed_stage=_failed_stage(r["scorecard_json"]),
         rounds=r["n_rounds"] or 0, cost_usd=r["cost_usd"] or 0.0,
         tokens=(r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0), duration_s=r["duration_s"] or 0.0,
-        error=r["error"] or "", error_kind=error_kind(r["status"], r["error"]) or "") for r in rows]
+        error=r["error"] or "", error_kind=error_kind(r["status"], r["error"]) or "",
+        parent_attempt_id=r["parent_attempt_id"]) for r in rows]
 
 
 def filter_values(rows: list[AttemptRow]) -> dict[str, list[str]]:
@@ -169,8 +172,11 @@ def apply_filters(rows: list[AttemptRow], filters: AttemptFilters) -> list[Attem
 
 
 def group_summaries(rows: list[AttemptRow]) -> list[GroupSummary]:
+    """Counts and rates per (agent, model, kind), forks left out as in the report (not samples of the plan)."""
     groups: dict[tuple[str, str, str], list[AttemptRow]] = {}
     for r in rows:
+        if r.parent_attempt_id:
+            continue
         groups.setdefault((r.agent, r.model, r.kind), []).append(r)
     out = []
     for (agent, model, kind), members in sorted(groups.items()):
@@ -397,7 +403,11 @@ def attempt_view(store: Store, attempt_id: str) -> AttemptView:
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",
         final_files=dict(attempt.final_artifact.files) if attempt.final_artifact else {},
         siblings=[r for r in all_rows if r.task_id == attempt.task_id and r.id != attempt.id],
-        model_calls=model_calls(store, attempt.id))
+        model_calls=model_calls(store, attempt.id),
+        fork=ForkView(parent_attempt_id=attempt.parent_attempt_id, forked_at=attempt.forked_at,
+                      forked_at_step=attempt.forked_at_step, inherited_rounds=attempt.inherited_rounds,
+                      changes=attempt.fork_changes) if attempt.parent_attempt_id else None,
+        forks=[r for r in all_rows if r.id in set(store.forks_of(attempt.id))])
 
 
 # ---------------------------------------------------------------------------------------------- report

@@ -50,6 +50,7 @@ class AttemptRow(BaseModel):
     duration_s: float = 0.0
     error: str = ""
     error_kind: str = ""  # model | budget | infrastructure ("" when the attempt did not error)
+    parent_attempt_id: str | None = None  # set for a fork (``sysmo fork``): the attempt it was forked from
 
 
 class AttemptFilters(BaseModel):
@@ -216,6 +217,16 @@ class ModelCallView(BaseModel):
     error: str = ""
 
 
+class ForkView(BaseModel):
+    """Where a fork came from: its parent, the step it resumed, what it changed."""
+
+    parent_attempt_id: str
+    forked_at: str | None  # the checkpoint id
+    forked_at_step: int | None
+    inherited_rounds: int  # its first rounds, the parent's
+    changes: dict[str, str] = Field(default_factory=dict)
+
+
 class AttemptView(BaseModel):
     """Everything the attempt page shows."""
 
@@ -233,6 +244,8 @@ class AttemptView(BaseModel):
     final_files: dict[str, str] = Field(default_factory=dict)
     siblings: list[AttemptRow] = Field(default_factory=list)  # other attempts of the same task, to compare with
     model_calls: list[ModelCallView] = Field(default_factory=list)  # from the event stream, in order
+    fork: ForkView | None = None  # set for an attempt made by ``sysmo fork``
+    forks: list[AttemptRow] = Field(default_factory=list)  # the attempts forked from this one
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
