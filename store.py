@@ -259,8 +259,10 @@ class Store:
                     "INSERT INTO experiments VALUES (?,?,?,?,?,?,?)",
                     (experiment_id, _now(), _now(), "running", int(is_control), json.dumps(config), json.dumps(environment)))
             else:
-                self._conn.execute("UPDATE experiments SET updated_at=?, status='running', environment_json=? WHERE id=?",
-                                   (_now(), json.dumps(environment), experiment_id))
+                # a resume may have added arms: the record holds the settings the experiment has now
+                self._conn.execute("UPDATE experiments SET updated_at=?, status='running', config_json=?, "
+                                   "environment_json=? WHERE id=?",
+                                   (_now(), json.dumps(config), json.dumps(environment), experiment_id))
 
     def set_experiment_status(self, experiment_id: str, status: str) -> None:
         with self.transaction():

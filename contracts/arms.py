@@ -130,6 +130,11 @@ class Arm:
         return all(ARM_FACTORS[name].after_first_reply or ours[name] == theirs[name] for name in ARM_FACTORS)
 
 
+def short_label(label: str, varied: list[str]) -> str:
+    """The part of an arm's ``label`` that names the ``varied`` factors (the rest is the same in every arm)."""
+    return ",".join(part for part in label.split(",") if part.split("=", 1)[0] in varied) or label
+
+
 def expand_arms(lists: dict[str, list[Any]]) -> list[Arm]:
     """Every combination of the factors' values; the first values of every factor make the first arm."""
     names = list(ARM_FACTORS)
