@@ -13,7 +13,7 @@ from sysmo.terminal import print_records
 
 from sysmo.contracts.arms import ARM_FACTORS
 from sysmo.errors import ConfigError, SysmoError
-from sysmo.runner.resume import check_resume_flags
+from sysmo.runner.resume import added_arms, check_resume_flags
 from sysmo.runner.summary import skipped_lines
 
 console = Console()
@@ -279,6 +279,9 @@ def register(app: typer.Typer) -> None:
             raise ConfigError(f"invalid experiment settings: {exc}") from exc
         if stored is not None:
             check_resume_flags(stored, config, flags)
+            for label in added_arms(stored, config):
+                err_console.print(f"adding arm {label} to {stored.id} (the arms run before are kept)",
+                                  soft_wrap=True)
         if config.is_control:
             err_console.print("[bold yellow]CONTROL experiment[/]: offline providers (reference, mockllm); "
                               "no LLM is called and the numbers measure the harness, not a model.")

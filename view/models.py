@@ -30,6 +30,9 @@ class ExperimentSummary(BaseModel):
     agents: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     isolation: str = "not recorded"
+    # every setting of the run (sysmo.evals.tables.run_settings), as (name, text) for the experiment page
+    settings: list[tuple[str, str]] = Field(default_factory=list)
+    arms: int = 1  # how many arms the experiment runs (the attempt table names each attempt's when more than one)
 
 
 class AttemptRow(BaseModel):
@@ -50,6 +53,7 @@ class AttemptRow(BaseModel):
     duration_s: float = 0.0
     error: str = ""
     error_kind: str = ""  # model | budget | infrastructure ("" when the attempt did not error)
+    arm: str = ""  # the arm's varied settings, e.g. "feedback=full" ("" for an experiment of one arm)
 
 
 class AttemptFilters(BaseModel):
@@ -62,6 +66,7 @@ class AttemptFilters(BaseModel):
     status: str = ""
     failed_stage: str = ""
     error_kind: str = ""
+    arm: str = ""
     sort: str = "task_id"
     desc: bool = False
 
@@ -69,8 +74,8 @@ class AttemptFilters(BaseModel):
         return {k: v for k, v in self.model_dump().items() if k in FILTER_FIELDS and v}
 
 
-FILTER_FIELDS = ("agent", "model", "kind", "task", "status", "failed_stage", "error_kind")
-SORT_FIELDS = ("task_id", "kind", "agent", "model", "sample_index", "status", "failed_stage", "rounds", "cost_usd",
+FILTER_FIELDS = ("agent", "model", "kind", "task", "arm", "status", "failed_stage", "error_kind")
+SORT_FIELDS = ("task_id", "kind", "agent", "model", "sample_index", "arm", "status", "failed_stage", "rounds", "cost_usd",
                "tokens", "duration_s", "error_kind")
 
 
