@@ -44,15 +44,23 @@ class ArmFactor:
         object.__setattr__(self, "_adapter", TypeAdapter(self.value_type))
 
     def parse(self, value: Any) -> Any:
-        """One value, validated (``default`` and ``none`` as words stand for None where None is allowed)."""
-        if isinstance(value, str) and value.strip().lower() in (DEFAULT_WORD, "null") and self.default is None:
-            value = None
-        elif isinstance(value, str):
+        """One value, validated (the words ``default`` and ``null`` stand for None where None is allowed: the
+        agent's own prompt, the model's own temperature)."""
+        if isinstance(value, str):
             value = value.strip()
+            if value.lower() in (DEFAULT_WORD, "null") and self._accepts_none():
+                value = None
         try:
             return self._adapter.validate_python(value)
         except ValidationError as exc:
             raise ValueError(f"{self.flag} {value!r} is not allowed: {exc.errors()[0]['msg']}") from exc
+
+    def _accepts_none(self) -> bool:
+        try:
+            self._adapter.validate_python(None)
+        except ValidationError:
+            return False
+        return True
 
     def text(self, value: Any) -> str:
         return DEFAULT_WORD if value is None else str(value)
