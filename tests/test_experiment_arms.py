@@ -203,6 +203,24 @@ def test_every_setting_is_in_the_report_header_and_provenance(tmp_path: Path) ->
         assert line in header, line
     assert "<th>arms</th>" in paths["html"].read_text()
 
+    # sysmo trace EXP: the settings, then the attempts with their arm; sysmo trace ATTEMPT --json: its run's settings
+    listing = cli("trace", "arms", "--json", "-o", str(tmp_path / "runs"))
+    data = json.loads(listing.stdout)
+    assert data["settings"]["arms"] == settings["arms"] and len(data["attempts"]) == 2
+    shown = cli("trace", "arms", "-o", str(tmp_path / "runs"))
+    assert "settings of arms" in shown.stdout and "feedback=none" in shown.stdout and "harness" in shown.stdout
+    one = json.loads(cli("trace", data["attempts"][0]["id"], "--json", "-o", str(tmp_path / "runs")).stdout)
+    assert one["run_settings"]["feedback"] == ["none", "full"] and one["seed"] == data["attempts"][0]["seed"]
+    assert one["arm_label"] == data["attempts"][0]["arm"] and one["time_limit_s"] == 900
+
+    # sysmo view's experiment page: the settings box, and the arm column naming the varied factor
+    from starlette.testclient import TestClient
+    from sysmo.view.app import create_app
+
+    page = TestClient(create_app(tmp_path / "runs")).get("/e/arms").text
+    assert '<details id="settings" open>' in page and "<th>attempt_timeout_s</th><td>900.0</td>" in page
+    assert "<td>feedback=none</td>" in page and "<td>feedback=full</td>" in page
+
 
 def test_an_attempt_past_its_time_limit_is_an_infrastructure_error_naming_its_step(tmp_path: Path) -> None:
     from sysmo.evals.error_kinds import error_kind
