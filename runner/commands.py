@@ -149,11 +149,11 @@ def register(app: typer.Typer) -> None:
             None, "--sources-dir", help="Checkouts of the modelled systems' source, one folder per SysMoBench task "
             "(or SYSMO_SOURCES_DIR); code-based agents need them."),
         samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Samples per (task, agent, model); default 5."),
-        max_rounds: list[str] = typer.Option([], "--max-rounds", help=_arm_help("max_rounds")),
-        feedback: list[str] = typer.Option([], "--feedback", help=_arm_help("feedback")),
-        strategy: list[str] = typer.Option([], "--strategy", help=_arm_help("strategy")),
-        temperature: list[str] = typer.Option([], "--temperature", help=_arm_help("temperature")),
-        arm: list[str] = typer.Option([], "--arm", help="Any arm factor as NAME=V1,V2 (" + ", ".join(ARM_FACTORS)
+        max_rounds: list[str] = typer.Option([], "--max-rounds", metavar="VALUES", help=_arm_help("max_rounds")),
+        feedback: list[str] = typer.Option([], "--feedback", metavar="VALUES", help=_arm_help("feedback")),
+        strategy: list[str] = typer.Option([], "--strategy", metavar="VALUES", help=_arm_help("strategy")),
+        temperature: list[str] = typer.Option([], "--temperature", metavar="VALUES", help=_arm_help("temperature")),
+        arm: list[str] = typer.Option([], "--arm", metavar="NAME=VALUES", help="Any arm factor as NAME=V1,V2 (" + ", ".join(ARM_FACTORS)
                                       + "); the flags above are its short forms (docs/ablations.md)."),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output token limit per model call."),
         seed: Optional[int] = typer.Option(None, help="Seed of task sampling and of the per-sample seeds sent to "
