@@ -220,6 +220,8 @@ def test_every_setting_is_in_the_report_header_and_provenance(tmp_path: Path) ->
     page = TestClient(create_app(tmp_path / "runs")).get("/e/arms").text
     assert '<details id="settings" open>' in page and "<th>attempt_timeout_s</th><td>900.0</td>" in page
     assert "<td>feedback=none</td>" in page and "<td>feedback=full</td>" in page
+    attempt_page = TestClient(create_app(tmp_path / "runs")).get(f"/e/arms/a/{one['id']}").text
+    assert one["arm_label"] in attempt_page and f"0 / {one['seed']}" in attempt_page
 
 
 def test_an_attempt_past_its_time_limit_is_an_infrastructure_error_naming_its_step(tmp_path: Path) -> None:

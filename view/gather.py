@@ -381,7 +381,8 @@ def attempt_view(store: Store, attempt_id: str) -> AttemptView:
             graph_steps=[s for s in steps if s.node and step_round.get(s.checkpoint_id) == rnd.index]))
         previous = rnd.artifact or previous
     return AttemptView(
-        row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, started_at=attempt.started_at,
+        row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, arm=attempt.arm_label,
+        seed=attempt.seed, time_limit_s=attempt.time_limit_s, started_at=attempt.started_at,
         checkpoint_db=attempt.checkpoint_db, rounds=rounds, timeline=_timeline(rounds, steps, attempt), graph_steps=steps,
         stages=[stage_view(s) for s in card.stages] if card else [], cascade=card.cascade if card else None,
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",

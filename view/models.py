@@ -227,6 +227,9 @@ class AttemptView(BaseModel):
     row: AttemptRow
     is_control: bool
     max_rounds: int
+    arm: str = ""  # every setting of the attempt's arm (Attempt.arm_label)
+    seed: int | None = None  # the (task, sample)'s seed sent with its model calls
+    time_limit_s: float | None = None
     started_at: str
     checkpoint_db: str | None
     rounds: list[RoundView]
