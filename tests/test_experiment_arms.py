@@ -63,10 +63,11 @@ def test_feedback_arms_share_the_task_the_seed_and_the_first_reply(tmp_path: Pat
     from sysmo.runner import run_experiment
     from sysmo.store import Store
 
+    warm_plantuml()
     with FakeOpenAI(default=reply(DIAGRAM)) as server:
         model = {"model": "openai/fake-model", "api_base": server.base_url}
         summary = run_experiment(config_for(tmp_path, models=[model], feedback="none,full"), progress=False)
-        assert summary.planned == summary.ran == 2 * 2 * 2  # tasks x samples x arms
+        assert summary.planned == summary.ran == 2 * 2 * 2  # tasks x samples x arms, all four at once
         # each (task, sample)'s first request reached the server once: the other arm was answered from the cache
         assert server.calls == 4
         sent = {(json.dumps(r["messages"]), r["seed"]) for r in server.requests}
