@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from sysmo.contracts.arms import ARM_FACTORS, Arm
 from sysmo.contracts.events import EventAdapter
 from sysmo.errors import SysmoError
 from sysmo.contracts.scorecard import ScoreCard
@@ -99,10 +100,12 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+# the arm's columns (added to older stores when opened): its label, its seed, one column per arm factor
+ARM_COLUMNS = {"arm": "TEXT", "seed": "INTEGER", **{name: f.sql_type for name, f in ARM_FACTORS.items()}}
 ATTEMPT_COLUMNS = ("id, experiment_id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, "
                    "status, n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
                    "completion_tokens, cost_usd, is_control, error, finished_at, attempt_json, spend_usd, parent_attempt_id, "
-                   "forked_at")
+                   "forked_at, " + ", ".join(ARM_COLUMNS))
 _ALL_COLUMNS = ATTEMPT_COLUMNS.split(", ")
 # AttemptRecord.attempt: the attempts row without experiment_id (second) and finished_at (given when written)
 _RECORD_COLUMNS = [c for c in _ALL_COLUMNS if c not in ("experiment_id", "finished_at")]
@@ -139,7 +142,7 @@ class AttemptRecord:
                sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
                sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
                sum(c.cost_usd for c in calls), int(attempt.is_control), attempt.error, attempt.model_dump_json(),
-               attempt.spend_usd, attempt.parent_attempt_id, attempt.forked_at)
+               attempt.spend_usd, attempt.parent_attempt_id, attempt.forked_at, *_arm_cells(attempt))
         # round_idx NULL: the calls no round holds
         llm_calls = [(attempt.id, None, seq, call.role, call.purpose, call.model, call.provider, call.prompt_tokens,
                       call.completion_tokens, call.cost_usd, call.latency_s, int(call.cached), call.request_hash,
@@ -158,6 +161,12 @@ class AttemptRecord:
                 tool_calls.append((attempt.id, rnd.index, rnd.check.tool, rnd.check.tool_version,
                                    rnd.check.outcome.value, rnd.check.duration_s, len(rnd.check.diagnostics)))
         return cls(attempt.id, row, rounds, llm_calls, tool_calls, event_rows(attempt.id, attempt.events, 0))
+
+
+def _arm_cells(attempt: Attempt) -> tuple:
+    """The attempts row's arm columns (``ARM_COLUMNS``): label, seed, each factor's value."""
+    values = attempt.arm_values()
+    return (Arm.of(values).label, attempt.seed, *(values[name] for name in ARM_FACTORS))
 
 
 def event_rows(attempt_id: str, events: Sequence[Any], first_seq: int) -> list[tuple]:
@@ -192,9 +201,11 @@ class Store:
             if column not in columns:
                 self._conn.execute(f"ALTER TABLE llm_calls ADD COLUMN {column} TEXT")
         attempt_columns = {r[1] for r in self._conn.execute("PRAGMA table_info(attempts)")}
-        for column, kind in (("spend_usd", "REAL"), ("parent_attempt_id", "TEXT"), ("forked_at", "TEXT")):
-            if column not in attempt_columns:  # stores written before it
-                self._conn.execute(f"ALTER TABLE attempts ADD COLUMN {column} {kind}")
+        # stores written before these columns: an old row's arm is NULL (its attempt JSON has what it had)
+        for column, sql_type in {"spend_usd": "REAL", "parent_attempt_id": "TEXT", "forked_at": "TEXT",
+                                 **ARM_COLUMNS}.items():
+            if column not in attempt_columns:
+                self._conn.execute(f"ALTER TABLE attempts ADD COLUMN {column} {sql_type}")
 
     @staticmethod
     def check_resumable(path: Path, experiment_id: str) -> None:
@@ -249,8 +260,10 @@ class Store:
                     "INSERT INTO experiments VALUES (?,?,?,?,?,?,?)",
                     (experiment_id, _now(), _now(), "running", int(is_control), json.dumps(config), json.dumps(environment)))
             else:
-                self._conn.execute("UPDATE experiments SET updated_at=?, status='running', environment_json=? WHERE id=?",
-                                   (_now(), json.dumps(environment), experiment_id))
+                # a resume may have added arms: the record holds the settings the experiment has now
+                self._conn.execute("UPDATE experiments SET updated_at=?, status='running', config_json=?, "
+                                   "environment_json=? WHERE id=?",
+                                   (_now(), json.dumps(config), json.dumps(environment), experiment_id))
 
     def set_experiment_status(self, experiment_id: str, status: str) -> None:
         with self.transaction():

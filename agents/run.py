@@ -71,18 +71,41 @@ def recording_checker(checker: Any) -> Any:
     return check
 
 
+class AttemptTimeLimit(SysmoError):
+    """The attempt ran past its wall-clock limit (``--attempt-timeout``): a harness-side stop, not a verdict."""
+
+    error_class = "AttemptTimeLimit"
+
+
+def time_limit_message(limit_s: float, running: list[str], rounds: int) -> str:
+    """What a stopped attempt records: the limit, the graph step it stopped in, and what was kept."""
+    where = f"graph step {', '.join(repr(n) for n in running)}" if running else "between graph steps"
+    return (f"attempt wall-clock limit of {limit_s:g} s (--attempt-timeout) reached in {where}; the "
+            f"{rounds} round(s) finished before it are kept")
+
+
 async def drive(graph: Any, state: dict[str, Any] | None, config: dict[str, Any], ctx: AgentContext, *,
-                values: dict[str, Any] | None = None, **kwargs: Any) -> dict[str, Any]:
+                values: dict[str, Any] | None = None, final: dict[str, Any] | None = None,
+                running: set[str] | None = None, **kwargs: Any) -> dict[str, Any]:
     """Run the graph to its end, emitting a ``GraphStepEvent`` per node that ran; returns the final state.
 
     Only the nodes' updates are streamed; the final state is the input with each update applied as the graph's
     channels apply it (a reducer channel's operator, else the last value). Streaming the values as well made
     LangGraph read every channel into a new dict after every step. With ``state`` None the graph resumes the
-    checkpoint ``config`` names (a fork), whose ``values`` the updates are applied to."""
+    checkpoint ``config`` names (a fork), whose ``values`` the updates are applied to. ``final`` (updated in
+    place) holds the state so far and ``running`` the nodes started and not finished, for a caller that stops the
+    graph mid-way; the task events that keep ``running`` carry references to the state, not copies."""
     channels = graph.channels
-    final = dict(values if values is not None else state or {})
+    start = values if values is not None else state or {}
+    final = dict(start) if final is None else final
+    final.update(start)
+    running = set() if running is None else running
     step = 0
-    async for chunk in graph.astream(state, config, context=ctx, stream_mode="updates", **kwargs):
+    async for mode, chunk in graph.astream(state, config, context=ctx, stream_mode=["updates", "tasks"], **kwargs):
+        if mode == "tasks":  # a node starting ("input") or done ("result")
+            name = str(chunk.get("name", ""))
+            (running.discard if "result" in chunk else running.add)(name)
+            continue
         for node, update in (chunk or {}).items():
             emit(GraphStepEvent(step=step, node=str(node), keys=sorted(update) if isinstance(update, dict) else []))
             step += 1
@@ -92,6 +115,22 @@ async def drive(graph: Any, state: dict[str, Any] | None, config: dict[str, Any]
                 reduce = getattr(channels[key], "operator", None)  # BinaryOperatorAggregate: rounds
                 final[key] = reduce(final[key], value) if reduce is not None and key in final else value
     return final
+
+
+async def drive_within(graph: Any, state: dict[str, Any] | None, config: dict[str, Any], ctx: AgentContext,
+                       **kwargs: Any) -> dict[str, Any]:
+    """``drive`` stopped after ``ctx.time_limit_s`` seconds of wall clock: then ``AttemptTimeLimit`` names the
+    step it stopped in, and the state so far (every round that finished) is the attempt's, in its exception."""
+    final: dict[str, Any] = {}
+    running: set[str] = set()
+    try:
+        async with asyncio.timeout(ctx.time_limit_s):
+            return await drive(graph, state, config, ctx, final=final, running=running, **kwargs)
+    except TimeoutError as exc:
+        stopped = AttemptTimeLimit(time_limit_message(ctx.time_limit_s or 0, sorted(running),
+                                                      len(final.get("rounds") or [])))
+        stopped.state = final  # type: ignore[attr-defined]
+        raise stopped from exc
 
 
 def _final_status(status: str | None) -> AttemptStatus:
@@ -149,13 +188,15 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
     spec.check_supports(ctx.task)
     attempt = Attempt(id=ctx.attempt_id, task_id=ctx.task.id, agent=agent, model=model_name,
                       sample_index=ctx.sample_index, max_rounds=ctx.max_rounds, feedback=ctx.feedback,
-                      strategy=ctx.strategy,
+                      strategy=ctx.strategy, temperature=ctx.temperature, arm=dict(ctx.arm), seed=ctx.seed,
+                      time_limit_s=ctx.time_limit_s,
                       is_control=is_control_model(model_name), kind=model_kind(model_name),
                       checkpoint_db=str(steps.destination) if steps is not None and steps.destination
                       else (str(checkpoint_db) if checkpoint_db is not None else None))
     started = time.monotonic()
     config = {"configurable": {"thread_id": ctx.attempt_id}, "recursion_limit": RECURSION_LIMIT}
     final: dict[str, Any] = {}
+    timed_out: str | None = None
     events = EventLog()
     # the agent's in-loop check (the tool check, then its own), each check recorded; same prompt_hashes dict
     private_workspace = ctx.workspace_dir is None
@@ -167,10 +208,15 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
                 final = await run_graph(spec, ctx, config)
             elif steps is not None:
                 with STEPS.recording(ctx.attempt_id, steps):
-                    final = await drive(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config, ctx,
-                                        durability="sync")
+                    final = await drive_within(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config,
+                                                ctx, durability="sync")
             else:
-                final = await drive(compiled_graph(spec, ctx), initial_state(ctx), config, ctx)
+                final = await drive_within(compiled_graph(spec, ctx), initial_state(ctx), config, ctx)
+        except AttemptTimeLimit as exc:  # what finished before the limit stays the attempt's
+            final = exc.state  # type: ignore[attr-defined]
+            timed_out = str(exc)
+            emit(ErrorEvent(where="attempt", error_type=exc.error_class, message=timed_out))
+            log.warning("attempt.time_limit", attempt=ctx.attempt_id, error=timed_out)
         except NotCoveredError as exc:  # a replay source without this task (raised before the first round)
             attempt.status = AttemptStatus.NOT_COVERED
             attempt.error = str(exc)
@@ -198,6 +244,9 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
                 attempt.tool_versions[rnd.check.tool] = rnd.check.tool_version
         if final.get("error") and not any(isinstance(e, ErrorEvent) for e in events.events):
             events.add(ErrorEvent(where="graph", error_type="AttemptError", message=str(final["error"])))
+    if timed_out is not None:  # whatever the rounds so far said, the attempt did not run to its end
+        attempt.status = AttemptStatus.ERROR
+        attempt.error = timed_out
     attempt.events = events.events
     attempt.settle_calls()  # every answered call counts, also those no round holds (openhands steps)
     log.info("attempt.finalized", attempt=ctx.attempt_id, task=ctx.task.id, status=attempt.status.value,

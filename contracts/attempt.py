@@ -82,6 +82,11 @@ class Attempt(BaseModel):
     max_rounds: int = 3
     feedback: str = "diagnostics"  # --feedback level (sysmo.graphs.repair.Feedback); "none": one shot, no repair
     strategy: str | None = None  # --strategy (sysmo.agents.strategies.Strategy); None: sysmo's own task prompt
+    temperature: float | None = None  # the generator's temperature the attempt asked for (None: the model's own)
+    # the arm's settings as the experiment gave them (sysmo.contracts.arms.ARM_FACTORS); {} before arms existed
+    arm: dict[str, Any] = Field(default_factory=dict)
+    seed: int | None = None  # the (task, sample)'s seed sent with the model calls (None: none was sent)
+    time_limit_s: float | None = None  # the attempt's wall-clock limit (None: none)
     status: AttemptStatus = AttemptStatus.RUNNING
     rounds: list[Round] = Field(default_factory=list)
     final_artifact: Artifact | None = None
@@ -105,6 +110,19 @@ class Attempt(BaseModel):
     calls_outside_rounds: list[LLMCallSummary] = Field(default_factory=list)
     # the typed event stream (stored in the events table, not in the attempt's JSON)
     events: list[Event] = Field(default_factory=list, exclude=True, repr=False)
+
+    def arm_values(self) -> dict[str, Any]:
+        """The arm's settings: as configured, or for an attempt from before arms, as the attempt recorded them."""
+        from sysmo.contracts.arms import ARM_FACTORS
+
+        return {name: self.arm[name] if name in self.arm else getattr(self, name, factor.default)
+                for name, factor in ARM_FACTORS.items()}
+
+    @property
+    def arm_label(self) -> str:
+        from sysmo.contracts.arms import Arm
+
+        return Arm.of(self.arm_values()).label
 
     def all_llm_calls(self) -> list[LLMCallSummary]:
         return [c for r in self.rounds for c in r.llm_calls] + list(self.calls_outside_rounds)

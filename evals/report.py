@@ -27,7 +27,9 @@ from sysmo.evals.tables import (  # noqa: E402
     provenance,
     provenance_json,
     rounds_to_success,
+    run_settings,
     score_columns,
+    settings_lines,
     summary_frame,
 )
 from sysmo.evals.leaderboard import (  # noqa: E402
@@ -299,7 +301,8 @@ def write_report(directory: Path) -> dict[str, Path]:
         frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not_covered else every
         summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
         breakdowns = {by: breakdown_frame(frame, by) for by in ("benchmark", "domain", "difficulty")}
-        curves = rounds_to_success(frame, int(config.get("max_rounds") or 3)) if not frame.empty else pd.DataFrame()
+        settings = run_settings(config, experiment["environment"])
+        curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)
         level_md, level_html = what_each_level_buys(frame, config, out)
 
@@ -323,8 +326,12 @@ def write_report(directory: Path) -> dict[str, Path]:
         md = [f"# {title}\n"]
         if _banner(prov):
             md.append(f"> **{_banner(prov)}**\n")
-        md.append(f"Attempts: {len(frame)}; samples per task: {config.get('samples')}; max repair rounds: "
-                  f"{config.get('max_rounds')}; temperature: {config.get('temperature')}.\n")
+        lines = settings_lines(prov["settings"])
+        md.append(f"Attempts: {len(frame)}; arms: {len(prov['settings']['arms'])}.\n")
+        md.append("## Settings\n")
+        md.append("Every setting of the run (`provenance.json` has them as data; docs/ablations.md: arms).\n")
+        md.extend(f"- {name}: `{value}`" for name, value in lines)
+        md.append("")
         if not_covered:
             md.append(f"Not covered by the replayed source: {not_covered} attempts (status not_covered), left out of "
                       "every rate and mean below.\n")
@@ -378,11 +385,12 @@ def write_report(directory: Path) -> dict[str, Path]:
         sections += level_html
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
-td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}th{{background:#eee}}.control{{background:#fff3cd;
+td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}.settings td,.settings th{{text-align:left}}th{{background:#eee}}.control{{background:#fff3cd;
 padding:1em;border:1px solid #e0c060;font-weight:bold}}figure{{display:inline-block;margin:0.5em}}img{{max-width:640px}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}}</style></head><body>
-<h1>{html.escape(title)}</h1>{banner}<p>Attempts: {len(frame)}; samples per task: {config.get('samples')};
-max repair rounds: {config.get('max_rounds')}.</p><h2>Leaderboards per task kind</h2>
+<h1>{html.escape(title)}</h1>{banner}<p>Attempts: {len(frame)}; arms: {len(prov['settings']['arms'])}.</p>
+<h2>Settings</h2><table class="settings"><tbody>{"".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(value)}</td></tr>"
+                                                 for name, value in lines)}</tbody></table><h2>Leaderboards per task kind</h2>
 <p>Each kind's own metrics only, best first. Every sub-metric: summary.csv / summary.parquet; every attempt:
 attempts.csv / attempts.parquet. <code>sysmo view</code> shows these tables with every number a link to the attempts
 behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from sysmo.contracts.arms import ARM_FACTORS, Arm, expand_arms, factor_values
 from sysmo.evals.metric_scales import metric_scale
 from sysmo.evals.statistics import best_of_n, bootstrap_ci, pass_at_ks
 from sysmo.log import get_logger
@@ -66,38 +67,44 @@ def _single_shot(store: Store, experiment_id: str) -> dict[str, int]:
                                                     if r["check_json"] else None)) for r in rows}
 
 
-def _feedback_levels(store: Store, experiment_id: str) -> dict[str, str]:
-    rows = store.query("SELECT id, json_extract(attempt_json, '$.feedback') AS feedback FROM attempts "
-                       "WHERE experiment_id=?", (experiment_id,))
-    return {r["id"]: r["feedback"] or "diagnostics" for r in rows}
+def _arm_cells(store: Store, experiment_id: str) -> pd.DataFrame:
+    """Each attempt's arm: label, seed and factor values from the attempts columns; an attempt stored before
+    they existed ran its experiment's only arm, so the stored settings give its values."""
+    config = store.experiment(experiment_id)["config"]
+    only = {name: factor_values(name, config.get(name, factor.default))[0] for name, factor in ARM_FACTORS.items()}
+    rows = store.query(f"SELECT id, arm, seed, {', '.join(ARM_FACTORS)} FROM attempts WHERE experiment_id=?",
+                       (experiment_id,))
+    cells = []
+    for row in rows:
+        values = {name: row[name] if row["arm"] is not None else only[name] for name in ARM_FACTORS}
+        cells.append({"id": row["id"], "arm": row["arm"] or Arm.of(values).label, "seed": row["seed"],
+                      **{name: ARM_FACTORS[name].text(value) if name == "strategy" else value
+                         for name, value in values.items()}})
+    return pd.DataFrame(cells, columns=["id", "arm", "seed", *ARM_FACTORS])
 
 
-def _strategies(store: Store, experiment_id: str) -> dict[str, str]:
-    rows = store.query("SELECT id, json_extract(attempt_json, '$.strategy') AS strategy FROM attempts "
-                       "WHERE experiment_id=?", (experiment_id,))
-    return {r["id"]: r["strategy"] or "default" for r in rows}
+def split_by_arms(frame: pd.DataFrame, factors: tuple[str, ...] = tuple(ARM_FACTORS)) -> pd.DataFrame:
+    """When an experiment has more than one value of an arm factor, the agent column names the value
+    (``base_modeling [feedback=bare] [strategy=cot]``; strategy ``default``: sysmo's own task prompt): every
+    grouping by agent, and the paired comparisons between agents on the same model, then split and compare
+    the arms."""
+    varied = [name for name in factors if name in frame.columns and frame[name].nunique(dropna=False) > 1]
+    if not varied:
+        return frame
+    frame = frame.copy()
+    for name in varied:
+        frame["agent"] = frame["agent"] + f" [{name}=" + frame[name].map(ARM_FACTORS[name].text) + "]"
+    return frame
 
 
 def split_by_strategy(frame: pd.DataFrame) -> pd.DataFrame:
-    """As ``split_by_feedback`` for ``--strategy``: with more than one prompting strategy in an experiment the
-    agent column names it (``base_modeling [strategy=cot]``; ``default``: sysmo's own task prompt), so the
-    groupings and the paired comparisons split and compare the strategies."""
-    if "strategy" not in frame.columns or frame["strategy"].nunique() < 2:
-        return frame
-    frame = frame.copy()
-    frame["agent"] = frame["agent"] + " [strategy=" + frame["strategy"] + "]"
-    return frame
+    """``split_by_arms`` for ``--strategy`` alone."""
+    return split_by_arms(frame, ("strategy",))
 
 
 def split_by_feedback(frame: pd.DataFrame) -> pd.DataFrame:
-    """When an experiment used more than one ``--feedback`` level, the agent column names the level
-    (``base_modeling [feedback=bare]``): every grouping by agent, and the paired comparisons between agents
-    on the same model, then split and compare the levels."""
-    if "feedback" not in frame.columns or frame["feedback"].nunique() < 2:
-        return frame
-    frame = frame.copy()
-    frame["agent"] = frame["agent"] + " [feedback=" + frame["feedback"] + "]"
-    return frame
+    """``split_by_arms`` for ``--feedback`` alone."""
+    return split_by_arms(frame, ("feedback",))
 
 
 def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
@@ -122,9 +129,7 @@ def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
     frame["passed"] = (frame["status"] == "passed").astype(int)
     frame["single_shot"] = frame["id"].map(_single_shot(store, experiment_id)).fillna(0).astype(int)
     frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
-    frame["feedback"] = frame["id"].map(_feedback_levels(store, experiment_id)).fillna("diagnostics")
-    frame["strategy"] = frame["id"].map(_strategies(store, experiment_id)).fillna("default")
-    frame = split_by_strategy(split_by_feedback(frame))
+    frame = split_by_arms(frame.merge(_arm_cells(store, experiment_id), on="id", how="left"))
     return frame.sort_values(["task_id", "agent", "model", "sample_index"]).reset_index(drop=True)
 
 
@@ -249,12 +254,23 @@ def _run_kind(config: dict) -> str:
     return run_kind(names) if names else "live"
 
 
+def tool_versions(store: Store, experiment_id: str) -> dict[str, str]:
+    """The version of every tool the experiment's checks ran."""
+    return {f"{r['tool']}": r["tool_version"] for r in store.query(
+        "SELECT DISTINCT tool, tool_version FROM tool_calls JOIN attempts ON attempts.id = tool_calls.attempt_id "
+        "WHERE experiment_id=?", (experiment_id,))}
+
+
+def experiment_settings(store: Store, experiment_id: str) -> dict[str, Any]:
+    """``run_settings`` of a stored experiment, tool versions included."""
+    experiment = store.experiment(experiment_id)
+    return run_settings(experiment["config"], experiment["environment"], tool_versions(store, experiment_id))
+
+
 def provenance(store: Store, experiment_id: str) -> dict[str, Any]:
     """Tool versions, prompt hashes and model roles the results came from."""
     experiment = store.experiment(experiment_id)
-    tools = {f"{r['tool']}": r["tool_version"] for r in store.query(
-        "SELECT DISTINCT tool, tool_version FROM tool_calls JOIN attempts ON attempts.id = tool_calls.attempt_id "
-        "WHERE experiment_id=?", (experiment_id,))}
+    tools = tool_versions(store, experiment_id)
     prompts: dict[str, str] = {}
     stage_provenance: dict[str, str] = {}
     for attempt in store.attempts(experiment_id):
@@ -274,8 +290,54 @@ def provenance(store: Store, experiment_id: str) -> dict[str, Any]:
         "tool_versions": tools,
         "scoring_provenance": stage_provenance,
         "prompt_hashes": prompts,
-        "settings": {k: config.get(k) for k in ("samples", "max_rounds", "temperature", "agents", "tasks")},
+        "settings": run_settings(config, experiment["environment"], tools),
     }
+
+
+def run_settings(config: dict[str, Any], environment: dict[str, Any] | None = None,
+                 tool_versions: dict[str, str] | None = None) -> dict[str, Any]:
+    """Every setting of a run that decides its results, from its stored config (an old one's scalars read as
+    one-value lists) and environment: the report header, provenance.json, ``sysmo trace`` and ``sysmo view``."""
+    environment = environment or {}
+    lists = {name: factor_values(name, config.get(name, factor.default)) for name, factor in ARM_FACTORS.items()}
+    tasks = {k: v for k, v in (config.get("tasks") or {}).items() if v not in (None, [], "all")}
+    models = [m if isinstance(m, str) else f"{m.get('model')} ({m.get('api_base')})" if m.get("api_base")
+              else m.get("model") for m in config.get("models") or []]
+    timeout = config.get("attempt_timeout")
+    return {
+        "agents": list(config.get("agents") or []),
+        "models": models,
+        "helper": config.get("helper"),
+        "judge": config.get("judge"),
+        "tasks": tasks,
+        "samples": config.get("samples"),
+        "arms": [arm.label for arm in expand_arms(lists)],
+        **{name: values for name, values in lists.items()},
+        "seed": config.get("seed", 0),
+        "sample_seeds": "derived from (seed, task, sample): the same in every arm, sent with every model call",
+        "max_tokens": config.get("max_tokens"),
+        "attempt_timeout_s": (timeout or "none") if timeout is not None else "none (run before the limit existed)",
+        "scoring_mode": config.get("scoring_mode", "sysmo"),
+        "score": config.get("score", True),
+        "scoring": config.get("scoring") or {},
+        "checkpoints": config.get("checkpoints", "steps"),
+        "executor": config.get("executor", "local"),
+        "isolation": environment.get("tool_isolation"),
+        "versions": {**{k: environment[k] for k in ("sysmo", "python") if k in environment},
+                     **(tool_versions or {})},
+    }
+
+
+def settings_lines(settings: dict[str, Any]) -> list[tuple[str, str]]:
+    """``run_settings`` as (name, text) pairs, for a header."""
+    def text(value: Any) -> str:
+        if isinstance(value, list):
+            return ", ".join(ARM_FACTORS["strategy"].text(v) if v is None else str(v) for v in value) or "-"
+        if isinstance(value, dict):
+            return ", ".join(f"{k}={text(v)}" for k, v in value.items()) or "-"
+        return "-" if value is None else str(value)
+
+    return [(name, "; ".join(value) if name == "arms" else text(value)) for name, value in settings.items()]
 
 
 def provenance_json(store: Store, experiment_id: str) -> str:

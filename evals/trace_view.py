@@ -161,8 +161,19 @@ def steps_table(steps: list[CheckpointStep], attempt: Attempt) -> Table:
     return table
 
 
+def settings_panel(settings: dict[str, Any], title: str = "run settings") -> Panel:
+    """Every setting of the run (``tables.run_settings``) as a two-column panel."""
+    from sysmo.evals.tables import settings_lines
+
+    grid = Table.grid(padding=(0, 2))
+    for name, value in settings_lines(settings):
+        grid.add_row(name, Text(value))
+    return Panel(grid, title=title, title_align="left")
+
+
 def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, full: bool = False,
-                   experiment_dir: Path | None = None, forks: list[str] | None = None) -> None:
+                   experiment_dir: Path | None = None, forks: list[str] | None = None,
+                   settings: dict[str, Any] | None = None) -> None:
     from sysmo.llm.roles import model_kind
 
     kind = model_kind(attempt.model)
@@ -170,7 +181,10 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     head = Table.grid(padding=(0, 2))
     head.add_row("attempt", attempt.id)
     head.add_row("task / agent / model", f"{attempt.task_id} / {attempt.agent} / {attempt.model}{control}")
-    head.add_row("sample", str(attempt.sample_index))
+    head.add_row("sample / seed", f"{attempt.sample_index} / {attempt.seed if attempt.seed is not None else 'none sent'}")
+    head.add_row("arm", attempt.arm_label)
+    if attempt.time_limit_s:
+        head.add_row("time limit", f"{attempt.time_limit_s:g} s wall clock")
     head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s")
     head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens} / ${attempt.cost_usd:.4f}"
                                   f" (new spend ${attempt.spend_usd:.4f})")
@@ -194,6 +208,8 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     console.print(Panel(head, title="sysmo trace", title_align="left"))
     if nodes:
         console.print(steps_table(steps, attempt))
+    if settings is not None:
+        console.print(settings_panel(settings, "settings of its run"))
     previous: Artifact | None = None
     for rnd in attempt.rounds:
         console.print(round_panel(rnd, previous, full=full))
@@ -324,9 +340,12 @@ def llm_call_panels(events: list[Any], full: bool = False) -> list[Panel]:
 
 
 def attempt_json(attempt: Attempt, card: ScoreCard | None, experiment_dir: Path | None = None,
-                 forks: list[str] | None = None) -> str:
+                 forks: list[str] | None = None, settings: dict[str, Any] | None = None) -> str:
     data = attempt.model_dump(mode="json")
     data["forks"] = list(forks or [])
+    data["arm_label"] = attempt.arm_label
+    if settings is not None:
+        data["run_settings"] = settings
     previous = None
     for rnd, raw in zip(attempt.rounds, data["rounds"]):
         raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""

@@ -43,6 +43,9 @@ class AgentContext:
     # the attempt's directory of files for an agent that works on files (openhands); None: ``run_attempt`` gives
     # a private temporary one, removed when the attempt ends. The runner: <experiment>/artifacts/<attempt>/workspace
     workspace_dir: Path | None = None
+    seed: int | None = None  # the (task, sample)'s seed, sent with every model call of the attempt (None: none)
+    arm: dict[str, Any] = field(default_factory=dict)  # the arm's settings as configured (recorded on the attempt)
+    time_limit_s: float | None = None  # wall-clock seconds the attempt may take (None: no limit)
 
     def __post_init__(self) -> None:
         if self.feedback == "none":

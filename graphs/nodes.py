@@ -41,7 +41,12 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
         params["temperature"] = ctx.temperature
     if ctx.max_tokens is not None and role == "generator":
         params["max_tokens"] = ctx.max_tokens
+    if ctx.seed is not None:  # litellm passes it on where the provider takes one and drops it elsewhere
+        params["extra"] = {"seed": ctx.seed}
+    extra = kwargs.pop("extra", None)
     params.update(kwargs)
+    if extra:
+        params["extra"] = {**params.get("extra", {}), **extra}
     started = time.monotonic()
     try:
         response = await ctx.llm.acomplete(messages, **params)

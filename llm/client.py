@@ -7,6 +7,7 @@ event log (``sysmo.contracts.events.collecting``), which the store keeps in its 
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import threading
 import time
@@ -133,6 +134,8 @@ class LLM:
         self.scripts = scripts or {}
         self.reference = reference
         self.data_dir = data_dir  # where replay/<source>:... finds its published outputs (else $SYSMO_DATA_DIR)
+        # cacheable requests being asked, per (event loop, cache key): the same request waits for the first
+        self._in_flight: dict[tuple[int, str], asyncio.Future] = {}
         self.override = provider
         self.spend: dict[str, RoleSpend] = {}
         self._providers: dict[str, Provider] = {}  # by the role config's JSON: equal configs share a provider
@@ -508,6 +511,43 @@ class LLM:
                           context, extra)
         if call.hit is not None:
             return call.hit
+        hit = await self._after_same_request(call)
+        if hit is not None:
+            return hit
+        if not self._cacheable(call):
+            return await self._ask(call)
+        slot = (id(asyncio.get_running_loop()), call.key)
+        done = self._in_flight[slot] = asyncio.get_running_loop().create_future()
+        try:
+            return await self._ask(call)
+        finally:
+            self._in_flight.pop(slot, None)
+            done.set_result(None)
+
+    def _cacheable(self, call: _Call) -> bool:
+        return (self.cache is not None and call.config.cache and not call.config.is_offline
+                and not call.asked.is_control)
+
+    async def _after_same_request(self, call: _Call) -> LLMResponse | None:
+        """A cacheable request already in flight on this event loop (the arms of one sample that share their
+        first request, asked at the same time): wait for it and answer from the cache, so they get one reply
+        and pay for it once. None when nothing was in flight or its answer did not reach the cache."""
+        if not self._cacheable(call):
+            return None
+        slot = (id(asyncio.get_running_loop()), call.key)
+        waited = False
+        while (pending := self._in_flight.get(slot)) is not None:
+            await asyncio.shield(pending)
+            waited = True
+        if not waited:
+            return None
+        hit = self._lookup(call.config, call.request, call.key, call.start)
+        if hit is not None:
+            self._record(call.config, None, call.request, call.key, hit, None, hit.latency_s)
+        return hit
+
+    async def _ask(self, call: _Call) -> LLMResponse:
+        """The provider's answer to a cache miss (retried and limited), recorded."""
         try:
             if call.asked.is_control:
                 call.attempts = 1

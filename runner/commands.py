@@ -11,7 +11,9 @@ import yaml
 from rich.console import Console
 from sysmo.terminal import print_records
 
+from sysmo.contracts.arms import ARM_FACTORS
 from sysmo.errors import ConfigError, SysmoError
+from sysmo.runner.resume import added_arms, check_resume_flags
 from sysmo.runner.summary import skipped_lines
 
 console = Console()
@@ -32,6 +34,14 @@ def _find_experiment(ref: str, output_dir: Path) -> Path:
     known = sorted(p.parent.name for p in output_dir.glob("*/results.sqlite")) if output_dir.is_dir() else []
     hint = f"; experiments in {output_dir}: {', '.join(known)}" if known else f"; no experiments under {output_dir}"
     raise SysmoError(f"no experiment {ref!r}{hint}")
+
+
+def _experiment_named(ref: str, output_dir: Path) -> Path | None:
+    """The experiment directory ``ref`` names (an id under ``output_dir`` or a directory), or None."""
+    for candidate in (Path(ref), output_dir / ref):
+        if (candidate / "results.sqlite").is_file():
+            return candidate
+    return None
 
 
 def _find_attempt(ref: str, output_dir: Path):
@@ -67,6 +77,33 @@ def _find_attempt(ref: str, output_dir: Path):
     db, attempt_id = candidates[0]
     store = Store(db)
     return store, store.attempt(attempt_id)
+
+
+def _arm_help(name: str) -> str:
+    return ARM_FACTORS[name].help + " Several values (comma-separated, or the flag repeated) make arms."
+
+
+def _arm_flags(named: dict[str, list[str]], generic: list[str]) -> dict[str, list]:
+    """Each arm factor's values from its own flag and from ``--arm NAME=V1,V2``, validated."""
+    from sysmo.contracts.arms import factor_values
+
+    raw: dict[str, list[str]] = {name: list(values) for name, values in named.items() if values}
+    for item in generic:
+        name, sep, values = item.partition("=")
+        name = name.strip().replace("-", "_")
+        if not sep or name not in ARM_FACTORS:
+            raise ConfigError(f"--arm {item!r}: write NAME=V1,V2 with NAME one of {', '.join(ARM_FACTORS)}")
+        raw.setdefault(name, []).append(values)
+    try:
+        parsed = {name: factor_values(name, values) for name, values in raw.items()}
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+    for value in parsed.get("strategy", []):
+        if value is not None:
+            from sysmo.agents.strategies import parse_strategy
+
+            parse_strategy(value)  # an unknown name is one line listing the four
+    return parsed
 
 
 def _error_cell(status: str, error: str | None) -> str:
@@ -112,15 +149,18 @@ def register(app: typer.Typer) -> None:
             None, "--sources-dir", help="Checkouts of the modelled systems' source, one folder per SysMoBench task "
             "(or SYSMO_SOURCES_DIR); code-based agents need them."),
         samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Samples per (task, agent, model); default 5."),
-        max_rounds: Optional[int] = typer.Option(None, help="Repair rounds after the first answer; default 3."),
-        feedback: Optional[str] = typer.Option(None, "--feedback", help="Repair feedback: none (one shot), bare "
-            "(\"check failed\" only), diagnostics (default: line-anchored messages), full (plus TLC output/trace diffs)."),
-        strategy: Optional[str] = typer.Option(None, "--strategy", help="Prompting strategy of the first request: "
-            "zero-shot, few-shot, cot or grammar (SysML: SysMBench's published templates, the grammar inserted; "
-            "default: sysmo's own task prompt)."),
-        temperature: Optional[float] = typer.Option(None, help="Generator temperature; default 0.2."),
+        max_rounds: list[str] = typer.Option([], "--max-rounds", metavar="VALUES", help=_arm_help("max_rounds")),
+        feedback: list[str] = typer.Option([], "--feedback", metavar="VALUES", help=_arm_help("feedback")),
+        strategy: list[str] = typer.Option([], "--strategy", metavar="VALUES", help=_arm_help("strategy")),
+        temperature: list[str] = typer.Option([], "--temperature", metavar="VALUES", help=_arm_help("temperature")),
+        arm: list[str] = typer.Option([], "--arm", metavar="NAME=VALUES", help="Any arm factor as NAME=V1,V2 (" + ", ".join(ARM_FACTORS)
+                                      + "); the flags above are its short forms (docs/ablations.md)."),
         max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output token limit per model call."),
-        seed: Optional[int] = typer.Option(None, help="Seed for task sampling."),
+        seed: Optional[int] = typer.Option(None, help="Seed of task sampling and of the per-sample seeds sent to "
+                                           "the model (the same in every arm); default 0."),
+        attempt_timeout: Optional[float] = typer.Option(
+            None, "--attempt-timeout", help="Wall-clock seconds one attempt may take (default 1800; 0: no limit); "
+            "an attempt past it is an infrastructure error naming the step it stopped in."),
         concurrency: Optional[int] = typer.Option(None, help="Attempts in flight; default 4."),
         max_cost: Optional[float] = typer.Option(None, help="Stop scheduling once this many USD are spent."),
         max_tokens_total: Optional[int] = typer.Option(None, "--max-total-tokens", help="Stop once this many tokens are used."),
@@ -151,61 +191,97 @@ def register(app: typer.Typer) -> None:
         if allow_unconfined:
             enable_unconfined()
 
+        stored: ExperimentConfig | None = None
+        flags: dict[str, list[str]] = {}  # setting -> the flags that set it (a resume names them when refused)
+
+        def given(setting: str, flag: str) -> None:
+            flags.setdefault(setting, []).append(flag)
+
         if resume:
+            if config_file is not None:
+                raise ConfigError(f"--resume {resume} reads the experiment's own config.yaml: give no config file")
             directory = _find_experiment(resume, output_dir)
-            config = ExperimentConfig.model_validate(yaml.safe_load((directory / "config.yaml").read_text()))
-            config.output_dir = directory.parent
-            config.id = directory.name
+            stored = ExperimentConfig.model_validate(yaml.safe_load((directory / "config.yaml").read_text()))
+            stored.output_dir, stored.id = directory.parent, directory.name
+            data = stored.model_dump()
         else:
             data = ExperimentConfig.from_yaml(config_file).model_dump(exclude_unset=True) if config_file else {}
-            tasks = dict(data.get("tasks") or {})
-            if benchmark:
-                tasks["benchmarks"] = benchmark
-            if kind:
-                tasks["kinds"] = kind
-            for key, values in (("domains", domain), ("difficulties", difficulty), ("grammars", grammar),
-                                ("ids", ids), ("exclude_ids", exclude)):
-                if values:
-                    tasks[key] = [i.strip() for chunk in values for i in chunk.split(",") if i.strip()]
-            if ablation:
-                tasks["ablations"] = [a.strip() for chunk in ablation for a in chunk.split(",") if a.strip()]
-            if similarity is not None:
-                if similarity not in ("exact", "token", "embedding", "judge"):
-                    raise ConfigError(f"--similarity must be exact, token, embedding or judge, not {similarity!r}")
-                data["scoring"] = {**dict(data.get("scoring") or {}), "similarity": similarity}
-            if sample_tasks:
-                tasks["sample"] = sample_tasks
-            if seed is not None:
-                tasks["seed"] = seed
-            if tasks:
-                data["tasks"] = tasks
-            if agent:
-                data["agents"] = agent
-            if model:
-                data["models"] = [{"model": m, "api_base": api_base} if api_base else m for m in model]
-            elif api_base:
-                raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
-            if strategy is not None:
-                from sysmo.agents.strategies import parse_strategy
-
-                parse_strategy(strategy)  # an unknown name is one line listing the four
-            for key, value in (("helper", helper), ("judge", judge), ("data_dir", data_dir), ("sources_dir", sources_dir),
-                               ("samples", samples), ("max_tokens", max_tokens),
-                               ("max_rounds", max_rounds), ("feedback", feedback), ("strategy", strategy), ("temperature", temperature), ("seed", seed),
-                               ("concurrency", concurrency), ("id", exp_id), ("executor", executor),
-                               ("ray_address", address), ("ray_workers", ray_workers), ("checkpoints", checkpoints),
-                               ("scoring_mode", scoring_mode)):
-                if value is not None:
-                    data[key] = value
-            if no_score:
-                data["score"] = False
-            if max_cost is not None or max_tokens_total is not None:
-                data["budget"] = {"max_cost_usd": max_cost, "max_tokens": max_tokens_total}
+        # the flags, over the config file's settings (a run) or the stored ones (a resume)
+        tasks = dict(data.get("tasks") or {})
+        task_flags = {"benchmarks": "--benchmark", "kinds": "--kind", "domains": "--domain",
+                      "difficulties": "--difficulty", "grammars": "--grammar", "ids": "--ids",
+                      "exclude_ids": "--exclude", "ablations": "--ablation", "sample": "--sample-tasks",
+                      "seed": "--seed"}
+        before_tasks = dict(tasks)
+        if benchmark:
+            tasks["benchmarks"] = benchmark
+        if kind:
+            tasks["kinds"] = kind
+        for key, values in (("domains", domain), ("difficulties", difficulty), ("grammars", grammar),
+                            ("ids", ids), ("exclude_ids", exclude)):
+            if values:
+                tasks[key] = [i.strip() for chunk in values for i in chunk.split(",") if i.strip()]
+        if ablation:
+            tasks["ablations"] = [a.strip() for chunk in ablation for a in chunk.split(",") if a.strip()]
+        if similarity is not None:
+            if similarity not in ("exact", "token", "embedding", "judge"):
+                raise ConfigError(f"--similarity must be exact, token, embedding or judge, not {similarity!r}")
+            data["scoring"] = {**dict(data.get("scoring") or {}), "similarity": similarity}
+        if sample_tasks:
+            tasks["sample"] = sample_tasks
+        if seed is not None:
+            tasks["seed"] = seed
+        for key, flag in task_flags.items():
+            if tasks.get(key) != before_tasks.get(key):
+                given("tasks", flag)
+        if tasks:
+            data["tasks"] = tasks
+        if agent:
+            data["agents"] = agent
+            given("agents", "--agent")
+        if model:
+            data["models"] = [{"model": m, "api_base": api_base} if api_base else m for m in model]
+            given("models", "--model")
+        elif api_base:
+            raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
+        arm_values = _arm_flags({"feedback": feedback, "strategy": strategy, "temperature": temperature,
+                                 "max_rounds": max_rounds}, arm)
+        for name, values in arm_values.items():
+            # a resume keeps the arms it has and adds the values it lacks (docs/ablations.md)
+            data[name] = (list(data.get(name) or []) + [v for v in values if v not in (data.get(name) or [])]
+                          if stored is not None else values)
+            given(name, ARM_FACTORS[name].flag)
+        for key, value, flag in (("helper", helper, "--helper"), ("judge", judge, "--judge"),
+                                 ("data_dir", data_dir, "--data-dir"), ("sources_dir", sources_dir, "--sources-dir"),
+                                 ("samples", samples, "--samples"), ("max_tokens", max_tokens, "--max-tokens"),
+                                 ("seed", seed, "--seed"), ("attempt_timeout", attempt_timeout, "--attempt-timeout"),
+                                 ("concurrency", concurrency, "--concurrency"), ("id", exp_id, "--id"),
+                                 ("executor", executor, "--executor"), ("ray_address", address, "--address"),
+                                 ("ray_workers", ray_workers, "--ray-workers"),
+                                 ("checkpoints", checkpoints, "--checkpoints"),
+                                 ("scoring_mode", scoring_mode, "--scoring-mode")):
+            if value is not None:
+                data[key] = value
+                given(key, flag)
+        if similarity is not None:
+            given("scoring", "--similarity")
+        if no_score:
+            data["score"] = False
+            given("score", "--no-score")
+        if max_cost is not None or max_tokens_total is not None:
+            data["budget"] = {"max_cost_usd": max_cost, "max_tokens": max_tokens_total}
+            given("budget", "--max-cost/--max-total-tokens")
+        if stored is None:
             data["output_dir"] = output_dir
-            try:
-                config = ExperimentConfig.model_validate(data)
-            except Exception as exc:  # pydantic ValidationError: say which field
-                raise ConfigError(f"invalid experiment settings: {exc}") from exc
+        try:
+            config = ExperimentConfig.model_validate(data)
+        except Exception as exc:  # pydantic ValidationError: say which field
+            raise ConfigError(f"invalid experiment settings: {exc}") from exc
+        if stored is not None:
+            check_resume_flags(stored, config, flags)
+            for label in added_arms(stored, config):
+                err_console.print(f"adding arm {label} to {stored.id} (the arms run before are kept)",
+                                  soft_wrap=True)
         if config.is_control:
             err_console.print("[bold yellow]CONTROL experiment[/]: offline providers (reference, mockllm); "
                               "no LLM is called and the numbers measure the harness, not a model.")
@@ -256,41 +332,57 @@ def register(app: typer.Typer) -> None:
         import json
 
         from sysmo.evals.error_kinds import error_kind
-        from sysmo.evals.trace_view import attempt_json, render_attempt
+        from sysmo.contracts.arms import short_label
+        from sysmo.evals.tables import experiment_settings
+        from sysmo.evals.trace_view import attempt_json, render_attempt, settings_panel
         from sysmo.store import Store
 
-        if failed or all_attempts:
-            directory = _find_experiment(ref, output_dir)
+        experiment_dir = _experiment_named(ref, output_dir)
+        if failed or all_attempts or experiment_dir is not None:
+            directory = experiment_dir or _find_experiment(ref, output_dir)
             store = Store(directory / "results.sqlite")
-            sql = ("SELECT id, task_id, agent, model, sample_index, status, n_rounds, error, parent_attempt_id "
-                   "FROM attempts WHERE experiment_id=?")
+            settings = experiment_settings(store, directory.name)
+            sql = ("SELECT id, task_id, agent, model, sample_index, arm, seed, status, n_rounds, error, "
+                   "parent_attempt_id FROM attempts WHERE experiment_id=?")
             if failed:
                 sql += " AND status != 'passed'"
-            rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index", (directory.name,))
+            rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index, arm", (directory.name,))
             if as_json:
-                print(json.dumps([{**dict(r), "error_kind": error_kind(r["status"], r["error"])} for r in rows],
-                                 indent=2))
+                print(json.dumps({"experiment": directory.name, "settings": settings,
+                                  "attempts": [{**dict(r), "error_kind": error_kind(r["status"], r["error"])}
+                                               for r in rows]} if experiment_dir is not None and not
+                                 (failed or all_attempts) else
+                                 [{**dict(r), "error_kind": error_kind(r["status"], r["error"])} for r in rows],
+                                 indent=2, default=str))
                 return
+            console.print(settings_panel(settings, f"settings of {directory.name}"))
+            varied = [name for name in ARM_FACTORS if len(settings[name]) > 1]
+            several = len(settings["arms"]) > 1  # the arm column only where there is a choice, naming the choice
             records = [{"attempt": r["id"], "task": r["task_id"], "agent": r["agent"], "model": r["model"],
                         # a fork (sysmo fork) shares its parent's sample; the cell says whose fork it is
                         "sample": r["sample_index"] if not r["parent_attempt_id"]
                         else f"{r['sample_index']} (fork of {r['parent_attempt_id']})",
+                        **({"arm": short_label(r["arm"] or "", varied)} if several else {}),
                         "status": r["status"], "rounds": r["n_rounds"],
                         "error": _error_cell(r["status"], r["error"])}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
             print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}",
-                          ["attempt", "task", "agent", "model", "sample", "status", "rounds", "error"], records,
-                          justify={"sample": "right", "rounds": "right"}, wrap=("error",),
+                          ["attempt", "task", "agent", "model", "sample", *(["arm"] if several else []), "status",
+                           "rounds", "error"], records,
+                          justify={"sample": "right", "rounds": "right"}, wrap=("error", "arm"),
                           styles={"status": {"passed": "green", "failed": "yellow", "error": "bold red"}})
             return
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
         forks = store.forks_of(attempt.id)
+        experiment_id = store.query("SELECT experiment_id FROM attempts WHERE id=?", (attempt.id,))[0]["experiment_id"]
+        settings = experiment_settings(store, experiment_id)
         if as_json:
-            print(attempt_json(attempt, card, experiment_dir=store.path.parent, forks=forks))
+            print(attempt_json(attempt, card, experiment_dir=store.path.parent, forks=forks, settings=settings))
         else:
-            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent, forks=forks)
+            render_attempt(attempt, card, console, full=full, experiment_dir=store.path.parent, forks=forks,
+                           settings=settings)
 
     @app.command(help="Re-run a stored attempt from its recorded model calls (no model is called), re-check "
                       "with the real tools, re-score, and say whether artifacts and scores are identical.")

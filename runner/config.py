@@ -10,13 +10,21 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sysmo.agents.registry import AGENT_NAMES as ALL_AGENTS
 from sysmo.benchmarks.selection import TaskSelection
+from sysmo.contracts.arms import ARM_FACTORS, Arm, FeedbackLevel, StrategyName, expand_arms, factor_values
 from sysmo.errors import ConfigError, describe_invalid_settings
 
 CONTROL_MODELS = ["reference", "mockllm/control"]
+DEFAULT_ATTEMPT_TIMEOUT_S = 1800.0
+
+
+def arm_field(name: str) -> Any:
+    """The field of arm factor ``name`` (``ARM_FACTORS``): a list of values, its default one value."""
+    factor = ARM_FACTORS[name]
+    return Field(default_factory=lambda: [factor.default], min_length=1, description=factor.help)
 
 
 class Budget(BaseModel):
@@ -40,12 +48,16 @@ class ExperimentConfig(BaseModel):
     data_dir: Path | None = None
     sources_dir: Path | None = None  # checkouts of the modelled systems (SysMoBench), one folder per task
     samples: int = Field(default=5, ge=1)
-    max_rounds: int = Field(default=3, ge=0)
-    feedback: Literal["none", "bare", "diagnostics", "full"] = "diagnostics"  # repair feedback ablation
-    strategy: Literal["zero-shot", "few-shot", "cot", "grammar"] | None = None  # prompting strategy (None: own)
-    temperature: float | None = 0.2
+    # the arm factors (sysmo.contracts.arms.ARM_FACTORS): each a list, every combination an arm; a scalar (an
+    # experiment file from before arms) is a list of one
+    max_rounds: list[int] = arm_field("max_rounds")
+    feedback: list[FeedbackLevel] = arm_field("feedback")  # repair feedback ablation
+    strategy: list[StrategyName | None] = arm_field("strategy")  # prompting strategy (None: sysmo's own)
+    temperature: list[float | None] = arm_field("temperature")
     max_tokens: int | None = None
-    seed: int = 0
+    seed: int = 0  # the per-sample seeds derive from it (sysmo.contracts.arms.sample_seed), and task sampling
+    # wall-clock seconds one attempt may take (0: no limit); past it the attempt is an infrastructure error
+    attempt_timeout: float = Field(default=DEFAULT_ATTEMPT_TIMEOUT_S, ge=0)
     concurrency: int = Field(default=4, ge=1)  # attempts in flight (their LLM calls overlap)
     tool_concurrency: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
     budget: Budget = Field(default_factory=Budget)
@@ -61,6 +73,30 @@ class ExperimentConfig(BaseModel):
     # "steps": LangGraph's checkpoint of every step of every attempt, in checkpoints.sqlite (list, fork);
     # "none": only the attempt records (results.sqlite), for the fastest runs
     checkpoints: Literal["steps", "none"] = "steps"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _arm_lists(cls, data: Any) -> Any:
+        """Every arm factor as a list of validated values (a scalar, "a,b" or a list of them)."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for name in ARM_FACTORS:
+            if name in data:
+                data[name] = factor_values(name, data[name])
+        return data
+
+    def arm_lists(self) -> dict[str, list[Any]]:
+        return {name: list(getattr(self, name)) for name in ARM_FACTORS}
+
+    def arms(self) -> list[Arm]:
+        """Every combination of the arm factors' values; the first is the experiment's base arm."""
+        return expand_arms(self.arm_lists())
+
+    @property
+    def varied_factors(self) -> list[str]:
+        """The arm factors given more than one value."""
+        return [name for name, values in self.arm_lists().items() if len(values) > 1]
 
     @field_validator("agents", "models", mode="before")
     @classmethod

@@ -1,10 +1,10 @@
-"""``run_experiment``: agents x models x tasks x samples, run by an executor, scored, stored, resumable.
+"""``run_experiment``: agents x models x tasks x samples x arms, run by an executor, scored, stored, resumable.
 
 It prepares the run (models and servers checked, tasks selected, work units expanded, the experiment record
 written, finished units skipped), builds the ``RunState`` every executor shares (budget caps, stop handling,
 store writes, summary, progress) and hands the pending units to the local or the Ray executor. A work unit's
-attempt id is a hash of (experiment, task, agent, model, sample), so a resumed run recognises finished work
-and never recomputes it.
+attempt id is a hash of (experiment, task, agent, model, sample, and how its arm differs from the first arm), so
+a resumed run recognises finished work and never recomputes it (docs/ablations.md).
 
 >>> summary = run_experiment(ExperimentConfig.control())
 """

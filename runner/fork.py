@@ -251,7 +251,7 @@ def _fork_graph_run(db: Path, point: Any, step: CheckpointStep, update: dict[str
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from langgraph.types import Command
 
-    from sysmo.agents.run import compiled_graph, drive
+    from sysmo.agents.run import compiled_graph, drive_within
 
     async def run(spec: Any, ctx: Any, config: dict[str, Any]) -> dict[str, Any]:
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
@@ -264,7 +264,7 @@ def _fork_graph_run(db: Path, point: Any, step: CheckpointStep, update: dict[str
                 at = await graph.aupdate_state(at, Command(update=update, goto=goto), as_node=as_node)
                 values = dict((await graph.aget_state(at)).values)
             resume = {**config, "configurable": {**config["configurable"], **at["configurable"]}}
-            return await drive(graph, None, resume, ctx, values=values, durability="sync")
+            return await drive_within(graph, None, resume, ctx, values=values, durability="sync")
 
     return run
 

@@ -78,6 +78,7 @@ def compare(stored: Attempt, replayed: Attempt, stored_card: ScoreCard | None,
 
 def replay_attempt(store: Any, attempt: Attempt, *, score: bool = True) -> ReplayResult:
     """Re-run ``attempt`` (read from ``store``) from its recorded events and compare (see the module doc)."""
+    from sysmo.contracts.arms import Arm
     from sysmo.llm import LLM
     from sysmo.llm.recorded import RecordedProvider
     from sysmo.runner.config import ExperimentConfig
@@ -105,7 +106,11 @@ def replay_attempt(store: Any, attempt: Attempt, *, score: bool = True) -> Repla
 
     with tempfile.TemporaryDirectory(prefix="sysmo-replay-") as scratch:
         runner = ReplayRunner(config, Path(scratch))
-        unit = WorkUnit(task, attempt.agent, attempt.model, attempt.sample_index, experiment_id)
+        # the attempt's own arm and seed (an attempt from before arms ran the experiment's only arm, no seed)
+        base = config.arms()[0]
+        arm = Arm.of(attempt.arm) if attempt.arm else base
+        unit = WorkUnit(task, attempt.agent, attempt.model, attempt.sample_index, experiment_id, arm, arm.key(base),
+                        attempt.seed)
         try:
             replayed, _ = asyncio.run(runner.arun_attempt(unit))
             stored_card = store.scorecard(attempt.id) if score else None

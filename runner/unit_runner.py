@@ -105,12 +105,14 @@ class UnitRunner:
         """The ``AgentContext`` of the unit's attempt: its task, the model's client, the tool check, the limits."""
         from sysmo.graphs.context import AgentContext
 
+        arm = unit.arm if unit.arm is not None else self.config.arms()[0]
+        # each arm factor is the AgentContext field of its name (sysmo.contracts.arms.ARM_FACTORS)
         return AgentContext(task=unit.task, llm=self.client(unit.model), checker=self.checker,
                             attempt_id=unit.attempt_id, agent=unit.agent, sample_index=unit.sample,
-                            max_rounds=self.config.max_rounds, temperature=self.config.temperature,
-                            max_tokens=self.config.max_tokens, feedback=self.config.feedback,
-                            strategy=self.config.strategy, data_dir=self.config.data_dir,
-                            workspace_dir=self.directory / "artifacts" / unit.attempt_id / "workspace")
+                            max_tokens=self.config.max_tokens, data_dir=self.config.data_dir,
+                            workspace_dir=self.directory / "artifacts" / unit.attempt_id / "workspace",
+                            seed=unit.seed, arm=arm.as_dict(), time_limit_s=self.config.attempt_timeout or None,
+                            **arm.as_dict())
 
     def _checkpoint_store(self) -> CheckpointStore | None:
         return self.checkpoints() if self.config.checkpoints == "steps" else None

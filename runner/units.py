@@ -1,4 +1,5 @@
-"""Work units: one (task, agent, model, sample) of an experiment, its attempt id, and the experiment's list of them."""
+"""Work units: one (task, agent, model, sample, arm) of an experiment, its attempt id and seed, and the
+experiment's list of them."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from sysmo.contracts.arms import Arm, sample_seed
 from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError
 from sysmo.runner.config import ExperimentConfig
@@ -22,11 +24,17 @@ class WorkUnit:
     model: str
     sample: int
     experiment_id: str
+    arm: Arm | None = None  # None: the settings' defaults (a unit made outside an experiment)
+    arm_key: str = ""  # how ``arm`` differs from the experiment's first arm ("" for the first arm)
+    seed: int | None = None  # the (task, sample)'s seed, the same in every arm (``sample_seed``)
 
     @functools.cached_property  # read several times per attempt (a frozen dataclass: its fields never change)
     def attempt_id(self) -> str:
-        """Stable within an experiment (resume finds finished units by it) and distinct across experiments."""
+        """Stable within an experiment (resume finds finished units by it) and distinct across experiments and
+        arms; the first arm's ids are those of an experiment without arms."""
         key = f"{self.experiment_id}|{self.task.id}|{self.agent}|{self.model}|{self.sample}"
+        if self.arm_key:
+            key += f"|{self.arm_key}"
         return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
@@ -44,10 +52,14 @@ def missing_inputs(units: list[WorkUnit]) -> list[str]:
 
 
 def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> tuple[list[WorkUnit], list[SkippedPair]]:
-    """All work units, in a stable order, and what was skipped because the agent cannot do it: a task, or a
-    replay model (published outputs stand in only for an agent's round calls)."""
+    """All work units, in a stable order (the arms of one sample next to each other, so arms that share a
+    first request are asked it together and the LLM client answers them with one reply), and what was skipped
+    because the agent cannot do it: a task, or a replay model (published outputs stand in only for an agent's
+    round calls)."""
     from sysmo.agents.registry import UnsupportedTaskError, get_agent
 
+    arms = config.arms()
+    keys = [arm.key(arms[0]) for arm in arms]
     units: list[WorkUnit] = []
     skipped: list[SkippedPair] = []
     for agent in config.agents:
@@ -67,7 +79,9 @@ def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> t
                 continue
             for model in models:
                 for sample in range(config.samples):
-                    units.append(WorkUnit(task, agent, model, sample, experiment_id))
+                    seed = sample_seed(config.seed, task.id, sample)
+                    units.extend(WorkUnit(task, agent, model, sample, experiment_id, arm, key, seed)
+                                 for arm, key in zip(arms, keys))
     return units, skipped
 
 

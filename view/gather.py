@@ -14,10 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from sysmo.contracts.arms import ARM_FACTORS, expand_arms, factor_values, short_label
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import SysmoError
 from sysmo.evals.error_kinds import error_kind
 from sysmo.contracts.scorecard import ScoreCard, StageResult
+from sysmo.evals.tables import experiment_settings, settings_lines
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
 from sysmo.contracts.attempt import Attempt, Round
 from sysmo.store import Store
@@ -116,7 +118,10 @@ def experiment_summary(store: Store, experiment_id: str) -> ExperimentSummary:
         error_kinds=kinds, cost_usd=sum(r.cost_usd for r in rows), unpriced_models=store.unpriced_models(experiment_id),
         tokens=sum(r.tokens for r in rows),
         agents=sorted({r.agent for r in rows}), models=models,
-        isolation=_isolation(store, experiment_id, record.get("environment") or {}))
+        isolation=_isolation(store, experiment_id, record.get("environment") or {}),
+        settings=settings_lines(experiment_settings(store, experiment_id)),
+        arms=len(expand_arms({name: factor_values(name, record["config"].get(name, factor.default))
+                              for name, factor in ARM_FACTORS.items()})))
 
 
 def experiments(runs_dir: Path) -> list[ExperimentSummary]:
@@ -144,11 +149,16 @@ def _failed_stage(scorecard_json: str | None) -> str:
 def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
     rows = store.query(
         "SELECT a.id, a.task_id, a.kind, a.agent, a.model, a.sample_index, a.status, a.n_rounds, a.cost_usd, "
-        "a.prompt_tokens, a.completion_tokens, a.duration_s, a.error, a.parent_attempt_id, s.scorecard_json "
+        "a.prompt_tokens, a.completion_tokens, a.duration_s, a.error, a.parent_attempt_id, a.arm, s.scorecard_json "
         "FROM attempts a "
         "LEFT JOIN scores s ON s.attempt_id = a.id WHERE a.experiment_id=? "
-        "ORDER BY a.task_id, a.agent, a.model, a.sample_index", (experiment_id,))
+        "ORDER BY a.task_id, a.agent, a.model, a.sample_index, a.arm", (experiment_id,))
+    # the arm column names only the settings the arms vary (an experiment of one arm leaves it empty)
+    labels = {r["arm"] for r in rows if r["arm"]}
+    varied = [name for name in ARM_FACTORS
+              if len({part for label in labels for part in label.split(",") if part.startswith(f"{name}=")}) > 1]
     return [AttemptRow(
+        arm=short_label(r["arm"], varied) if r["arm"] and varied else "",
         id=r["id"], experiment_id=experiment_id, task_id=r["task_id"], kind=r["kind"] or "", agent=r["agent"],
         model=r["model"], sample_index=r["sample_index"] or 0, status=r["status"], failed_stage=_failed_stage(r["scorecard_json"]),
         rounds=r["n_rounds"] or 0, cost_usd=r["cost_usd"] or 0.0,
@@ -397,7 +407,8 @@ def attempt_view(store: Store, attempt_id: str) -> AttemptView:
             graph_steps=[s for s in steps if s.node and step_round.get(s.checkpoint_id) == rnd.index]))
         previous = rnd.artifact or previous
     return AttemptView(
-        row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, started_at=attempt.started_at,
+        row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, arm=attempt.arm_label,
+        seed=attempt.seed, time_limit_s=attempt.time_limit_s, started_at=attempt.started_at,
         checkpoint_db=attempt.checkpoint_db, rounds=rounds, timeline=_timeline(rounds, steps, attempt), graph_steps=steps,
         stages=[stage_view(s) for s in card.stages] if card else [], cascade=card.cascade if card else None,
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",

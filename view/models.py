@@ -30,6 +30,9 @@ class ExperimentSummary(BaseModel):
     agents: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     isolation: str = "not recorded"
+    # every setting of the run (sysmo.evals.tables.run_settings), as (name, text) for the experiment page
+    settings: list[tuple[str, str]] = Field(default_factory=list)
+    arms: int = 1  # how many arms the experiment runs (the attempt table names each attempt's when more than one)
 
 
 class AttemptRow(BaseModel):
@@ -51,6 +54,7 @@ class AttemptRow(BaseModel):
     error: str = ""
     error_kind: str = ""  # model | budget | infrastructure ("" when the attempt did not error)
     parent_attempt_id: str | None = None  # set for a fork (``sysmo fork``): the attempt it was forked from
+    arm: str = ""  # the arm's varied settings, e.g. "feedback=full" ("" for an experiment of one arm)
 
 
 class AttemptFilters(BaseModel):
@@ -63,6 +67,7 @@ class AttemptFilters(BaseModel):
     status: str = ""
     failed_stage: str = ""
     error_kind: str = ""
+    arm: str = ""
     sort: str = "task_id"
     desc: bool = False
 
@@ -70,8 +75,8 @@ class AttemptFilters(BaseModel):
         return {k: v for k, v in self.model_dump().items() if k in FILTER_FIELDS and v}
 
 
-FILTER_FIELDS = ("agent", "model", "kind", "task", "status", "failed_stage", "error_kind")
-SORT_FIELDS = ("task_id", "kind", "agent", "model", "sample_index", "status", "failed_stage", "rounds", "cost_usd",
+FILTER_FIELDS = ("agent", "model", "kind", "task", "arm", "status", "failed_stage", "error_kind")
+SORT_FIELDS = ("task_id", "kind", "agent", "model", "sample_index", "arm", "status", "failed_stage", "rounds", "cost_usd",
                "tokens", "duration_s", "error_kind")
 
 
@@ -233,6 +238,9 @@ class AttemptView(BaseModel):
     row: AttemptRow
     is_control: bool
     max_rounds: int
+    arm: str = ""  # every setting of the attempt's arm (Attempt.arm_label)
+    seed: int | None = None  # the (task, sample)'s seed sent with its model calls
+    time_limit_s: float | None = None
     started_at: str
     checkpoint_db: str | None
     rounds: list[RoundView]

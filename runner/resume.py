@@ -1,0 +1,44 @@
+"""What ``sysmo run --resume EXP`` may be given: flags that change how the run goes (progress, concurrency,
+report, executor, spending caps) are applied; a flag that would change results is refused in one line naming
+it, except an arm factor's new values, which add arms (docs/ablations.md)."""
+
+from __future__ import annotations
+
+from sysmo.contracts.arms import ARM_FACTORS
+from sysmo.errors import ConfigError
+from sysmo.runner.config import ExperimentConfig
+
+# settings that change how a run goes, never what an attempt yields: a resume applies them
+OPERATIONAL = frozenset({"concurrency", "tool_concurrency", "budget", "executor", "ray_address", "ray_workers",
+                         "checkpoints", "output_dir"})
+
+
+def changed_settings(stored: ExperimentConfig, resumed: ExperimentConfig) -> list[str]:
+    """The settings whose values differ between the two configs (as stored: JSON values)."""
+    before, after = stored.model_dump(mode="json"), resumed.model_dump(mode="json")
+    return [name for name in after if before.get(name) != after[name]]
+
+
+def check_resume_flags(stored: ExperimentConfig, resumed: ExperimentConfig, flags: dict[str, list[str]]) -> None:
+    """Refuse a resume whose flags change a result-changing setting, naming the flags; arm factors may only
+    gain values (new arms). ``flags``: setting -> the flags that set it."""
+    refused: list[str] = []
+    for setting in changed_settings(stored, resumed):
+        if setting in OPERATIONAL:
+            continue
+        if setting in ARM_FACTORS:
+            old = list(getattr(stored, setting))
+            if list(getattr(resumed, setting))[:len(old)] == old:
+                continue  # new values appended: new arms, the old ones and their attempt ids kept
+        refused.extend(flags.get(setting) or [setting])
+    if refused:
+        names = ", ".join(dict.fromkeys(refused))
+        raise ConfigError(f"--resume {stored.id} cannot change {names}: that changes the results of attempts "
+                          f"already run; start another experiment (--id) for it")
+
+
+def added_arms(stored: ExperimentConfig, resumed: ExperimentConfig) -> list[str]:
+    """The labels of the arms the resume adds."""
+    before = {arm.label for arm in stored.arms()}
+    return [arm.label for arm in resumed.arms() if arm.label not in before]
+
