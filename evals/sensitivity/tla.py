@@ -28,7 +28,9 @@ _KEYWORDS = ("EXTENDS", "CONSTANT", "CONSTANTS", "VARIABLE", "VARIABLES", "ASSUM
              "THEOREM", "LEMMA", "RECURSIVE", "LOCAL", "INSTANCE")
 _MODULE_HEAD = re.compile(r"^-{4,}\s*MODULE\s+(" + IDENT + r")\s*-{4,}\s*$", re.M)
 _MODULE_END = re.compile(r"^={4,}\s*$", re.M)
-_STRING_OR_WORD = r'("(?:[^"\\]|\\.)*")|\b{word}\b'
+# a whole identifier: not inside a longer one, but after the subscript of [][Next]_vars, <<A>>_v, WF_vars, SF_vars
+_STRING_OR_WORD = (r'("(?:[^"\\]|\\.)*")|(?:(?<![A-Za-z0-9_])|(?<=[\]>)}}]_)|(?<=\bWF_)|(?<=\bSF_))'
+                   r'{word}(?![A-Za-z0-9_])')
 # a prime after an identifier or a closing bracket: x' , f[x]' , <<a, b>>'
 _PRIME = re.compile(r"""[A-Za-z0-9_\)\]\}>]'""")
 
