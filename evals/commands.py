@@ -434,7 +434,7 @@ def sensitivity_command(
         raise ConfigError(f"unknown --format {output_format!r}: use table or json")
     err = Console(stderr=True)
     report = suite.run(list(dict.fromkeys(families)) or None, subset,  # type: ignore[arg-type]
-                       data_dir=data_dir, progress=lambda line: err.print(line, highlight=False, markup=False))
+                       data_dir=data_dir, progress=lambda line: err.print(line, highlight=False, markup=False, soft_wrap=True))
     if csv_out is not None:
         csv_out.write_text(matrix.to_csv(report), encoding="utf-8")
     if output_format == "json":

@@ -268,3 +268,41 @@ CONFORMANCE_FIX = ("conformance: the trace replay checks an event against the ac
 @pytest.mark.parametrize("operator", ["drop_action_from_next", "rename_variable", "trivial_unrelated_spec"])
 def test_tla_conformance_detects(tla_report, operator):
     assert _verdict(tla_report, operator, "conformance") == "lost"
+
+
+# -- the command and the report
+
+
+def test_registered_in_reproduce_all():
+    from sysmo.evals.reproductions import HEAVY, discover
+
+    found = discover()
+    assert "sensitivity" in found and "sensitivity" not in HEAVY  # `all` runs the CI subset
+    assert "sensitivity-full" in HEAVY  # the full subset only when named
+
+
+def test_command_refuses_unknown_family_and_subset():
+    from sysmo_cli import run_sysmo
+
+    run = run_sysmo("reproduce", "sensitivity", "--family", "petri")
+    assert run.code != 0 and "unknown --family 'petri'" in run.stdout + run.stderr
+    run = run_sysmo("reproduce", "sensitivity", "--subset", "most")
+    assert run.code != 0 and "use ci or full" in run.stdout + run.stderr
+
+
+@pytest.mark.slow
+def test_command_prints_the_matrix_and_writes_csv(tmp_path):
+    import csv
+
+    from sysmo_cli import run_sysmo
+
+    out = tmp_path / "sens.csv"
+    run = run_sysmo("reproduce", "sensitivity", "--family", "uml_class", "--csv-out", str(out))
+    assert run.code == 0, run.stdout + run.stderr
+    assert "uml_class: 1 gold model(s), 4 variants, 0 miss(es)" in run.stdout
+    assert "= reorder_declarations" in run.stdout and "✓ 1/1" in run.stdout
+    assert "starter/uml_class/library_loans: gold" in run.stderr  # progress on stderr
+    rows = list(csv.DictReader(out.open(encoding="utf-8")))
+    assert len(rows) == 4 * 6  # variants x columns
+    flip = [r for r in rows if r["operator"] == "flip_relation_kind" and r["column"] == "relation"]
+    assert flip[0]["declared"] == "lose" and flip[0]["verdict"] == "lost" and float(flip[0]["value"]) < 1.0
