@@ -60,7 +60,8 @@ def containers(text: str) -> list[Container]:
             depth += lines[end].count("{") - lines[end].count("}")
             if depth <= 0:
                 break
-        name = (_CONTAINER.match(line) or _ELEMENT.match(line)).group(2 if _CONTAINER.match(line) else 3)  # type: ignore[union-attr]
+        box = _CONTAINER.match(line)
+        name = box.group(2) if box else _ELEMENT.match(line).group(3)  # type: ignore[union-attr]
         found.append(Container(i, end, name.strip('"[]')))
     return found
 

@@ -18,6 +18,7 @@ deterministic trace-name mapping and invariants with the templates' own ``tla_ex
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -65,7 +66,8 @@ COLUMNS: dict[str, list[Column]] = {
                   Column(name="attribute", key="clue.clue_attribute"), Column(name="method", key="clue.clue_method")],
     "architecture": [Column(name="validity", key="validity"), Column(name="node_f1", key="structure.node_f1"),
                      Column(name="edge_f1", key="structure.edge_f1"), Column(name="ged", key="structure.ged_acc"),
-                     Column(name="boundary", key="structure.layer_acc"), Column(name="antipatterns", key="antipatterns")],
+                     Column(name="boundary", key="structure.layer_acc"),
+                     Column(name="antipatterns", key="antipatterns")],
 }
 
 # the deterministic settings of each cascade (no LLM, no embedding model). TLA+: one simulation shows every
@@ -284,8 +286,6 @@ _SYSML_DEF = r"\b(?:part|port|item|attribute|action|state|interface|enum|connect
 
 
 def _sysml_definitions(text: str) -> list[str]:
-    import re
-
     return list(dict.fromkeys(re.findall(_SYSML_DEF, text)))
 
 
@@ -484,7 +484,8 @@ CI_TASKS = {"tla": ("starter/tla/bounded_buffer",),
             "uml_class": ("starter/uml_class/library_loans",),
             "architecture": ("starter/architecture/bike_sharing_system",)}
 FULL_SYSMBENCH = 10  # SysMBench references in the full subset (the first ones OpenSysML accepts)
-OMG_EXAMPLES = ("Simple Tests/PartTest.sysml", "Simple Tests/MultiplicityTest.sysml", "Simple Tests/ConnectionTest.sysml",
+OMG_EXAMPLES = ("Simple Tests/PartTest.sysml", "Simple Tests/MultiplicityTest.sysml",
+                "Simple Tests/ConnectionTest.sysml",
                 "Vehicle Example/VehicleDefinitions.sysml")
 
 
@@ -611,7 +612,9 @@ def run(families: list[str] | None = None, subset: Subset = "ci", data_dir: Path
         report.gold_problems.extend(notes)
         for gold in golds:
             started = time.monotonic()
-            gold_values, gold_outcomes = score_values(family, gold.task.references.model, gold.task)  # type: ignore[arg-type]
+            reference = gold.task.references.model
+            assert reference is not None
+            gold_values, _ = score_values(family, reference, gold.task)
             report.golds[gold.task.id] = gold_values
             say(f"{family} {gold.task.id}: gold " + ", ".join(
                 f"{k}={'-' if v is None else f'{v:.2f}'}" for k, v in gold_values.items())

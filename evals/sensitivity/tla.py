@@ -259,13 +259,6 @@ def _join_conjuncts(head: str, conjuncts: list[str], style: str, column: int | N
     return (head + " /\\ ".join(conjuncts)).split("\n")
 
 
-def _replace_block(spec: str, name: str, new_lines: list[str]) -> str:
-    module = parse_module(spec)
-    block = module.definition(name)
-    block.lines = new_lines
-    return module.render()
-
-
 # -- mutants
 
 
@@ -416,8 +409,8 @@ def _init_literal_swap(conjunct: str, variable: str, spec: str) -> str | None:
     elif re.fullmatch(r'"[^"]*"', value) or re.search(r'\|->\s*"[^"]*"\s*\]$', value):
         current = re.findall(r'"([^"]*)"', value)[-1]
         # another string the spec assigns to this variable (x' = "s" or [x EXCEPT ![k] = "s"])
-        assigned = re.findall(rf'\b{re.escape(variable)}\'\s*=\s*(?:\[\s*{re.escape(variable)}\s+EXCEPT[^\n]*?=\s*)?"([^"]*)"',
-                              spec)
+        name = re.escape(variable)
+        assigned = re.findall(rf'\b{name}\'\s*=\s*(?:\[\s*{name}\s+EXCEPT[^\n]*?=\s*)?"([^"]*)"', spec)
         others = [s for s in assigned if s != current]
         if others:
             replaced = value[: value.rindex(f'"{current}"')] + f'"{others[0]}"' + value[value.rindex(f'"{current}"')

@@ -99,8 +99,11 @@ def change_multiplicity(text: str, index: int | None = None) -> str:
     ``*``; the first relation with a multiplicity, or relation number ``index``."""
     lines = _lines(text)
     relations = relation_lines(text)
-    chosen = [i for n, i in enumerate(relations) if (index is None or n == index)
-              and (_RELATION.match(lines[i]).group(4) is not None or _RELATION.match(lines[i]).group(8) is not None)]  # type: ignore[union-attr]
+    def quoted(i: int) -> bool:
+        match = _RELATION.match(lines[i])
+        return match is not None and (match.group(4) is not None or match.group(8) is not None)
+
+    chosen = [i for n, i in enumerate(relations) if (index is None or n == index) and quoted(i)]
     if not chosen:
         raise MutationError("no relation with a multiplicity (a quoted \"1\", \"0..*\" next to an arrow)")
     i = chosen[0]
@@ -124,8 +127,8 @@ def reorder_declarations(text: str) -> str:
     used = {i for b in blocks for i in range(b.start, b.end + 1)} | set(relations)
     start = [line for i, line in enumerate(lines) if i not in used and not line.strip().startswith("@enduml")
              and i < (blocks[0].start if blocks else 0)]
-    rest = [line for i, line in enumerate(lines) if i not in used and line.strip() and not line.strip().startswith("@enduml")
-            and i >= (blocks[0].start if blocks else 0)]
+    rest = [line for i, line in enumerate(lines) if i not in used and line.strip()
+            and not line.strip().startswith("@enduml") and i >= (blocks[0].start if blocks else 0)]
     body = ["\n".join(lines[b.start : b.end + 1]) for b in reversed(blocks)]
     out = [*start, *rest, "\n\n".join(body), "", *[lines[i] for i in reversed(relations)], "@enduml"]
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
