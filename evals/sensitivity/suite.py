@@ -17,7 +17,6 @@ deterministic trace-name mapping and invariants with the templates' own ``tla_ex
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -170,14 +169,16 @@ def _trace_facts(task: Task) -> tuple[set[str], set[str], str]:
     traces = tla_conformance.task_traces(task)
     if traces is None:
         return set(), set(), ""
+    validate = task.references.extra.get("pgo_validate_cfg")  # PGo runs: the task's <t>Validate.cfg (a path)
     try:
-        loaded = tla_conformance.load_traces(traces, task.references.extra.get("pgo_validate_cfg"))
+        loaded = tla_conformance.load_traces(traces, Path(validate).read_text(encoding="utf-8") if validate else None)
     except (SysmoError, OSError, ValueError) as exc:
         log.warning("sensitivity.traces_unreadable", task=task.id, error=str(exc))
         return set(), set(), ""
     events = {line.event for t in loaded for line in t.lines}
     state = {k for t in loaded for line in t.lines for k in line.state}
-    text = json.dumps([[line.model_dump() for line in t.lines] for t in loaded], default=str)
+    # every name and value as plain text (JSON would escape newlines into '\\n' and glue 'n' to the next word)
+    text = "\n".join(f"{line.event} {line.args} {line.state} {line.config}" for t in loaded for line in t.lines)
     return events, state, text
 
 
@@ -246,7 +247,7 @@ def _untraced_definitions(gold: Gold) -> list[str]:
     model = gold.task.references.model
     assert model is not None
     others = "\n".join(text for name, text in model.files.items() if name != model.main_file)
-    templates = "\n".join(t.model_dump_json() for t in gold.task.references.invariants)
+    templates = "\n".join(str(value) for t in gold.task.references.invariants for value in t.model_dump().values())
     actions = set(tla_ops.next_actions(gold.text))
     return [n for n in tla_ops.parse_module(gold.text).names()
             if n not in actions and n not in ("Init", "Next", "Spec")
