@@ -73,6 +73,11 @@ def drop_class(text: str, name: str) -> str:
     lines = _lines(text)
     gone = set(range(blocks[0].start, blocks[0].end + 1))
     gone |= {i for i in relation_lines(text) if name in _ends(lines[i])}
+    # any other statement outside the classes that names it, e.g. an association class '(A, B) .. C'
+    inside = {i for b in class_blocks(text) for i in range(b.start, b.end + 1)}
+    word = re.compile(rf"(?<![\w.]){re.escape(name)}(?![\w.])")
+    gone |= {i for i, line in enumerate(lines) if i not in inside and word.search(line)
+             and not line.strip().startswith(("title", "@", "'"))}
     return "\n".join(line for i, line in enumerate(lines) if i not in gone)
 
 
@@ -117,8 +122,8 @@ def change_multiplicity(text: str, index: int | None = None) -> str:
 
 
 def reorder_declarations(text: str) -> str:
-    """Classes in reverse order, then the relations in reverse order; the header (``@startuml``, ``title``,
-    ``skinparam``) first and ``@enduml`` last. Nothing in a class diagram's meaning depends on that order."""
+    """Classes in reverse order, then the relations in reverse order, then any other statement; the header
+    (``@startuml``, ``title``, ``skinparam``) first and ``@enduml`` last. Nothing in a class diagram's meaning depends on that order."""
     lines = _lines(text)
     blocks = class_blocks(text)
     relations = relation_lines(text)
@@ -130,5 +135,7 @@ def reorder_declarations(text: str) -> str:
     rest = [line for i, line in enumerate(lines) if i not in used and line.strip()
             and not line.strip().startswith("@enduml") and i >= (blocks[0].start if blocks else 0)]
     body = ["\n".join(lines[b.start : b.end + 1]) for b in reversed(blocks)]
-    out = [*start, *rest, "\n\n".join(body), "", *[lines[i] for i in reversed(relations)], "@enduml"]
+    # other statements (association classes '(A, B) .. C', notes) after the relations: they name classes, and
+    # PlantUML guesses the diagram's type from the first statement
+    out = [*start, "\n\n".join(body), "", *[lines[i] for i in reversed(relations)], *rest, "@enduml"]
     return "\n".join(out) + ("\n" if text.endswith("\n") else "")
