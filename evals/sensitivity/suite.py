@@ -184,7 +184,10 @@ def _trace_facts(task: Task) -> tuple[set[str], set[str], str]:
 
 def _traced_actions(gold: Gold) -> list[str]:
     events, _, _ = _trace_facts(gold.task)
-    return [a for a in tla_ops.next_actions(gold.text) if a in events]
+    actions = [a for a in tla_ops.next_actions(gold.text) if a in events]
+    if not actions:
+        raise MutationError("no action of Next is named by a trace event (PGo traces log PlusCal labels)")
+    return actions
 
 
 def _tla_drop(gold: Gold, subset: Subset) -> Iterator[tuple[str, str]]:
