@@ -443,6 +443,54 @@ def sysmbench_strategies_command(
     _print_reproduction(run_reproduction("sysmbench-strategies", options))
 
 
+SENSITIVITY_HELP = (
+    "Mutation testing of the scorers: every family's operators applied to gold models (the starter suite's "
+    "references; with --subset full also SysMBench and OMG SysML v2 models, SysMoBench PGo specs with traces and "
+    "an R2ABench checkout when present), each mutant scored by the family's real cascade (SANY/TLC, PlantUML, "
+    "OpenSysML; no LLM). Each operator declares the stages that MUST lose points (e.g. TLA+ drop_action_from_next "
+    "-> conformance; class diagram flip_relation_kind -> CLUE relation) and those it must not touch; the "
+    "semantics-preserving variants (reordered definitions, consistent renames) must keep the gold's marks. Prints "
+    "one detection matrix per family (rows: operators, '= ' rows the preserving variants; columns: stages/metrics; "
+    "cells: ✓ k/n lost where declared, = k/n kept, ✗ a miss, (k/n) measured but undeclared), then every miss. "
+    "Exit 0 only when every declaration holds. Progress on stderr. docs/sensitivity.md explains each declaration."
+)
+
+
+@reproduce_app.command("sensitivity", help=SENSITIVITY_HELP)
+def sensitivity_command(
+    families: list[str] = typer.Option([], "--family", help="tla | sysml | uml_class | architecture (repeatable; "
+                                       "default: all four)."),
+    subset: str = typer.Option("ci", "--subset", help="ci: one small starter task per family (bounded_buffer for "
+                               "TLA+), one mutant per operator, about two minutes; full: every starter task, several "
+                               "targets per operator, and the published gold models found under --data-dir."),
+    csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write one CSV line per variant and column "
+                                           "(gold value, mutant value, declared, verdict)."),
+    output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Benchmark data folder for --subset full "
+                                            "(else $SYSMO_DATA_DIR)."),
+) -> None:
+    from sysmo.evals.sensitivity import matrix, suite
+
+    unknown = [f for f in families if f not in suite.FAMILIES]
+    if unknown:
+        raise ConfigError(f"unknown --family {unknown[0]!r}: use one of {', '.join(suite.FAMILIES)}")
+    if subset not in ("ci", "full"):
+        raise ConfigError(f"unknown --subset {subset!r}: use ci or full")
+    if output_format not in ("table", "json"):
+        raise ConfigError(f"unknown --format {output_format!r}: use table or json")
+    err = Console(stderr=True)
+    report = suite.run(list(dict.fromkeys(families)) or None, subset,  # type: ignore[arg-type]
+                       data_dir=data_dir, progress=lambda line: err.print(line, highlight=False, markup=False, soft_wrap=True))
+    if csv_out is not None:
+        csv_out.write_text(matrix.to_csv(report), encoding="utf-8")
+    if output_format == "json":
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        typer.echo(matrix.render_text(report), nl=False)
+    if not report.ok:
+        raise typer.Exit(1)
+
+
 @reproduce_app.command(
     "all",
     help=(

@@ -139,3 +139,48 @@ def r2abench(options: ReproduceOptions) -> Reproduction:
                         flaws=["The paper counts orphan and god ratios over all nodes; the package (which produced "
                                "the numbers) over leaves: sysmo follows the package and keeps the paper's variant "
                                "as an option."])
+
+
+SENSITIVITY_FULL_HOW = ("TLC-heavy (every starter TLA+ task and the SysMoBench PGo specs with traces): `sysmo "
+                        "reproduce all --only sensitivity-full --out <the same folder>`, or `sysmo reproduce "
+                        "sensitivity --subset full` for the matrices")
+
+
+def _sensitivity(options: ReproduceOptions, subset: str) -> Reproduction:
+    from sysmo.evals.sensitivity import matrix, suite
+
+    report = suite.run(None, subset, data_dir=options.data_dir)  # type: ignore[arg-type]
+    tables = []
+    for family in report.families:
+        columns = [c.name for c in suite.COLUMNS[family]]
+        table = ReproTable(title=f"{family}: detection matrix ({subset} subset)",
+                           columns=["operator", "preserving", "variants", *columns])
+        for row in matrix.family_matrix(report, family):
+            table.add({"operator": row.operator, "preserving": "yes" if row.preserving else "",
+                       "variants": f"{row.variants} on {row.tasks} task(s)", **row.cells})
+        table.notes = [f"{op.name}: {op.reason}" for op in suite.operators(family)]
+        table.notes += [f"not applicable: {n.task} {n.operator}: {n.why}" for n in report.not_applied
+                        if n.family == family]
+        tables.append(table)
+    misses = [r for r in report.results if not r.ok]
+    return Reproduction(name=f"sensitivity{'-full' if subset == 'full' else ''}",
+                        title=f"Scorer sensitivity: mutants of gold models per family ({subset} subset, new)",
+                        source="sysmo's own mutation operators on the starter suite's references"
+                               + (" and the published gold models" if subset == "full" else ""),
+                        tables=tables,
+                        flaws=[f"MISS: {r.family} {r.task} {r.operator} [{r.target}]: "
+                               + ", ".join(c for c, v in r.verdicts.items() if v == "MISS") + (r.error or "")
+                               for r in misses])
+
+
+@register_reproduction("sensitivity", title="Scorer sensitivity (mutation testing of the scorers, CI subset)")
+def sensitivity(options: ReproduceOptions) -> Reproduction:
+    """``sysmo reproduce sensitivity``'s matrices in the report: ✓/✗ cells per operator and stage (no anchor has
+    one: the cells are not compared with a published number, and every miss is listed under the flaws)."""
+    return _sensitivity(options, "ci")
+
+
+@register_reproduction("sensitivity-full", title="Scorer sensitivity on every starter task and the published gold "
+                       "models (full subset)", heavy=SENSITIVITY_FULL_HOW)
+def sensitivity_full(options: ReproduceOptions) -> Reproduction:
+    return _sensitivity(options, "full")

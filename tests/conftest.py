@@ -37,6 +37,7 @@ RUN_FIRST = [
     "test_tla_tlc.py",
     "test_sysmobench_gold_invariants.py",
     "test_tla_cascade.py",
+    "test_sensitivity.py",
     "test_reproduce_sysmbench.py",
     "test_pgo_gold_controls.py",
     "test_agents_controls.py",
