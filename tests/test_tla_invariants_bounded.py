@@ -68,13 +68,16 @@ def test_sysmo_keeps_a_time_out_inconclusive_and_says_so(scores) -> None:
 
 
 def test_sysmo_counts_a_state_predicate_holding_up_to_the_state_bound_and_nothing_else() -> None:
-    """The state bound, not the clock, ends each check: a state predicate holds within it; a liveness template, or
-    a template the system is documented to violate, whose check stops at the bound stays inconclusive."""
+    """The state bound, not the clock, ends each check: a state predicate or a temporal property with no
+    counterexample in the explored graph holds within it; a temporal counterexample found under the bound (the
+    frontier looks like stuttering), or a template the system is documented to violate, stays inconclusive."""
     artifact = Artifact(language=Language.TLA, files={"Grow.tla": SPEC, "Grow.cfg": CFG})
     templates = [
         TEMPLATES[0],
         InvariantTemplate(name="XGrows", type="liveness", natural_language="x eventually exceeds 2",
                           tla_example="XGrows == <>(x > 2)"),
+        InvariantTemplate(name="XNeverShrinks", type="liveness", natural_language="no step decreases x",
+                          tla_example="XNeverShrinks == [][x' >= x]_<<x, y>>"),
         InvariantTemplate(name="Huge", type="safety", natural_language="x + y stays below 1000",
                           tla_example="Huge == x + y < 1000", expected="violated", expected_source="a test"),
     ]
@@ -83,9 +86,10 @@ def test_sysmo_counts_a_state_predicate_holding_up_to_the_state_bound_and_nothin
     verdicts = {v.name: v for v in score.verdicts}
     assert verdicts["NonNegative"].outcome == Outcome.OK
     assert any(n.startswith(tla_invariants.WITHIN_BOUND_NOTE) for n in verdicts["NonNegative"].notes)
-    assert verdicts["XGrows"].outcome == Outcome.INCONCLUSIVE  # liveness needs the complete state graph
+    assert verdicts["XGrows"].outcome == Outcome.INCONCLUSIVE  # a stuttering counterexample: maybe the bound's
+    assert verdicts["XNeverShrinks"].outcome == Outcome.OK  # no counterexample in the explored graph
     assert verdicts["Huge"].outcome == Outcome.INCONCLUSIVE  # the documented violation may lie beyond the bound
-    assert score.value == pytest.approx(1 / 3) and score.max_states == 200
+    assert score.value == pytest.approx(2 / 4) and score.max_states == 200
 
 
 def test_an_unknown_policy_is_a_config_error() -> None:

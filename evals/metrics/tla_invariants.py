@@ -77,9 +77,10 @@ as passed under ``"harness"`` (the harness has no such notion: its check just fi
 with a state bound, ``SYSMO_MAX_STATES``, and a generous wall-clock limit, ``SYSMO_TIMEOUT_S``): the state bound,
 which TLC honours deterministically with one worker, ends a check, not the clock. A state predicate (INVARIANT,
 not a possibility) that TLC checked on every state up to the bound without a violation holds *within the bound*
-(``WITHIN_BOUND_NOTE`` in its notes); a liveness or temporal template, a possibility, or a template the system is
-documented to violate whose check stops at the bound stays ``inconclusive`` (liveness needs the complete state
-graph: the frontier states look like stuttering; a violation may lie beyond the bound); a check that still
+(``WITHIN_BOUND_NOTE`` in its notes), and so does a temporal property (liveness, ``[][A]_v``) for which TLC found
+no counterexample in the graph explored up to the bound (the frontier states look like stuttering, which can only
+add counterexamples: one found under the bound is ``inconclusive``); a possibility, or a template the system is
+documented to violate, whose check stops at the bound stays ``inconclusive`` (it may lie beyond); a check that still
 reaches the wall-clock limit is ``inconclusive``, never holding (docs/tla-verdicts.md). The harness runs each template alone, with
 ``-deadlock`` (no deadlock check, as here), under the model's cfg, with a per-check limit of 60 s
 (``ManualInvariantEvaluator(tlc_timeout=60)``), sysmo's default too (``timeout_s``, cascade option
@@ -640,11 +641,13 @@ def _verdict(
             verdict.outcome = Outcome.FAILED
             verdict.reason = f"holds, but the modelled system violates it ({template.expected_source[:200]})"
     if (bounded == "sysmo" and verdict.outcome == Outcome.INCONCLUSIVE and result.details.get("bound_hit")
-            and not result.details.get("timed_out") and not report.violations and not as_property
+            and not result.details.get("timed_out") and not report.violations
             and not candidate.possibility and template.expected != "violated"):
-        # a state predicate checked on every state up to a deterministic state/depth bound: it holds there.
-        # Liveness needs the complete graph (the bound's frontier states look like stuttering), a possibility
-        # or an expected violation not found within the bound may lie beyond it: those stay inconclusive.
+        # checked on the state graph explored up to a deterministic state/depth bound, with no violation: it
+        # holds there (the deterministic counterpart of the harness's time-out rule). For a temporal property
+        # the bound's frontier states look like stuttering, which can only add counterexamples, never hide one
+        # inside the explored graph; a counterexample found under the bound is inconclusive (above). A
+        # possibility or an expected violation not found within the bound may lie beyond it: inconclusive.
         verdict.outcome = Outcome.OK
         verdict.reason = (f"holds within the bound: {result.details.get('bound_hit')}, no violation "
                           f"(invariants.bounded=sysmo; the bound, not the clock, ended the check)")
