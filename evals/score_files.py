@@ -11,7 +11,7 @@ from sysmo.contracts.check import Diagnostic
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.contracts.task import Task
 from sysmo.errors import ConfigError
-from sysmo.evals.cascade import Cascade, ScoringContext, cascade_for
+from sysmo.evals.cascade import DEFAULT_SCORING_MODE, Cascade, ScoringContext, cascade_for
 from sysmo.tools.check_files import FileVerdict, artifact_of
 
 
@@ -47,8 +47,9 @@ def _stage_diagnostics(stage: Any) -> list[Diagnostic]:
     return found
 
 
-def score_path(path: Path, task: Task, stages: list[str] | None = None) -> FileVerdict:
-    """The task's scoring cascade on one file, ``stages`` only (the earlier ones still run: they gate)."""
+def score_path(path: Path, task: Task, stages: list[str] | None = None, mode: str = DEFAULT_SCORING_MODE) -> FileVerdict:
+    """The task's scoring cascade on one file in scoring ``mode``, ``stages`` only (the earlier ones still run:
+    they gate)."""
     artifact = artifact_of(path)
     if artifact.language != task.language:
         raise ConfigError(
@@ -58,7 +59,7 @@ def score_path(path: Path, task: Task, stages: list[str] | None = None) -> FileV
         names = [s.name for s in cascade.stages]
         last = max(names.index(s) for s in stages)
         cascade = Cascade(name=cascade.name, stages=cascade.stages[: last + 1])
-    card: ScoreCard = cascade.score(artifact, task, ScoringContext())
+    card: ScoreCard = cascade.score(artifact, task, ScoringContext(options={"mode": mode}))
     shown = [s for s in card.stages if stages is None or s.stage in stages]
     rows = [s.model_dump(mode="json") for s in shown]
     failing = [s for s, row in zip(shown, rows, strict=True) if not stage_passed(row)]

@@ -95,6 +95,9 @@ def check(
                                            "the stages before it still run, as they gate it."),
     as_json: bool = typer.Option(False, "--json", help="Print every diagnostic as JSON."),
     data_dir: Path | None = typer.Option(None, "--data-dir", help="Benchmark data directory (for --task)."),
+    scoring_mode: str = typer.Option("sysmo", "--scoring-mode", help="With --task: sysmo (default; corrected, "
+                                     "load-independent) or harness (the reference harness's definitions); "
+                                     "docs/scoring-modes.md."),
 ) -> None:
     """Check model files with the check agents get between rounds, or score them with a task's cascade.
 
@@ -109,6 +112,10 @@ def check(
         raise ConfigError("give at least one file to check (e.g. sysmo check Spec.tla)")
     if stage and not task_id:
         raise ConfigError("--stage needs --task: the in-loop check has no stages")
+    from sysmo.evals.cascade import SCORING_MODES
+
+    if scoring_mode not in SCORING_MODES:
+        raise ConfigError(f"--scoring-mode must be one of {', '.join(SCORING_MODES)}, not {scoring_mode!r}")
     task = None
     if task_id:
         from sysmo.benchmarks import registry
@@ -119,7 +126,7 @@ def check(
         unknown = [s for s in stage or [] if s not in known]
         if unknown:
             raise ConfigError(f"unknown stage {unknown[0]!r} for {task.id} (stages: {', '.join(known)})")
-    verdicts = [score_path(p, task, stage or None) if task else check_path(p) for p in paths]
+    verdicts = [score_path(p, task, stage or None, scoring_mode) if task else check_path(p) for p in paths]
     verdict, code = verdict_of(verdicts)
     if as_json:
         report = {"passed": all(v.passed for v in verdicts), "verdict": verdict, "exit_code": code,
