@@ -1,14 +1,14 @@
 """The paired analysis end to end: real runs against the fake OpenAI-compatible server, checked by the real
-PlantUML, analysed by ``sysmo compare`` and confirmed by hand from each experiment's attempts.csv with scipy.
+PlantUML, analysed by the report and by ``sysmo compare`` and confirmed by hand from attempts.csv with scipy.
 
 The server is scripted so that line-numbered diagnostics help and bare ones do not: a repair request that quotes
 the checker's lines (``>>`` marks them, feedback ``diagnostics`` and ``full``) gets the gold diagram, any other
 gets the broken one again. Model ``fake-a`` answers every task broken at first; ``fake-b`` answers the first
 ``GOOD_FIRST`` tasks right at once.
 
-The feedback levels run as one experiment each (``run_levels``); once ``--feedback`` takes a list, one run with
-``--feedback none,bare,diagnostics,full`` replaces it, and the analysis is the report's ``paired.csv`` instead of
-``sysmo compare`` (``paired_table``); the checks stay as they are.
+The feedback levels are the arms of one run (``--feedback none,bare,diagnostics,full``, ``run_levels``), and the
+analysis is that run's report, ``paired.csv`` (``paired_table``): every level against ``none`` per model, and
+``fake-b`` against ``fake-a`` per level, Holm-adjusted together.
 """
 
 from __future__ import annotations
@@ -68,31 +68,36 @@ def scripted_server(right_first: Callable[[dict, str, int], bool] = fake_b_knows
     return FakeOpenAI(default=answer)
 
 
-def run_levels(server: FakeOpenAI, runs: Path, env: dict[str, str], settings: Path, prefix: str = "fb") -> list[str]:
-    """One experiment per feedback level (both models, every task and sample); returns their ids."""
-    ids = []
-    for level in LEVELS:
-        args = ["run", str(settings), "--ids", ",".join(TASKS), "--agent", "base_modeling", "--samples", str(SAMPLES),
-                "--api-base", server.base_url, "--feedback", level, "--id", f"{prefix}-{level}", "-o", str(runs),
-                "--no-progress", "--checkpoints", "none"]
-        for model in MODELS:
-            args += ["--model", model]
-        result = run_sysmo(*args, env=env)
-        assert result.code == 0, result.output
-        ids.append(f"{prefix}-{level}")
-    return ids
-
-
-def paired_table(ids: list[str], runs: Path, out: Path, env: dict[str, str]) -> pd.DataFrame:
-    """``sysmo compare`` of the level experiments (the factor, feedback, is the one setting they differ in)."""
-    result = run_sysmo("compare", *ids, "--experiments-dir", str(runs), "-o", str(out), env=env)
+def run_levels(server: FakeOpenAI, runs: Path, env: dict[str, str], settings: Path, name: str = "fb") -> str:
+    """One experiment whose arms are the feedback levels (both models, every task and sample); returns its id."""
+    args = ["run", str(settings), "--ids", ",".join(TASKS), "--agent", "base_modeling", "--samples", str(SAMPLES),
+            "--api-base", server.base_url, "--feedback", ",".join(LEVELS), "--id", name, "-o", str(runs),
+            "--no-progress", "--checkpoints", "none"]
+    for model in MODELS:
+        args += ["--model", model]
+    result = run_sysmo(*args, env=env)
     assert result.code == 0, result.output
-    assert "factor(s): feedback" in result.stdout and "diagnostics vs none" in result.stdout
-    return pd.read_csv(out / "paired.csv")
+    return name
+
+
+def paired_table(experiment: str, runs: Path) -> pd.DataFrame:
+    """The report's paired analysis of the run."""
+    return pd.read_csv(runs / experiment / "report" / "paired.csv")
 
 
 def attempts(ids: list[str], runs: Path) -> pd.DataFrame:
     return pd.concat([pd.read_csv(runs / i / "report" / "attempts.csv") for i in ids], ignore_index=True)
+
+
+def mcnemar_and_wilcoxon(base: pd.DataFrame, other: pd.DataFrame) -> tuple:
+    """By hand: discordant counts, exact McNemar p, Δpass, Wilcoxon p and Δscore of ``other`` against ``base``."""
+    assert list(other.index) == list(base.index)
+    gained = int(((other["passed"] == 1) & (base["passed"] == 0)).sum())
+    lost = int(((other["passed"] == 0) & (base["passed"] == 1)).sum())
+    p = stats.binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
+    diffs = (other["headline"] - base["headline"]).to_numpy()
+    p_w = stats.wilcoxon(diffs, zero_method="wilcox").pvalue if (diffs != 0).any() else 1.0
+    return gained, lost, p, (other["passed"] - base["passed"]).mean(), p_w, diffs.mean()
 
 
 def holm_by_hand(p: list[float]) -> list[float]:
@@ -111,33 +116,30 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
     settings.write_text(LIGHT_SCORING)
     runs = tmp_path / "runs"
     with scripted_server() as server:
-        ids = run_levels(server, runs, env, settings)
-    table = paired_table(ids, runs, tmp_path / "compare", env)
-    frame = attempts(ids, runs)
+        experiment = run_levels(server, runs, env, settings)
+    table = paired_table(experiment, runs)
+    frame = attempts([experiment], runs)
     assert len(frame) == len(LEVELS) * len(MODELS) * len(TASKS) * SAMPLES
 
-    # by hand from attempts.csv: each level against none, per model, on (task, sample) pairs
+    # by hand from attempts.csv, on (task, sample) pairs: each level against none per model, fake-b against fake-a
+    # per level
     frame["first_passed"] = (frame["passed_round"] == 0).astype(int)
     gated = frame["score.clue.clue"].isna() & (frame["score.clue"] == 0)  # the syntax stage failed: clue counts 0
     frame["headline"] = frame["score.clue.clue"].where(~gated, 0.0)
-    expected = {}
-    for model in MODELS:
-        mine = frame[frame["model"] == model]
-        base = mine[mine["feedback"] == "none"].set_index(["task_id", "sample_index"]).sort_index()
-        for level in LEVELS[1:]:
-            other = mine[mine["feedback"] == level].set_index(["task_id", "sample_index"]).sort_index()
-            assert list(other.index) == list(base.index)
-            gained = int(((other["passed"] == 1) & (base["passed"] == 0)).sum())
-            lost = int(((other["passed"] == 0) & (base["passed"] == 1)).sum())
-            p = stats.binomtest(gained, gained + lost, 0.5).pvalue if gained + lost else 1.0
-            diffs = (other["headline"] - base["headline"]).to_numpy()
-            p_w = stats.wilcoxon(diffs, zero_method="wilcox").pvalue if (diffs != 0).any() else 1.0
-            expected[(model, level)] = (gained, lost, p, (other["passed"] - base["passed"]).mean(), p_w, diffs.mean())
 
-    assert len(table) == len(expected) == 6
-    table["model"] = table["held_fixed"].str.removeprefix("model=")
-    rows = {(r.model, r.level): r for r in table.itertuples()}
-    assert set(rows) == set(expected) and set(table["baseline"]) == {"none"} and set(table["factor"]) == {"feedback"}
+    def arm(model: str, level: str) -> pd.DataFrame:
+        chosen = frame[(frame["model"] == model) & (frame["feedback"] == level)]
+        return chosen.set_index(["task_id", "sample_index"]).sort_index()
+
+    expected = {("feedback", f"model={model}", level): mcnemar_and_wilcoxon(arm(model, "none"), arm(model, level))
+                for model in MODELS for level in LEVELS[1:]}
+    expected |= {("model", f"feedback={level}", MODELS[1]): mcnemar_and_wilcoxon(arm(MODELS[0], level),
+                                                                                  arm(MODELS[1], level))
+                 for level in LEVELS}
+    assert len(table) == len(expected) == 10
+    rows = {(r.factor, r.held_fixed, r.level): r for r in table.itertuples()}
+    assert set(rows) == set(expected), sorted(rows)
+    assert set(table[table["factor"] == "feedback"]["baseline"]) == {"none"}
     adjusted = dict(zip(expected, holm_by_hand([e[2] for e in expected.values()])))
     for key, (gained, lost, p, delta, p_w, delta_score) in expected.items():
         row = rows[key]
@@ -146,42 +148,20 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
         assert row.p_mcnemar_adjusted == pytest.approx(adjusted[key])
         assert row.p_wilcoxon == pytest.approx(p_w) and row.delta_score == pytest.approx(delta_score)
         assert row.delta_pass_ci_low <= row.delta_pass <= row.delta_pass_ci_high
-        # the level changes only the repair: the first answers are the same under every level
-        assert (row.single_shot_level_only, row.single_shot_baseline_only) == (0, 0)
         assert "Holm" in row.method
+        if key[0] == "feedback":  # the level changes only the repair: the first answers are the same in every arm
+            assert (row.single_shot_level_only, row.single_shot_baseline_only) == (0, 0)
 
     # the expected direction: told the lines, every broken first answer is repaired; told "check failed", none is
-    a_diag, a_bare, b_full = rows[(MODELS[0], "diagnostics")], rows[(MODELS[0], "bare")], rows[(MODELS[1], "full")]
+    a_diag, a_bare, b_full = (rows[("feedback", f"model={model}", level)] for model, level in
+                              ((MODELS[0], "diagnostics"), (MODELS[0], "bare"), (MODELS[1], "full")))
     assert (a_diag.level_only, a_diag.baseline_only, a_diag.delta_pass) == (10, 0, 1.0)
     assert a_diag.p_mcnemar == pytest.approx(2 * 0.5 ** 10) and a_diag.p_mcnemar_adjusted < 0.05
     assert a_diag.delta_pass_ci_low > 0 and a_diag.delta_score > 0
     assert (a_bare.level_only, a_bare.baseline_only, a_bare.p_mcnemar, a_bare.delta_pass) == (0, 0, 1.0, 0.0)
     assert (b_full.level_only, b_full.pass_baseline) == (6, 0.4)
-    md = (tmp_path / "compare" / "compare.md").read_text()
-    assert "## uml_class" in md and "diagnostics vs none" in md and "p McNemar (Holm)" in md
-
-
-def merged_experiment(runs: Path, ids: list[str], name: str) -> Path:
-    """One experiment ``name`` holding every attempt and score of ``ids`` (their arms), written with the store's
-    API: what one run with a list of strategies records."""
-    from sysmo.store import AttemptRecord, Store
-
-    (runs / name).mkdir()
-    target = Store(runs / name / "results.sqlite")
-    first = Store(runs / ids[0] / "results.sqlite")
-    target.save_experiment(name, {**first.experiment(ids[0])["config"], "id": name}, {}, is_control=False)
-    first.close()
-    for source_id in ids:
-        source = Store(runs / source_id / "results.sqlite")
-        for attempt in source.attempts(source_id):
-            (meta,) = source.query("SELECT benchmark, kind, domain, difficulty FROM attempts WHERE id=?", (attempt.id,))
-            target.save_attempts(name, [AttemptRecord.of(attempt, dict(meta))])
-            card = source.scorecard(attempt.id)
-            if card is not None:
-                target.save_scores(name, [(attempt.id, card, None)])
-        source.close()
-    target.close()
-    return runs / name
+    md = (runs / experiment / "report" / "report.md").read_text()
+    assert "### uml_class" in md and "diagnostics vs none" in md and "p McNemar (Holm)" in md
 
 
 def cot_helps_on_the_first_tasks(body: dict, text: str, task_index: int) -> bool:
@@ -203,11 +183,14 @@ def test_two_experiments_that_differ_in_strategy_give_the_numbers_of_one_with_bo
             result = run_sysmo("run", str(settings), *common, "--api-base", server.base_url, *strategy, "--id", name,
                                env=env)
             assert result.code == 0, result.output
+        # the same two arms in one experiment (its report, not sysmo compare)
+        result = run_sysmo("run", str(settings), *common, "--api-base", server.base_url, "--strategy", "default,cot",
+                           "--id", "both", env=env)
+        assert result.code == 0, result.output
     compared = run_sysmo("compare", "own", "cot", "--experiments-dir", str(runs), "-o", str(tmp_path / "cmp"), env=env)
     assert compared.code == 0 and "factor(s): strategy" in compared.stdout, compared.output
     across = pd.read_csv(tmp_path / "cmp" / "paired.csv")
-
-    write_report(merged_experiment(runs, ["own", "cot"], "both"))
+    write_report(runs / "both")
     within = pd.read_csv(runs / "both" / "report" / "paired.csv")
     pd.testing.assert_frame_equal(across, within)
     (row,) = across.itertuples()
