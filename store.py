@@ -205,7 +205,11 @@ class Store:
         for column, sql_type in {"spend_usd": "REAL", "parent_attempt_id": "TEXT", "forked_at": "TEXT",
                                  **ARM_COLUMNS}.items():
             if column not in attempt_columns:
-                self._conn.execute(f"ALTER TABLE attempts ADD COLUMN {column} {sql_type}")
+                try:
+                    self._conn.execute(f"ALTER TABLE attempts ADD COLUMN {column} {sql_type}")
+                except sqlite3.OperationalError as exc:  # another process opening the same new store added it
+                    if "duplicate column name" not in str(exc):
+                        raise
 
     @staticmethod
     def check_resumable(path: Path, experiment_id: str) -> None:

@@ -81,6 +81,9 @@ class FunctionStage:
     name: str
     fn: Callable[[Artifact, Task, ScoringContext], StageResult]
     gate: bool = True
+    # an optional stage: for a task it does not apply to (False), it reports "not applicable" even when an
+    # earlier stage's failure gates the rest (a gated skip counts 0; not applicable has no value)
+    applies: Callable[[Task], bool] | None = None
 
     def __call__(self, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
         return self.fn(artifact, task, ctx)
@@ -109,6 +112,10 @@ class Cascade:
         index = 0
         while index < len(self.stages):
             stage = self.stages[index]
+            if blocked_by is not None and not _applies(stage, task):
+                card.stages.append(_run_stage(stage, artifact, task, ctx))  # its own "not applicable" result
+                index += 1
+                continue
             if blocked_by is not None:
                 card.stages.append(StageResult(stage=stage.name, value=0.0, passed=False, outcome="skipped",
                                                skipped_because=blocked_by, detail={"gated": True}))
@@ -130,6 +137,11 @@ class Cascade:
                     blocked_by = f"stage {done.name!r} did not pass ({result.outcome})"
             index += len(batch)
         return card
+
+
+def _applies(stage: Stage, task: Task) -> bool:
+    applies = getattr(stage, "applies", None)
+    return True if applies is None else bool(applies(task))
 
 
 def _run_stage(stage: Stage, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:

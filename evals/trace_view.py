@@ -166,6 +166,8 @@ def settings_panel(settings: dict[str, Any], title: str = "run settings") -> Pan
     from sysmo.evals.tables import settings_lines
 
     grid = Table.grid(padding=(0, 2))
+    grid.add_column(no_wrap=True)
+    grid.add_column(overflow="fold")  # whole values at any width: wrapped, never cut with an ellipsis
     for name, value in settings_lines(settings):
         grid.add_row(name, Text(value))
     return Panel(grid, title=title, title_align="left")

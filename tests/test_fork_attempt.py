@@ -125,7 +125,9 @@ def test_a_fork_at_round_2_with_another_model_keeps_the_parents_first_rounds(par
     # sysmo trace names the parent and the step; the parent's names its fork
     shown = run_sysmo("trace", fork.id, "-o", str(runs), env={"COLUMNS": "200"})
     assert shown.code == 0 and f"forked from           {stored.id} at step {fork_summary['forked_at_step']}" in shown.stdout
-    assert "model openai/fake-fork" in shown.stdout
+    # the change as data (the panel's text wraps at the width of the console the process made first)
+    as_json = json.loads(run_sysmo("trace", fork.id, "--json", "-o", str(runs)).stdout)
+    assert as_json["fork_changes"] == {"model": "openai/fake-fork"} and as_json["parent_attempt_id"] == stored.id
     assert fork.id in run_sysmo("trace", stored.id, "-o", str(runs), env={"COLUMNS": "200"}).stdout
     listed = json.loads(run_sysmo("trace", "parent", "--all", "--json", "-o", str(runs)).stdout)
     assert {r["id"]: r["parent_attempt_id"] for r in listed}[fork.id] == stored.id

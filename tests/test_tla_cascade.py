@@ -145,8 +145,9 @@ def test_one_broken_action_scores_half_of_the_share_of_the_actions(good: str, br
     assert f"error[{kind}]" in message
     if kind == "semantic":  # the error points at the line the author wrote, not into the generated module
         assert message.startswith("Spinlock.tla:34:")
-    assert [s.outcome for s in card.stages[1:]] == ["skipped"] * 3
-    assert all(s.value == 0.0 and "syntax" in s.skipped_because for s in card.stages[1:])
+    assert [s.outcome for s in card.stages[1:]] == ["skipped"] * 4
+    assert all(s.value == 0.0 and "syntax" in s.skipped_because for s in card.stages[1:4])  # gated
+    assert card.stages[4].stage == "transitions" and card.flat()["transitions"] is None  # no windows: n/a
     assert syntax.provenance["tool_version"].startswith("SANY")
 
 

@@ -395,7 +395,8 @@ def tla_cascade() -> Cascade:
             FunctionStage("conformance", conformance_stage, gate=False),
             FunctionStage("invariants", invariants_stage, gate=False),
             # per-action transition validation, where the task provides recorded windows (skipped otherwise)
-            FunctionStage("transitions", tla_transitions.transitions_stage, gate=False),
+            FunctionStage("transitions", tla_transitions.transitions_stage, gate=False,
+                          applies=lambda task: tla_transitions.task_windows(task) is not None),
         ],
         concurrent=_concurrent,
     )
