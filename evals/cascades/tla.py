@@ -27,6 +27,13 @@ Stages and their metric keys (``card.flat()``):
   ``metrics["trace_share"]``, per trace and per action detail in ``detail["traces"]`` /
   ``detail["actions"]``. Passed iff every trace was accepted. A task without traces skips it
   (``outcome="skipped"``, value 0). Does not gate. The replay itself is ``sysmo.tools.tla.trace_validation``.
+  In the ``sysmo`` scoring mode every replayed step must also satisfy the model's ``[Next]_vars``
+  (``conformance.refinement``) and the value is M_c x the mapping's coverage of the traces' event names and
+  fields (``conformance.coverage=scale``; ``metrics["m_c"]`` keeps M_c): docs/conformance.md.
+- ``transitions`` (``sysmo.evals.metrics.tla_transitions``, optional): where the task provides recorded
+  pre/post windows per action (``references.windows``), each window checked as one step of the model's action;
+  the mean pass rate over actions (``sysmo`` mode) or the share of actions with every window passing
+  (``harness``). Not applicable, with no value, for a task without windows: docs/transition-validation.md.
 - ``invariants`` = M_i = n_i/n_t (``sysmo.evals.metrics.tla_invariants``): "runs TLC for each invariant
   separately; n_i is the number of invariants that hold within the state space". Violated, inconclusive
   (a bound, a timeout or exhausted resources: never a pass, except a time-out with no violation under
