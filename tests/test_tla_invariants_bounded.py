@@ -92,6 +92,19 @@ def test_sysmo_counts_a_state_predicate_holding_up_to_the_state_bound_and_nothin
     assert score.value == pytest.approx(2 / 4) and score.max_states == 200
 
 
+def test_sysmo_bounds_temporal_properties_apart() -> None:
+    """A run with a temporal property stops at its own, smaller bound (TLC's liveness check grows faster than the
+    graph); a state predicate keeps the larger one."""
+    artifact = Artifact(language=Language.TLA, files={"Grow.tla": SPEC, "Grow.cfg": CFG})
+    templates = [TEMPLATES[0], InvariantTemplate(name="XNeverShrinks", type="liveness", natural_language="x grows",
+                                                 tla_example="XNeverShrinks == [][x' >= x]_<<x, y>>")]
+    score = tla_invariants.score(artifact, templates, tla_runtime.model_config(artifact), timeout_s=120,
+                                 max_states=300, max_states_temporal=60, bounded="sysmo")
+    verdicts = {v.name: v for v in score.verdicts}
+    assert all(v.outcome == Outcome.OK for v in verdicts.values()) and score.max_states_temporal == 60
+    assert 60 <= verdicts["XNeverShrinks"].distinct_states < 300 <= verdicts["NonNegative"].distinct_states
+
+
 def test_an_unknown_policy_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         _score("lenient")

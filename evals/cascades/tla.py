@@ -330,6 +330,8 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         max_states=_bound(ctx.by_mode("invariants.max_states", sysmo=tla_invariants.SYSMO_MAX_STATES,
                                       harness=None)),
         max_depth=_bound(ctx.option("invariants.max_depth", None)),
+        max_states_temporal=_bound(ctx.by_mode("invariants.max_states_temporal",
+                                               sysmo=tla_invariants.SYSMO_MAX_TEMPORAL_STATES, harness=None)),
         helper_attempts=_option(
             ctx, "invariants.helper_attempts", tla_invariants.DEFAULT_HELPER_ATTEMPTS, int
         ),
@@ -386,6 +388,7 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
                 v.name for v in verdicts if any(n.startswith(tla_invariants.WITHIN_BOUND_NOTE) for n in v.notes)
             ],
             "max_states": score.max_states,
+            "max_states_temporal": score.max_states_temporal,
             "timeout_s": score.timeout_s,
         },
         provenance=provenance,
