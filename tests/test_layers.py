@@ -1,6 +1,6 @@
 """No import runs upward: every module's imports point only to its own layer or the layers below it.
 
-The layer order is the code block of the README's "Layout" section, lowest first: each line starts with the
+The layer order is the code block of the "Layout" section of docs/guide.md, lowest first: each line starts with the
 folders (``name/``), root modules (``name.py``) or path patterns (``*/commands.py``) of one layer. Imports are
 read with ``ast`` from every module of the package (tests excepted): module-level and function-level
 ``import`` / ``from ... import`` (relative ones resolved), and imports by string, i.e. any string constant that
@@ -26,7 +26,7 @@ SKIPPED = {"tests", ".git", ".ci", "sysmo.egg-info", "docs", "build", "setup.py"
 
 
 def layout_layers(readme: str) -> list[list[str]]:
-    """The README's Layout list: one list of entries (``contracts/``, ``store.py``, ``*/commands.py``) per layer."""
+    """The guide's Layout list: one list of entries (``contracts/``, ``store.py``, ``*/commands.py``) per layer."""
     section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     block = section.split("```", 2)[1]
     layers = []
@@ -130,13 +130,13 @@ def imports_of(path: Path) -> list[Import]:
 
 
 def upward_imports() -> list[str]:
-    layers = layout_layers((ROOT / "README.md").read_text())
+    layers = layout_layers((ROOT / "docs" / "guide.md").read_text())
     problems = []
     for path in module_files():
         rel = path.relative_to(ROOT).as_posix()
         own = layer_of(rel, layers)
         if own is None:
-            problems.append(f"{rel}: not in the README's Layout list")
+            problems.append(f"{rel}: not in the guide's Layout list")
             continue
         for imp in imports_of(path):
             target = target_path(imp.module)
@@ -152,7 +152,7 @@ def upward_imports() -> list[str]:
 
 
 def test_layout_lists_the_layers_in_order() -> None:
-    layers = layout_layers((ROOT / "README.md").read_text())
+    layers = layout_layers((ROOT / "docs" / "guide.md").read_text())
     flat = [entry for entries in layers for entry in entries]
     assert flat[0] == "__init__.py" and "contracts/" in layers[1]
     assert len(flat) == len(set(flat)), "an entry is listed twice"
@@ -162,7 +162,7 @@ def test_layout_lists_the_layers_in_order() -> None:
 
 def test_no_import_points_upward() -> None:
     problems = upward_imports()
-    assert not problems, "imports pointing upward in the README's layer order:\n" + "\n".join(problems)
+    assert not problems, "imports pointing upward in the guide's layer order:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("source, expected", [
