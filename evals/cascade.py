@@ -55,6 +55,10 @@ class ScoringContext:
             return self.options[key]
         return harness if self.mode == "harness" else sysmo
 
+    def flag_by_mode(self, key: str, *, sysmo: bool, harness: bool) -> bool:
+        """A true/false option whose default depends on the scoring mode."""
+        return self.flag(key, sysmo if self.mode == "sysmo" else harness)
+
     def flag(self, key: str, default: bool) -> bool:
         """A true/false option, given as a bool or as text (``true/false``, ``1/0``, ``yes/no``, ``on/off``: the
         command line and YAML give either); any other text is a ConfigError naming the option."""

@@ -268,8 +268,8 @@ def test_the_mode_sets_the_defaults_and_an_explicit_option_wins() -> None:
 
     assert tla._coverage_scales(ctx()) and not tla._coverage_scales(ctx(mode="harness"))
     assert tla._coverage_scales(ctx(mode="harness", **{"conformance.coverage": "scale"}))
-    assert tla._flag_by_mode(ctx(), "conformance.refinement", sysmo=True, harness=False)
-    assert not tla._flag_by_mode(ctx(**{"conformance.refinement": "off"}), "conformance.refinement",
-                                 sysmo=True, harness=False)
+    assert ctx().flag_by_mode("conformance.refinement", sysmo=True, harness=False)
+    assert not ctx(**{"conformance.refinement": "off"}).flag_by_mode("conformance.refinement",
+                                                                      sysmo=True, harness=False)
     with pytest.raises(ConfigError):
         tla._coverage_scales(ctx(**{"conformance.coverage": "half"}))

@@ -153,7 +153,7 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
                                     harness=tla_runtime.DEFAULT_TIMEOUT_S)),
         parallel=_option(ctx, "tlc.parallel", None, int),
         batched=ctx.flag("runtime.batched", False),
-        cut_short_coverage=ctx.flag("runtime.cut_short_coverage", ctx.mode == "harness"),
+        cut_short_coverage=ctx.flag_by_mode("runtime.cut_short_coverage", sysmo=False, harness=True),
     )
     return StageResult(
         stage="runtime",
@@ -215,7 +215,7 @@ def conformance_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> St
             metrics={"traces": 0.0},
         )
     config = tla_runtime.model_config(artifact, task)
-    refinement = _flag_by_mode(ctx, "conformance.refinement", sysmo=True, harness=False)
+    refinement = ctx.flag_by_mode("conformance.refinement", sysmo=True, harness=False)
     scaled = _coverage_scales(ctx)
     score = tla_conformance.score(
         artifact,
@@ -303,11 +303,6 @@ def _coverage_scales(ctx: ScoringContext) -> bool:
     if value not in ("scale", "report"):
         raise ConfigError(f"conformance.coverage must be scale or report, not {value!r}")
     return value == "scale"
-
-
-def _flag_by_mode(ctx: ScoringContext, key: str, *, sysmo: bool, harness: bool) -> bool:
-    """A true/false option whose default depends on the scoring mode (text values read as ``ctx.flag`` does)."""
-    return ctx.flag(key, ctx.by_mode(key, sysmo=sysmo, harness=harness))
 
 
 def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
