@@ -112,10 +112,9 @@ def check(
         raise ConfigError("give at least one file to check (e.g. sysmo check Spec.tla)")
     if stage and not task_id:
         raise ConfigError("--stage needs --task: the in-loop check has no stages")
-    from sysmo.evals.cascade import SCORING_MODES
+    from sysmo.evals.cascade import ScoringContext
 
-    if scoring_mode not in SCORING_MODES:
-        raise ConfigError(f"--scoring-mode must be one of {', '.join(SCORING_MODES)}, not {scoring_mode!r}")
+    ScoringContext(options={"mode": scoring_mode}).mode  # an unknown mode: one ConfigError line, before any work
     task = None
     if task_id:
         from sysmo.benchmarks import registry
