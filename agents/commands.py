@@ -42,7 +42,7 @@ def attempt(
     ),
     max_rounds: int = typer.Option(3, "--max-rounds", min=0, help="Repair rounds after the first answer."),
     feedback: str = typer.Option("diagnostics", "--feedback", help="Repair feedback: none (one shot), bare, "
-                                 "diagnostics, full (docs/guide.md, feedback ablation)."),
+                                 "diagnostics, full (docs/agents/feedback-and-strategies.md)."),
     data_dir: Path | None = typer.Option(
         None, "--data-dir", help="Benchmark data directory (or SYSMO_DATA_DIR)."
     ),

@@ -1,4 +1,4 @@
-"""Data shapes shared by every layer (the bottom of the layer order in docs/guide.md's Layout section).
+"""Data shapes shared by every layer (the bottom of the layer order in docs/architecture.md's Layout section).
 
 - ``artifact``: ``Artifact`` and ``Language``, the files an agent hands over;
 - ``task``: ``Task`` and its parts, what an agent is asked to model;

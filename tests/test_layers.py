@@ -1,6 +1,6 @@
 """No import runs upward: every module's imports point only to its own layer or the layers below it.
 
-The layer order is the code block of the "Layout" section of docs/guide.md, lowest first: each line starts with the
+The layer order is the code block of the "Layout" section of docs/architecture.md, lowest first: each line starts with the
 folders (``name/``), root modules (``name.py``) or path patterns (``*/commands.py``) of one layer. Imports are
 read with ``ast`` from every module of the package (tests excepted): module-level and function-level
 ``import`` / ``from ... import`` (relative ones resolved), and imports by string, i.e. any string constant that
@@ -130,7 +130,7 @@ def imports_of(path: Path) -> list[Import]:
 
 
 def upward_imports() -> list[str]:
-    layers = layout_layers((ROOT / "docs" / "guide.md").read_text())
+    layers = layout_layers((ROOT / "docs" / "architecture.md").read_text())
     problems = []
     for path in module_files():
         rel = path.relative_to(ROOT).as_posix()
@@ -152,7 +152,7 @@ def upward_imports() -> list[str]:
 
 
 def test_layout_lists_the_layers_in_order() -> None:
-    layers = layout_layers((ROOT / "docs" / "guide.md").read_text())
+    layers = layout_layers((ROOT / "docs" / "architecture.md").read_text())
     flat = [entry for entries in layers for entry in entries]
     assert flat[0] == "__init__.py" and "contracts/" in layers[1]
     assert len(flat) == len(set(flat)), "an entry is listed twice"
