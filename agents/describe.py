@@ -1,7 +1,9 @@
-"""``sysmo agents list`` / ``sysmo agents show NAME``: each agent's description, task kinds, inputs, options,
-and its LangGraph drawn from the compiled graph (Mermaid from ``get_graph().draw_mermaid()``, and a text list
-of nodes and edges), and what its repair loop checks each round (the tool check, then its own loop checks).
-Everything is drawn offline; an agent whose graph depends on the task is drawn once per variant."""
+"""``sysmo agents list`` / ``sysmo agents show NAME``: what each agent is and does, drawn from its graph.
+
+Each agent's description, task kinds, inputs, options, and its LangGraph drawn from the compiled graph
+(Mermaid from ``get_graph().draw_mermaid()``, and a text list of nodes and edges), and what its repair loop
+checks each round (the tool check, then its own loop checks). Everything is drawn offline; an agent whose
+graph depends on the task is drawn once per variant."""
 
 from __future__ import annotations
 

@@ -1,6 +1,8 @@
-"""``Round`` and ``Attempt``: everything one sample did. With its event stream (``Attempt.events``: every model
-call's full request and reply, tool calls, graph steps, stored in the store's ``events`` table) it is enough to
-replay it without calling the LLM again (``sysmo replay``)."""
+"""``Round`` and ``Attempt``: everything one sample did.
+
+With its event stream (``Attempt.events``: every model call's full request and reply, tool calls, graph
+steps, stored in the store's ``events`` table) it is enough to replay it without calling the LLM again
+(``sysmo replay``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
-"""``sysmo trace``: one attempt as a terminal timeline, round by round (prompt folded, reply, artifact diff,
-diagnostics next to the lines they name, scores), then every model call of every role from its event stream
-(prompt and reply: pre-stages, tool-calling steps, helper and judge calls while scoring), or as JSON for
-machines (``events``: the whole typed stream)."""
+"""``sysmo trace``: one attempt as a terminal timeline, or as JSON, to see what the agent and the tools did.
+
+Round by round (prompt folded, reply, artifact diff, diagnostics next to the lines they name, scores), then
+every model call of every role from its event stream (prompt and reply: pre-stages, tool-calling steps,
+helper and judge calls while scoring), or as JSON for machines (``events``: the whole typed stream)."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Modules, lowest first (none imports one below it in this list):
 - ``executor``: the ``Executor`` protocol and ``RunState``, what every executor shares
 - ``local_executor``, ``ray_executor``: the two executors
 - ``experiment``: ``run_experiment``
-- ``replay``: ``sysmo replay ATTEMPT``; ``commands``: ``sysmo run/trace/replay/report``
+- ``replay``: ``sysmo replay ATTEMPT`` (the commands ``sysmo run/trace/replay/report`` are ``cli/runner.py``)
 """
 
 from sysmo.runner.config import CONTROL_MODELS, Budget, ExperimentConfig

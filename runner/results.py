@@ -1,5 +1,7 @@
 """The run's one writer: a thread that stores finished attempts (their steps' checkpoints, artifact files and
-record) and scores, the same for every executor. Only the driver process writes results.sqlite and
+record) and scores, the same for every executor.
+
+Only the driver process writes results.sqlite and
 checkpoints.sqlite, so a resumed run sees the same state whichever executor ran the attempts.
 
 Executors hand it work (``keep``, ``save_score``) and get a ``Future`` that is done once the attempt is

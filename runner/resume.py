@@ -1,6 +1,8 @@
-"""What ``sysmo run --resume EXP`` may be given: flags that change how the run goes (progress, concurrency,
-report, executor, spending caps) are applied; a flag that would change results is refused in one line naming
-it, except an arm factor's new values, which add arms (docs/ablations.md)."""
+"""What ``sysmo run --resume EXP`` may be given: flags about how the run goes, never one that changes results.
+
+Flags that change how the run goes (progress, concurrency, report, executor, spending caps) are applied; a
+flag that would change results is refused in one line naming it, except an arm factor's new values, which
+add arms (docs/ablations.md)."""
 
 from __future__ import annotations
 

@@ -24,8 +24,8 @@ _live: weakref.WeakSet[ToolServer] = weakref.WeakSet()
 
 # Servers run under ``bwrap --die-with-parent`` (PR_SET_PDEATHSIG), which fires when the *thread* that started the
 # process ends, not the process. Started from a worker thread (a tool check in an event loop's executor, a
-# ``run_attempt`` per ``asyncio.run``), a server was killed as soon as that thread's pool shut down, and the
-# next check paid a restart (about 1.4 s for PlantUML). So every server is started from this one thread, which
+# ``run_attempt`` per ``asyncio.run``), a server would die as soon as that thread's pool shut down, and the
+# next check would pay a restart (about 1.4 s for PlantUML). So every server is started from this one thread, which
 # lives as long as the process: a server still dies with sysmo, never with a passing thread.
 _starter = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sysmo-tool-server-starter")
 

@@ -19,7 +19,7 @@ import time
 from collections import Counter, defaultdict
 from pathlib import Path
 
-from sysmo.evals import reproduce_sysmobench as rs
+from sysmo.reproduce import sysmobench as rs
 from sysmo.tools.tla import jvm, run_cache
 
 DEFAULT_DATA = Path(os.environ.get("SYSMO_TEST_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"))

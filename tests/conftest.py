@@ -20,7 +20,7 @@ TEST_HOME_VARIABLE = "SYSMO_TEST_HOME"  # the test run's own SYSMO_HOME, set by 
 MADE_TEST_HOME = pytest.StashKey[str]()
 
 # The files that keep a test worker busy longest (budgeted TLC hunts, Ray, whole `sysmo run`s, the gold controls,
-# the OpenSysML corpora), longest first as measured in the suite on 2 cores (2026-11-26). With ``--dist loadfile
+# the OpenSysML corpora), longest first as measured in the suite on 2 cores (--durations). With ``--dist loadfile
 # --no-loadscope-reorder`` (pyproject) xdist hands files out in collection order, so these start first and the short files fill in
 # around them; left to itself xdist starts the files with the most tests first and a long file with one test
 # can be the last thing running while the other worker idles.

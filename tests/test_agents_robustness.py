@@ -441,7 +441,7 @@ def test_code_translation_hands_sanys_verdict_on_the_translation_to_the_next_sta
 
 # --- the command ---------------------------------------------------------------------------------
 def test_sysmo_attempt_runs_one_attempt_and_prints_its_rounds() -> None:
-    from sysmo.agents.commands import register
+    from sysmo.cli.agents import register
 
     app = typer.Typer()
     app.callback()(lambda: None)

@@ -54,7 +54,7 @@ def test_a_unique_prefix_resolves_across_experiments(runs):
 
 def test_an_ambiguous_prefix_is_an_error_listing_every_candidate_with_its_experiment(runs):
     with pytest.raises(SysmoError) as info:
-        from sysmo.runner.commands import _find_attempt
+        from sysmo.cli.runner import _find_attempt
 
         _find_attempt("abc", runs)
     message = str(info.value)

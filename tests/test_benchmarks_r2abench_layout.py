@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from sysmo.benchmarks import r2abench
 from sysmo.benchmarks.selection import TaskSelection
-from sysmo.benchmarks.commands import app
+from sysmo.cli.benchmarks import app
 from sysmo.errors import TaskError
 
 PRD = """# Library Loans PRD

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sysmo.benchmarks import datadir, registry
-from sysmo.benchmarks.commands import app
+from sysmo.cli.benchmarks import app
 from sysmo.config import settings
 from sysmo.errors import DataMissingError, UnknownNameError
 

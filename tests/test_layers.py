@@ -1,7 +1,7 @@
 """No import runs upward: every module's imports point only to its own layer or the layers below it.
 
 The layer order is the code block of the "Layout" section of docs/architecture.md, lowest first: each line starts with the
-folders (``name/``), root modules (``name.py``) or path patterns (``*/commands.py``) of one layer. Imports are
+folders (``name/``), root modules (``name.py``) or path patterns (``evals/x*.py``) of one layer. Imports are
 read with ``ast`` from every module of the package (tests excepted): module-level and function-level
 ``import`` / ``from ... import`` (relative ones resolved), and imports by string, i.e. any string constant that
 names a sysmo module (``importlib.import_module("sysmo.x")``, ``"sysmo.x.y:function"`` references, and the
@@ -26,7 +26,7 @@ SKIPPED = {"tests", ".git", ".ci", "sysmo.egg-info", "docs", "build", "setup.py"
 
 
 def layout_layers(readme: str) -> list[list[str]]:
-    """The guide's Layout list: one list of entries (``contracts/``, ``store.py``, ``*/commands.py``) per layer."""
+    """The Layout list of docs/architecture.md: one list of entries (``contracts/``, ``store.py``, ``evals/x*.py``) per layer."""
     section = readme.split("\n## Layout\n", 1)[1].split("\n## ", 1)[0]
     block = section.split("```", 2)[1]
     layers = []
@@ -136,7 +136,7 @@ def upward_imports() -> list[str]:
         rel = path.relative_to(ROOT).as_posix()
         own = layer_of(rel, layers)
         if own is None:
-            problems.append(f"{rel}: not in the guide's Layout list")
+            problems.append(f"{rel}: not in the Layout list of docs/architecture.md")
             continue
         for imp in imports_of(path):
             target = target_path(imp.module)
@@ -157,12 +157,32 @@ def test_layout_lists_the_layers_in_order() -> None:
     assert flat[0] == "__init__.py" and "contracts/" in layers[1]
     assert len(flat) == len(set(flat)), "an entry is listed twice"
     assert layer_of("store.py", layers) < layer_of("evals/report.py", layers)
-    assert layer_of("evals/commands.py", layers) == layer_of("cli.py", layers)
+    assert layer_of("runner/config.py", layers) < layer_of("reproduce/registry.py", layers)
+    assert layer_of("reproduce/registry.py", layers) < layer_of("cli/reproduce.py", layers)
+    assert layer_of("view/app.py", layers) < layer_of("cli/view.py", layers) == layer_of("cli/__init__.py", layers)
+
+
+def test_every_package_folder_and_root_module_is_named_in_the_layout() -> None:
+    """A new package gets its own line (or a place on one), not a place by accident of a pattern."""
+    flat = {entry for entries in layout_layers((ROOT / "docs" / "architecture.md").read_text()) for entry in entries}
+    folders = {f"{path.parent.relative_to(ROOT).as_posix()}/" for path in ROOT.glob("*/__init__.py")
+               if _project_module(path)}
+    root_modules = {path.name for path in ROOT.glob("*.py") if _project_module(path)}
+    missing = sorted((folders | root_modules) - flat)
+    assert not missing, f"not named in the Layout list of docs/architecture.md: {missing}"
+
+
+def test_commands_live_only_in_cli() -> None:
+    """Each package's subcommands are ``cli/<package>.py``: a ``commands.py`` below would sit in its package's layer
+    and pull the command line's dependencies (evals for ``sysmo check``, the runner for ``sysmo reproduce``) down."""
+    stray = [path.relative_to(ROOT).as_posix() for path in module_files()
+             if path.name == "commands.py" and path.parent.name != "cli"]
+    assert not stray, f"commands outside cli/: {stray}"
 
 
 def test_no_import_points_upward() -> None:
     problems = upward_imports()
-    assert not problems, "imports pointing upward in the guide's layer order:\n" + "\n".join(problems)
+    assert not problems, "imports pointing upward in the layer order of docs/architecture.md:\n" + "\n".join(problems)
 
 
 @pytest.mark.parametrize("source, expected", [

@@ -189,7 +189,7 @@ def test_the_replay_judge_gives_the_stored_sysmeval_answers_the_right_way_round(
     from sysmo.benchmarks import sysmbench
     from sysmo.evals.cascade import ScoringContext
     from sysmo.evals.cascades.sysml import sysmeval_stage
-    from sysmo.evals.reproduce import published_dir, references, samples, score_sample
+    from sysmo.reproduce.sysmbench import published_dir, references, samples, score_sample
     from sysmo.llm import ModelRoles
 
     llm = LLM(ModelRoles(generator="replay/designbench:qwen3/direct", judge="replay"), cache=False,

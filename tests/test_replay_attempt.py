@@ -37,7 +37,7 @@ def config(tmp_path: Path, server: FakeOpenAI, id: str, **overrides):
 
 
 def cli() -> typer.Typer:
-    from sysmo.runner.commands import register
+    from sysmo.cli.runner import register
 
     app = typer.Typer()
     app.callback()(lambda: None)

@@ -91,7 +91,7 @@ def test_a_replayed_run_scores_the_published_diagrams_and_leaves_the_rest_not_co
 @pytest.mark.slow
 def test_sysmo_reproduce_r2abench_goes_through_the_replay_and_agrees_with_the_files(checkout: Path, tmp_path: Path) -> None:
     from r2abench_checkout import COLUMNS, EXACT, LOOSE
-    from sysmo.evals.reproduce_r2abench import reproduce
+    from sysmo.reproduce.r2abench import reproduce
 
     replayed = reproduce(checkout, output_dir=tmp_path / "repro")
     files = reproduce(checkout, from_files=True)
@@ -113,7 +113,7 @@ def test_sysmo_reproduce_r2abench_goes_through_the_replay_and_agrees_with_the_fi
     assert [r["attempt_id"] for r in again.per_row] == [r["attempt_id"] for r in replayed.per_row]
 
     # `sysmo reproduce all`: the same experiment, each row linked to its attempt
-    from sysmo.evals.reproductions import ReproduceOptions, markdown, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, markdown, run_reproduction
 
     rep = run_reproduction("r2abench", ReproduceOptions(output_dir=tmp_path / "repro"))  # $SYSMO_R2ABENCH_DIR
     assert rep.error is None and rep.experiments == [replayed.experiment_dir]

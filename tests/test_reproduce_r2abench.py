@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from sysmo.evals.commands import reproduce_app
-from sysmo.evals.reproduce_r2abench import package_names, rescore
+from sysmo.cli.reproduce import reproduce_app
+from sysmo.reproduce.r2abench import package_names, rescore
 
 from r2abench_checkout import ALIGNMENT, NO_REAL_CHECKOUT, PREDICTED, REFERENCE, real_checkout
 
@@ -142,7 +142,7 @@ A --> B
 def test_per_node_scans_win_over_the_pairs_for_node_scores():
     # The package's current prompt asks for two independent 0/1 scans; where an answer has them, node coverage and
     # generation precision come from them, not from the pairs (the pairs still drive edges and GED).
-    from sysmo.evals.reproduce_r2abench import node_scores
+    from sysmo.reproduce.r2abench import node_scores
 
     alignment = {
         **ALIGNMENT,

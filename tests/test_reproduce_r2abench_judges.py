@@ -17,10 +17,10 @@ import pytest
 from structlog.testing import capture_logs
 from typer.testing import CliRunner
 
-from sysmo.evals.commands import reproduce_app
-from sysmo.evals.reproduce_r2abench_groups import PROJECTS, TABLE3, compare_groups
-from sysmo.evals.r2abench_judges import JUDGE_PREFERENCE, choose_judge_file, judge_order
-from sysmo.evals.reproduce_r2abench import rescore
+from sysmo.cli.reproduce import reproduce_app
+from sysmo.reproduce.r2abench_groups import PROJECTS, TABLE3, compare_groups
+from sysmo.reproduce.r2abench_judges import JUDGE_PREFERENCE, choose_judge_file, judge_order
+from sysmo.reproduce.r2abench import rescore
 
 from r2abench_checkout import COLUMNS, EXACT, NO_REAL_CHECKOUT, PREDICTED, REFERENCE, real_checkout
 

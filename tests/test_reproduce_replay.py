@@ -17,8 +17,8 @@ def home(tmp_path: Path, monkeypatch) -> None:
 
 def test_table2_rows_from_replayed_attempts_equal_the_rows_from_the_files(shared_benchmarks: Path,
                                                                           tmp_path: Path) -> None:
-    from sysmo.evals.reproduce import table2
-    from sysmo.evals.reproduce_replay import replay_experiment
+    from sysmo.reproduce.sysmbench import table2
+    from sysmo.reproduce.replay import replay_experiment
 
     models = ["gpt_4.1", "qwen3", "CodeLlama-13b-Instruct-hf"]  # CodeLlama: 144/151 whitespace-only replies
     direct = table2(shared_benchmarks, models=models, ids=IDS, workers=1)

@@ -15,7 +15,7 @@ from sysmo.benchmarks import sysmbench
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades.sysml import sysmeval_stage
 from sysmo.evals.metrics import sysmeval, text
-from sysmo.evals.reproduce import published_dir, references, samples, score_runs, summary
+from sysmo.reproduce.sysmbench import published_dir, references, samples, score_runs, summary
 from sysmo.llm import LLM, MockAnswer, MockCondition, MockScript
 
 

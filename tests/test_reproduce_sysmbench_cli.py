@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from sysmo.evals.reproduce import published_dir, summary
+from sysmo.reproduce.sysmbench import published_dir, summary
 
 # what the stored outputs cannot reproduce (published/README.txt, "PAPER TABLE 2 vs REPO")
 EXPECTED_MISMATCHES = {

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from sysmo.evals import reproduce_sysmobench as rs
+from sysmo.reproduce import sysmobench as rs
 
 
 def test_entries_cover_the_example_gold_and_bug_specs_with_agent_and_model(shared_benchmarks: Path) -> None:

@@ -14,7 +14,7 @@ def home(tmp_path: Path, monkeypatch) -> None:
 
 
 def test_a_registered_reproduction_joins_the_report_without_edits(tmp_path: Path) -> None:
-    from sysmo.evals import reproductions as r
+    from sysmo.reproduce import registry as r
 
     @r.register_reproduction("toy-family", title="Toy family Table 1")
     def toy(options: r.ReproduceOptions) -> r.Reproduction:
@@ -36,14 +36,14 @@ def test_a_registered_reproduction_joins_the_report_without_edits(tmp_path: Path
 
 def test_an_unknown_reproduction_lists_the_known_ones() -> None:
     from sysmo.errors import UnknownNameError
-    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, run_reproduction
 
     with pytest.raises(UnknownNameError, match="use one of .*cil-rounds.*sysmbench-table2"):
         run_reproduction("nope", ReproduceOptions())
 
 
 def test_cil_rounds_sets_our_verdicts_beside_the_transcripts(shared_benchmarks: Path, tmp_path: Path) -> None:
-    from sysmo.evals.cil_rounds import cil_rounds
+    from sysmo.reproduce.cil_rounds import cil_rounds
 
     result = cil_rounds(shared_benchmarks, loops=["openai"], ids=[2, 10], output_dir=tmp_path)
     (loop,) = result.loops
@@ -90,7 +90,7 @@ def test_reproduce_all_writes_one_report(shared_benchmarks: Path, tmp_path: Path
 
 
 def test_judge_agreement_ranks_and_correlates_the_points() -> None:
-    from sysmo.evals.judge_agreement import SamplePoint, agreement
+    from sysmo.reproduce.judge_agreement import SamplePoint, agreement
 
     pts = [SamplePoint(model=m, strategy="direct", id=i, judge_f1=j, element_f1=e, valid=v)
            for m, i, j, e, v in [("a", 1, 0.9, 0.8, True), ("a", 2, 0.7, 0.6, True), ("b", 1, 0.5, 0.4, False),
@@ -106,7 +106,7 @@ def test_judge_agreement_ranks_and_correlates_the_points() -> None:
 
 @pytest.mark.slow
 def test_judge_agreement_on_real_stored_answers(shared_benchmarks: Path) -> None:
-    from sysmo.evals.judge_agreement import agreement, points
+    from sysmo.reproduce.judge_agreement import agreement, points
 
     pts = points(shared_benchmarks, runs=[("gpt_4.1", "direct"), ("qwen3", "direct"), ("gemma-2-9b-it", "direct")],
                  ids=frozenset({1, 2, 3}), workers=1)
@@ -115,7 +115,7 @@ def test_judge_agreement_on_real_stored_answers(shared_benchmarks: Path) -> None
 
 
 def test_sysmbench_strategies_covers_the_72_runs_and_the_33_judged(shared_benchmarks: Path) -> None:
-    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, run_reproduction
 
     rep = run_reproduction("sysmbench-strategies", ReproduceOptions(data_dir=shared_benchmarks, from_files=True,
                                                                     ids=[1, 2]))
@@ -126,7 +126,7 @@ def test_sysmbench_strategies_covers_the_72_runs_and_the_33_judged(shared_benchm
 
 
 def test_the_authors_breakdowns_come_out_of_the_task_metadata(shared_benchmarks: Path) -> None:
-    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, run_reproduction
 
     rep = run_reproduction("sysmbench-breakdowns", ReproduceOptions(data_dir=shared_benchmarks, from_files=True))
     assert [t.title.split(":")[0] for t in rep.tables] == ["by difficulty", "by domain", "by key grammar"]
@@ -137,7 +137,7 @@ def test_the_authors_breakdowns_come_out_of_the_task_metadata(shared_benchmarks:
 
 
 def test_each_number_refers_to_the_attempts_behind_it(tmp_path: Path) -> None:
-    from sysmo.evals import reproductions as r
+    from sysmo.reproduce import registry as r
 
     runs = tmp_path / "runs"
     many = r.Evidence(experiment_dir=str(runs / "exp1"), model="replay/designbench:gpt_4.1/direct",
@@ -162,7 +162,7 @@ def test_each_number_refers_to_the_attempts_behind_it(tmp_path: Path) -> None:
 
 
 def test_reports_of_single_tables_build_up_one_report(tmp_path: Path) -> None:
-    from sysmo.evals import reproductions as r
+    from sysmo.reproduce import registry as r
 
     def rep(name: str, ours: float) -> r.Reproduction:
         table = r.ReproTable(title=name, columns=["x"])
@@ -179,7 +179,7 @@ def test_reports_of_single_tables_build_up_one_report(tmp_path: Path) -> None:
 
 
 def test_a_heavy_reproduction_is_listed_as_not_run_with_how_to_run_it() -> None:
-    from sysmo.evals import reproductions as r
+    from sysmo.reproduce import registry as r
 
     r.discover()
     assert "sysmobench" in r.HEAVY and "r2abench" in r.REGISTRY and "r2abench" not in r.HEAVY
@@ -188,7 +188,7 @@ def test_a_heavy_reproduction_is_listed_as_not_run_with_how_to_run_it() -> None:
 
 
 def test_r2abench_needs_a_checkout(tmp_path: Path) -> None:
-    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, run_reproduction
 
     rep = run_reproduction("r2abench", ReproduceOptions(data_dir=tmp_path, r2abench_dir=tmp_path / "none"))
     assert rep.error is not None and "--r2abench-dir" in rep.error

@@ -270,7 +270,7 @@ def test_tla_conformance_detects(tla_report, operator):
 
 
 def test_registered_in_reproduce_all():
-    from sysmo.evals.reproductions import HEAVY, discover
+    from sysmo.reproduce.registry import HEAVY, discover
 
     found = discover()
     assert "sensitivity" in found and "sensitivity" not in HEAVY  # `all` runs the CI subset

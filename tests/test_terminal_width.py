@@ -13,7 +13,7 @@ from rich.console import Console
 from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.store import Store
 from sysmo.terminal import print_records
-from sysmo.tools.commands import print_statuses
+from sysmo.cli.tools import print_statuses
 from sysmo.tools.status import ToolStatus
 
 LONG_TASK = "starter/architecture/telemedicine_platform_with_a_long_name"

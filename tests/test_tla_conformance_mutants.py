@@ -20,7 +20,7 @@ from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
 from sysmo.evals.metrics import tla_next_relation
 from sysmo.evals.trace_view import mapping_lines
-from sysmo.tools.commands import _stage_notes
+from sysmo.cli.tools import _stage_notes
 from sysmo.tools.tla import trace_validation as tv
 from sysmo.tools.tla.cfg import TlcConfig
 

@@ -200,14 +200,14 @@ def skills(shared_benchmarks: Path) -> Path:
 
 
 def _example_action(skills: Path, system: str, spec: str, action: str):
-    from sysmo.evals.reproduce_transitions import harness_examples
+    from sysmo.reproduce.transitions import harness_examples
 
     example = next(e for e in harness_examples(skills.parents[2].parent) if (e.system, e.name) == (system, spec))
     return example, next(a for a in example.actions if a.action == action)
 
 
 def test_the_examples_found_are_the_eight_actions_with_windows(skills: Path) -> None:
-    from sysmo.evals.reproduce_transitions import harness_examples, published_rates
+    from sysmo.reproduce.transitions import harness_examples, published_rates
 
     data = skills.parents[2].parent
     found = {(e.system, e.name, a.action) for e in harness_examples(data) for a in e.actions}
@@ -356,7 +356,7 @@ def test_sysmo_reproduce_transitions_scores_every_example_action_as_the_docs_say
         skills: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from sysmo_cli import run_sysmo
 
-    from sysmo.evals.reproductions import discover
+    from sysmo.reproduce.registry import discover
 
     monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
     assert "transitions" in discover()

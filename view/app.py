@@ -1,5 +1,7 @@
 """The ``sysmo view`` web app (Starlette + Jinja2, served by uvicorn on 127.0.0.1): read-only pages over a runs
-directory. Every route is a GET; pages are server-rendered HTML with one local stylesheet and a little
+directory.
+
+Every route is a GET; pages are server-rendered HTML with one local stylesheet and a little
 vanilla JavaScript (no build step, nothing fetched from the internet).
 
 Pages:

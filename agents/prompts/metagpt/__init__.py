@@ -1,0 +1,1 @@
+"""Prompt templates of the ``metagpt`` agent, one per role (analyst, architect, modeler, reviewer)."""

@@ -1,0 +1,1 @@
+"""Prompt templates of the ``openhands`` agent (system and task messages)."""

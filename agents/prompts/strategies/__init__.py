@@ -1,0 +1,1 @@
+"""Prompting strategies (``--strategy``): worked examples, chain of thought and grammars per task kind."""

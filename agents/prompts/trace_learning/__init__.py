@@ -1,0 +1,1 @@
+"""Prompt templates of the ``trace_learning`` agent (system message and the learn-from-traces step)."""

@@ -1,0 +1,1 @@
+"""Starter TLA+ task: leader election (spec, cfg, traced Python system, buggy specs)."""

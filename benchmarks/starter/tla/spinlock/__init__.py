@@ -1,0 +1,1 @@
+"""Starter TLA+ task: a spinlock (spec, cfg, traced Python system, buggy specs)."""

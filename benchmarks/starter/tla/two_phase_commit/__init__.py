@@ -1,0 +1,1 @@
+"""Starter TLA+ task: two-phase commit (spec, cfg, traced Python system, buggy specs)."""

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
-from sysmo.evals.reproduce_r2abench import Reproduction, results_rows
+from sysmo.reproduce.r2abench import Reproduction, results_rows
 
 PROJECTS = 17  # the paper's Table 3 averages the 17 projects of E-R2A
 COLUMNS = ("SV", "node_f1", "edge_f1", "GED", "orphan_pct", "god_pct")

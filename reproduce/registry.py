@@ -35,9 +35,9 @@ from sysmo.log import get_logger
 log = get_logger(__name__)
 
 # modules whose import registers reproductions; missing ones are skipped (families added on other branches)
-REPRODUCTION_MODULES = ("sysmo.evals.reproductions", "sysmo.evals.reproductions_families",
-                        "sysmo.evals.reproduce_sysmobench",
-                        "sysmo.evals.reproduce_r2abench", "sysmo.evals.reproduce_transitions",
+REPRODUCTION_MODULES = ("sysmo.reproduce.registry", "sysmo.reproduce.families",
+                        "sysmo.reproduce.sysmobench",
+                        "sysmo.reproduce.r2abench", "sysmo.reproduce.transitions",
                         "sysmo.benchmarks.reproduce_sysmobench",
                         "sysmo.benchmarks.reproduce_r2abench")
 
@@ -370,7 +370,7 @@ SYSMBENCH_FLAWS = [
 
 @register_reproduction("sysmbench-table2", title="SysMBench Table 2 (zero-shot), arXiv 2508.03215")
 def sysmbench_table2(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.reproduce import COLUMNS, published_dir, replayed_runs, table2, table2_runs
+    from sysmo.reproduce.sysmbench import COLUMNS, published_dir, replayed_runs, table2, table2_runs
 
     ids = frozenset(options.ids) if options.ids else None
     replayed = None if options.from_files else replayed_runs(options.data_dir, table2_runs(options.data_dir),
@@ -394,7 +394,7 @@ def sysmbench_table2(options: ReproduceOptions) -> Reproduction:
 
 @register_reproduction("cil-rounds", title="Compiler-in-the-loop repair curves under OpenSysML")
 def cil_rounds_reproduction(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.cil_rounds import CIL_REPLAY_LOOPS, cil_rounds
+    from sysmo.reproduce.cil_rounds import CIL_REPLAY_LOOPS, cil_rounds
 
     result = cil_rounds(options.data_dir, loops=list(CIL_REPLAY_LOOPS), ids=options.ids,
                         output_dir=options.output_dir)
@@ -403,12 +403,12 @@ def cil_rounds_reproduction(options: ReproduceOptions) -> Reproduction:
 
 @register_reproduction("judge-vs-deterministic", title="SysMEval judge against deterministic metrics (new)")
 def judge_vs_deterministic(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.judge_agreement import agreement, points
+    from sysmo.reproduce.judge_agreement import agreement, points
 
     undecided: list[str] = []
     result = agreement(points(options.data_dir, ids=frozenset(options.ids) if options.ids else None,
                               undecided=undecided))
-    from sysmo.evals.reproduce import published_dir
+    from sysmo.reproduce.sysmbench import published_dir
 
     files = Evidence(file=str(published_dir(options.data_dir) / "<model>" / "<strategy>.jsonl"),
                      samples=sorted(options.ids or []))
@@ -442,7 +442,7 @@ def _stored_pct(value: float | None) -> str | None:
 def sysmbench_strategies(options: ReproduceOptions) -> Reproduction:
     """Every model x strategy run of summary.csv (72): our BLEU, character ROUGE-L and SysMEval (from the stored
     answers, roles corrected) beside the authors' stored aggregates (in %; BLEU within 0.05 pt, others 0.5 pt)."""
-    from sysmo.evals.reproduce import (
+    from sysmo.reproduce.sysmbench import (
         BLEU_TOLERANCE_PCT,
         TOLERANCE_PCT,
         published_dir,
@@ -505,7 +505,7 @@ def sysmbench_breakdowns(options: ReproduceOptions) -> Reproduction:
     import json
 
     from sysmo.benchmarks import datadir, sysmbench
-    from sysmo.evals.reproduce import TOLERANCE_PCT, published_dir, references, replayed_runs, score_runs
+    from sysmo.reproduce.sysmbench import TOLERANCE_PCT, published_dir, references, replayed_runs, score_runs
 
     folder = published_dir(options.data_dir)
     tasks = {int(t.id.rsplit("/", 1)[1]): t for t in sysmbench.load(

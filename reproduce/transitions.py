@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field
 
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import DataMissingError, TaskError
-from sysmo.evals.reproductions import Compared, Evidence, ReproduceOptions, Reproduction, ReproTable, \
+from sysmo.reproduce.registry import Compared, Evidence, ReproduceOptions, Reproduction, ReproTable, \
     register_reproduction
 from sysmo.log import get_logger
 from sysmo.tools.tla import transition_validation as tv

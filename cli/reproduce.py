@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sysmo.errors import ConfigError
-from sysmo.evals.reproductions import VIEW_URL
+from sysmo.reproduce.registry import VIEW_URL
 
 reproduce_app = typer.Typer(
     no_args_is_help=True,
@@ -36,7 +36,7 @@ def _fmt(value: float | None, digits: int = 1) -> str:
 
 
 def _csv(rows) -> str:
-    from sysmo.evals.reproduce import COLUMNS
+    from sysmo.reproduce.sysmbench import COLUMNS
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -58,7 +58,7 @@ def _csv(rows) -> str:
 
 
 def _table(rows) -> Table:
-    from sysmo.evals.reproduce import COLUMNS
+    from sysmo.reproduce.sysmbench import COLUMNS
 
     table = Table(title="SysMBench Table 2 (zero-shot): ours (paper), in %", show_lines=False)
     table.add_column("model")
@@ -116,7 +116,7 @@ def sysmbench_table2(
         help="Where the replay experiment is stored and resumed (default <SYSMO_HOME>/reproduce).",
     ),
 ) -> None:
-    from sysmo.evals.reproduce import COLUMN_SOURCES, table2
+    from sysmo.reproduce.sysmbench import COLUMN_SOURCES, table2
 
     if output_format not in FORMATS:
         raise ConfigError(f"unknown --format {output_format!r}: use one of {', '.join(FORMATS)}")
@@ -159,7 +159,7 @@ def _pct(value: float | None, digits: int = 1) -> str:
 
 
 def _sysmobench_cell(row, stage: str) -> str:
-    from sysmo.evals.reproduce_sysmobench import invariants_cell
+    from sysmo.reproduce.sysmobench import invariants_cell
 
     if stage == "invariants":
         return invariants_cell(row)
@@ -172,7 +172,7 @@ def _sysmobench_cell(row, stage: str) -> str:
 
 
 def _sysmobench_csv(rows) -> str:
-    from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES
+    from sysmo.reproduce.sysmobench import COLUMNS, STAGES
 
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -198,7 +198,7 @@ def _sysmobench_csv(rows) -> str:
 def _sysmobench_table(rows, paper_only) -> Table:
     from rich.markup import escape
 
-    from sysmo.evals.reproduce_sysmobench import COLUMNS, STAGES, bug_note
+    from sysmo.reproduce.sysmobench import COLUMNS, STAGES, bug_note
 
     table = Table(title="SysMoBench, TLA+ cascade: ours (paper), in %")
     for column in ("system", "agent", "model"):
@@ -260,7 +260,7 @@ def sysmobench(
         help="Replay deterministic SANY/TLC runs already made (content-addressed, under <home>/tla-run-cache).",
     ),
 ) -> None:
-    from sysmo.evals.reproduce_sysmobench import KINDS, LEGEND, reproduce, unmatched_paper_rows
+    from sysmo.reproduce.sysmobench import KINDS, LEGEND, reproduce, unmatched_paper_rows
     from sysmo.tools.tla import run_cache
 
     if output_format not in FORMATS:
@@ -313,7 +313,7 @@ def transitions_command(
     output_format: str = typer.Option("table", "--format", "-f", help="table | json"),
 ) -> None:
     from sysmo.benchmarks.datadir import require_data_dir
-    from sysmo.evals.reproduce_transitions import headline, reproduce
+    from sysmo.reproduce.transitions import headline, reproduce
 
     if output_format not in ("table", "json"):
         raise ConfigError(f"unknown --format {output_format!r}: use table or json")
@@ -376,9 +376,9 @@ def r2abench(
     csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write one line per re-scored row here "
                                            "(with the judge whose alignment was used)."),
 ) -> None:
-    from sysmo.evals.reproduce_r2abench_groups import compare_groups
-    from sysmo.evals.reproduce_r2abench_printout import per_row_csv, print_columns, print_groups
-    from sysmo.evals.reproduce_r2abench import reproduce
+    from sysmo.reproduce.r2abench_groups import compare_groups
+    from sysmo.reproduce.r2abench_printout import per_row_csv, print_columns, print_groups
+    from sysmo.reproduce.r2abench import reproduce
 
     if output_format not in FORMATS:
         raise ConfigError(f"unknown --format {output_format!r}: use table, csv or json")
@@ -400,7 +400,7 @@ def r2abench(
 
 
 def _print_reproduction(rep) -> None:
-    from sysmo.evals.reproductions import markdown
+    from sysmo.reproduce.registry import markdown
 
     typer.echo(markdown([rep]).split("\n## ", 2)[-1])
 
@@ -419,7 +419,7 @@ def cil_rounds_command(
     ids: Optional[list[int]] = typer.Option(None, "--id", help="Only these sample ids (quick runs)."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the replay experiment lives."),
 ) -> None:
-    from sysmo.evals.cil_rounds import cil_rounds
+    from sysmo.reproduce.cil_rounds import cil_rounds
 
     _print_reproduction(cil_rounds(data_dir, loops=loops or None, ids=ids or None, output_dir=output_dir).reproduction())
 
@@ -437,7 +437,7 @@ def sysmbench_strategies_command(
     ids: Optional[list[int]] = typer.Option(None, "--id", help="Only these sample ids (quick runs)."),
     output_dir: Optional[Path] = typer.Option(None, "--output-dir", "-o", help="Where the replay experiment lives."),
 ) -> None:
-    from sysmo.evals.reproductions import ReproduceOptions, run_reproduction
+    from sysmo.reproduce.registry import ReproduceOptions, run_reproduction
 
     options = ReproduceOptions(data_dir=data_dir, output_dir=output_dir, from_files=from_files, ids=ids or None)
     _print_reproduction(run_reproduction("sysmbench-strategies", options))
@@ -513,7 +513,7 @@ def reproduce_all(
     view_url: str = typer.Option(VIEW_URL, "--view-url", help="Where `sysmo view <--output-dir>` "
                                  "serves: the HTML report links each number to its attempts there."),
 ) -> None:
-    from sysmo.evals.reproductions import (
+    from sysmo.reproduce.registry import (
         HEAVY,
         ReproduceOptions,
         discover,
@@ -620,7 +620,7 @@ def compare_command(
 ) -> None:
     from sysmo.evals.compare import NO_PAIRS, compare, write_comparison
     from sysmo.evals.paired import CORRECTION_NAMES
-    from sysmo.runner.commands import _find_experiment
+    from sysmo.cli.runner import _find_experiment
     from sysmo.terminal import print_records
 
     if correction not in CORRECTION_NAMES:

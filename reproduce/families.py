@@ -1,6 +1,6 @@
 """The SysMoBench (TLA+) and R2ABench (architecture) reproductions in ``sysmo reproduce all``.
 
-Both reuse their family's own re-scoring (``evals/reproduce_sysmobench.py``, ``evals/reproduce_r2abench.py``, the
+Both reuse their family's own re-scoring (``reproduce/sysmobench.py``, ``reproduce/r2abench.py``, the
 commands ``sysmo reproduce sysmobench`` / ``r2abench``) and set its numbers in the report's form:
 
 - ``sysmobench``: every spec of ``<data>/sysmobench`` (example specs, PGo gold specs, bug controls) through the
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from sysmo.errors import DataMissingError
-from sysmo.evals.reproductions import (
+from sysmo.reproduce.registry import (
     Compared,
     Evidence,
     ReproduceOptions,
@@ -38,7 +38,7 @@ SYSMOBENCH_HOW = ("TLC-heavy, about an hour on 2 cores for the 18 specs: `sysmo 
                        heavy=SYSMOBENCH_HOW)
 def sysmobench(options: ReproduceOptions) -> Reproduction:
     from sysmo.benchmarks.datadir import require_data_dir
-    from sysmo.evals.reproduce_sysmobench import (COLUMNS, LEGEND, STAGES, bug_note, invariants_reasons, reproduce,
+    from sysmo.reproduce.sysmobench import (COLUMNS, LEGEND, STAGES, bug_note, invariants_reasons, reproduce,
                                                   unmatched_paper_rows)
     from sysmo.tools.tla import run_cache
 
@@ -80,7 +80,7 @@ def sysmobench(options: ReproduceOptions) -> Reproduction:
 def r2abench_root(options: ReproduceOptions) -> Path:
     """``--r2abench-dir``, else ``$SYSMO_R2ABENCH_DIR``, else ``<data>/r2abench``, when it is a checkout of the
     replication package."""
-    from sysmo.evals.reproduce_r2abench import RESULTS_CSV
+    from sysmo.reproduce.r2abench import RESULTS_CSV
     from sysmo.llm.replay import r2abench_checkout
 
     candidates = [options.r2abench_dir] if options.r2abench_dir else [r2abench_checkout(options.data_dir)]
@@ -93,8 +93,8 @@ def r2abench_root(options: ReproduceOptions) -> Path:
 
 @register_reproduction("r2abench", title="R2ABench: the published predictions re-scored against results_e_r2a.csv")
 def r2abench(options: ReproduceOptions) -> Reproduction:
-    from sysmo.evals.reproduce_r2abench_groups import compare_groups
-    from sysmo.evals.reproduce_r2abench import reproduce
+    from sysmo.reproduce.r2abench_groups import compare_groups
+    from sysmo.reproduce.r2abench import reproduce
 
     root = r2abench_root(options)
     result = reproduce(root, from_files=options.from_files, output_dir=options.output_dir)

@@ -53,7 +53,7 @@ def _run_points(folder: Path, refs: dict[int, str], model: str, strategy: str,
     """The points of one judged run, and the samples left out because OpenSysML gave no verdict (timeout)."""
     from sysmo.evals.cascades.sysml import _tree
     from sysmo.evals.metrics import elements, sysmeval
-    from sysmo.evals.reproduce import samples
+    from sysmo.reproduce.sysmbench import samples
     from sysmo.contracts.check import Outcome
 
     out, undecided = [], []
@@ -84,7 +84,7 @@ def points(data_dir: Path | str | None = None, *, runs: list[tuple[str, str]] | 
            undecided: list[str] | None = None) -> list[SamplePoint]:
     """Every judged sample's point, run by run on up to ``workers`` processes (each with its own OpenSysML
     kernel); samples OpenSysML gave no verdict on (a timeout) are left out and appended to ``undecided``."""
-    from sysmo.evals.reproduce import published_dir, references, summary
+    from sysmo.reproduce.sysmbench import published_dir, references, summary
 
     folder = published_dir(data_dir)
     refs = references(data_dir)

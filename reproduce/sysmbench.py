@@ -37,7 +37,7 @@ from sysmo.evals.metrics import sysmeval, text
 from sysmo.log import get_logger
 
 if TYPE_CHECKING:
-    from sysmo.evals.reproduce_replay import ReplayedRun
+    from sysmo.reproduce.replay import ReplayedRun
 
 log = get_logger(__name__)
 
@@ -369,7 +369,7 @@ def replayed_runs(
 ) -> dict[tuple[str, str], ReplayedRun]:
     """(model, strategy) -> the attempts of ``replay/designbench:<model>/<strategy>`` in one replay experiment
     through ``sysmo run`` (resumed when it exists)."""
-    from sysmo.evals.reproduce_replay import replay_experiment
+    from sysmo.reproduce.replay import replay_experiment
 
     names = {f"replay/designbench:{m}/{s}": (m, s) for m, s in runs}
     task_ids = [f"sysmbench/{i}" for i in sorted(ids)] if ids is not None else None

@@ -9,8 +9,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sysmo.evals.reproduce_r2abench_groups import COLUMNS, GroupReport
-from sysmo.evals.reproduce_r2abench import DETERMINISTIC, Reproduction
+from sysmo.reproduce.r2abench_groups import COLUMNS, GroupReport
+from sysmo.reproduce.r2abench import DETERMINISTIC, Reproduction
 
 GROUP_DIGITS = {"SV": 4, "node_f1": 4, "edge_f1": 4, "GED": 2, "orphan_pct": 2, "god_pct": 2}
 GROUP_HEADERS = {"SV": "SV", "node_f1": "node F1", "edge_f1": "edge F1", "GED": "GED", "orphan_pct": "orphan %",

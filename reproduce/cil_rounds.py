@@ -51,7 +51,7 @@ class CILRounds(BaseModel):
     experiment: str
 
     def reproduction(self):
-        from sysmo.evals.reproductions import Compared, Evidence, Reproduction, ReproTable
+        from sysmo.reproduce.registry import Compared, Evidence, Reproduction, ReproTable
 
         tables = []
         for loop in self.loops:
@@ -88,7 +88,7 @@ class CILRounds(BaseModel):
 
 def cil_rounds(data_dir: Path | str | None = None, *, loops: list[str] | None = None, ids: list[int] | None = None,
                output_dir: Path | None = None) -> CILRounds:
-    from sysmo.evals.reproduce_replay import replay_experiment
+    from sysmo.reproduce.replay import replay_experiment
 
     data = require_data_dir(data_dir)
     loops = loops or list(CIL_REPLAY_LOOPS)

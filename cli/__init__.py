@@ -1,4 +1,4 @@
-"""The ``sysmo`` command. Each layer owns its command group (``<layer>/commands.py``); this module wires them."""
+"""The ``sysmo`` command: each package's commands live in ``cli/<package>.py``; this module wires them."""
 
 from __future__ import annotations
 
@@ -25,16 +25,16 @@ console = Console(stderr=True)
 
 # (module, attribute, name on the command line, help)
 COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
-    ("sysmo.tools.commands", "app", "tools", "Install, locate and self-check the language tools."),
-    ("sysmo.benchmarks.commands", "app", "tasks", "List, filter and show benchmark tasks."),
+    ("sysmo.cli.tools", "app", "tools", "Install, locate and self-check the language tools."),
+    ("sysmo.cli.benchmarks", "app", "tasks", "List, filter and show benchmark tasks."),
 ]
 # (module, attribute): single top-level commands such as `sysmo run`, `sysmo attempt`
 COMMANDS: list[tuple[str, str]] = [
-    ("sysmo.agents.commands", "register"),
-    ("sysmo.runner.commands", "register"),
-    ("sysmo.evals.commands", "register"),
-    ("sysmo.tools.commands", "register"),  # sysmo check
-    ("sysmo.view.commands", "register"),
+    ("sysmo.cli.agents", "register"),
+    ("sysmo.cli.runner", "register"),
+    ("sysmo.cli.reproduce", "register"),
+    ("sysmo.cli.tools", "register"),  # sysmo check
+    ("sysmo.cli.view", "register"),
 ]
 
 
@@ -89,6 +89,3 @@ def _is_usage_error(exc: Exception) -> bool:
 
     return isinstance(exc, TyperException) and hasattr(exc, "show")
 
-
-if __name__ == "__main__":
-    main()

@@ -7,7 +7,7 @@ predicted.puml`` with the judge's node alignment ``judge_alignment_*.json`` besi
 reference are present is re-scored: validity always, the L1 columns where a judge alignment lies beside the
 prediction (the package writes none for a prediction that fails L0, so its row has validity only); rows whose
 files are missing are counted, not guessed. Where a folder holds several judges' alignments, the one the CSV
-was computed from (``gpt-5.4-mini``) is used (``evals/r2abench_judges.py``; ``--judge-file-model`` chooses);
+was computed from (``gpt-5.4-mini``) is used (``reproduce/r2abench_judges.py``; ``--judge-file-model`` chooses);
 each row says which (``judge_file_model``, ``notes``).
 
 The stored judge alignment names nodes the way the package's own parser does (``Layer::Node`` paths,
@@ -26,7 +26,7 @@ names). Columns, as the package defines them:
 
 Printed per column: our mean, the published mean, Pearson and Spearman r, mean absolute difference, n, and how
 many rows equal the CSV up to its rounding (``ROW_TOLERANCE``); then per model x workflow the means of Table 3's
-columns, ours and the CSV's over the same rows (``evals/reproduce_r2abench_groups.py``).
+columns, ours and the CSV's over the same rows (``reproduce/r2abench_groups.py``).
 
 By default (``sysmo reproduce r2abench``) the predictions go through the standard pipeline first:
 ``replay_predictions`` runs every model x workflow of the CSV that has predictions in the checkout as
@@ -54,7 +54,7 @@ from scipy import stats
 
 from sysmo.errors import ConfigError
 from sysmo.evals.metrics.architecture import REPLICATION_WEIGHTS
-from sysmo.evals.r2abench_judges import JudgeChoices, choose_judge_file
+from sysmo.reproduce.r2abench_judges import JudgeChoices, choose_judge_file
 from sysmo.llm.replay import R2ABENCH_OUTPUT
 from sysmo.log import get_logger
 
@@ -388,7 +388,7 @@ def replay_predictions(root: Path, *, output_dir: Path | None = None, concurrenc
     changed checkout gets a new experiment and the same one resumes the stored attempts.
     """
     from sysmo.benchmarks.selection import TaskSelection
-    from sysmo.evals.reproduce_replay import default_output_dir
+    from sysmo.reproduce.replay import default_output_dir
     from sysmo.llm.replay import ReplayProvider
     from sysmo.runner import ExperimentConfig, run_experiment
     from sysmo.store import Store
