@@ -1,9 +1,9 @@
 """Registered reproductions and ``sysmo reproduce all``: one report with every published number beside ours.
 
 A reproduction is a function ``(ReproduceOptions) -> Reproduction`` registered under a name with
-``@register_reproduction("name", title=...)``; ``reproduce all`` runs every registered one (modules listed in
-``REPRODUCTION_MODULES`` are imported first, and a module that is not there yet is skipped), so another
-benchmark family's reproduction plugs in by registering itself, without edits here.
+``@register_reproduction("name", title=...)``; ``reproduce all`` runs every registered one (the modules listed in
+``REPRODUCTION_MODULES`` are imported first, so a new family's reproduction plugs in by registering itself and
+adding its module there).
 
 A ``Reproduction`` is tables of rows, each cell either a plain value or a ``Compared`` (ours beside the
 published value, with whether they agree within the table's tolerance); the agreement of a table is the
@@ -34,12 +34,9 @@ from sysmo.log import get_logger
 
 log = get_logger(__name__)
 
-# modules whose import registers reproductions; missing ones are skipped (families added on other branches)
-REPRODUCTION_MODULES = ("sysmo.reproduce.registry", "sysmo.reproduce.families",
-                        "sysmo.reproduce.sysmobench",
-                        "sysmo.reproduce.r2abench", "sysmo.reproduce.transitions",
-                        "sysmo.benchmarks.reproduce_sysmobench",
-                        "sysmo.benchmarks.reproduce_r2abench")
+# modules whose import registers reproductions
+REPRODUCTION_MODULES = ("sysmo.reproduce.registry", "sysmo.reproduce.families", "sysmo.reproduce.sysmobench",
+                        "sysmo.reproduce.r2abench", "sysmo.reproduce.transitions")
 
 
 class ReproduceOptions(BaseModel):
@@ -179,11 +176,7 @@ def left_out(name: str) -> Reproduction:
 
 def discover() -> dict[str, tuple[str, Runner]]:
     for module in REPRODUCTION_MODULES:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:
-                raise
+        importlib.import_module(module)
     return dict(REGISTRY)
 
 
