@@ -73,6 +73,15 @@ def agent_block(name: str) -> str:
         "- **Replays published outputs:** " + ("yes" if info.replays_outputs else "no (its model calls are not only rounds)"),
         "",
     ]
+    prompts = sorted((DOCS.parent / "agents" / "prompts" / name).glob("*.md"))
+    if prompts:
+        lines += ["**What it is told**: its prompt templates (`agents/prompts/" + name + "/`; the task's own text is",
+                  "filled in from `agents/prompts/common/task_<kind>.md`, the repair request from the round's",
+                  "diagnostics):", ""]
+        for prompt in prompts:
+            body = prompt.read_text().rstrip().replace("```", "` ` `")
+            lines += [f'??? note "{prompt.name}"', "    ```text", *("    " + line for line in body.splitlines()),
+                      "    ```", ""]
     for graph in info.graphs:
         title = f"Graph ({graph.variant})" if graph.variant else "Graph"
         lines += [f"**{title}**, drawn from the compiled LangGraph (`sysmo agents show {name}`):", "",
