@@ -126,7 +126,7 @@ class AgentSpec:
             kinds = ", ".join(sorted(k.value for k in self.supports))
             raise UnsupportedTaskError(
                 f"agent {self.name!r} does not support {task.kind.value} tasks (task {task.id}); it supports: {kinds}",
-                cause=f"it does not do {task.kind.value}")
+                cause=f"it does {kinds} only")
         if "traces" in self.needs and not ((task.inputs.traces and task.inputs.traces.files)
                                            or (task.references.traces and task.references.traces.files)):
             raise UnsupportedTaskError(f"agent {self.name!r} learns from execution traces, and task {task.id} has none",

@@ -355,7 +355,11 @@ def register(app: typer.Typer) -> None:
                    "parent_attempt_id FROM attempts WHERE experiment_id=?")
             if failed:
                 sql += " AND status != 'passed'"
-            rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index, arm", (directory.name,))
+            rows = [dict(r) for r in store.query(sql + " ORDER BY task_id, agent, model, sample_index, arm",
+                                                 (directory.name,))]
+            for r in rows:  # why each attempt that did not pass did not: its error, or its last check's first error
+                r["reason"] = (_error_cell(r["status"], r["error"]) if r["error"] or r["status"] == "passed"
+                               else store.attempt(r["id"]).failure_reason() or "")
             if as_json:
                 print(json.dumps({"experiment": directory.name, "settings": settings,
                                   "attempts": [{**dict(r), "error_kind": error_kind(r["status"], r["error"])}
@@ -372,14 +376,13 @@ def register(app: typer.Typer) -> None:
                         "sample": r["sample_index"] if not r["parent_attempt_id"]
                         else f"{r['sample_index']} (fork of {r['parent_attempt_id']})",
                         **({"arm": short_label(r["arm"] or "", varied)} if several else {}),
-                        "status": r["status"], "rounds": r["n_rounds"],
-                        "error": _error_cell(r["status"], r["error"])}
+                        "status": r["status"], "rounds": r["n_rounds"], "reason": r["reason"]}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
             print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}",
                           ["attempt", "task", "agent", "model", "sample", *(["arm"] if several else []), "status",
-                           "rounds", "error"], records,
-                          justify={"sample": "right", "rounds": "right"}, wrap=("error", "arm"),
+                           "rounds", "reason"], records,
+                          justify={"sample": "right", "rounds": "right"}, wrap=("reason", "arm"),
                           styles={"status": {"passed": "green", "failed": "yellow", "error": "bold red"}})
             return
         store, attempt = _find_attempt(ref, output_dir)

@@ -29,7 +29,7 @@ def skipped_lines(skipped: list[SkippedPair], width: int = 80) -> list[str]:
     with_model = [p for p in skipped if p.task_id is None]
     counts = [f"{n} {what}" for n, what in ((len(skipped) - len(with_model), "(agent, task)"),
                                             (len(with_model), "(agent, replay model)")) if n]
-    lines = [_fit(f"skipped, the agent cannot do them: {' and '.join(counts)} pairs", width)]
+    lines = [_fit(f"skipped pairs the agents cannot do: {', '.join(counts)}", width)]
     for agent, pairs in by_agent.items():
         causes: dict[str, int] = {}
         for pair in pairs:
