@@ -61,9 +61,16 @@ def _banner(prov: dict) -> str | None:
     return REPLAY_BANNER if prov.get("kind") == "replay" else None
 
 
+NOT_SCORED = "—"  # a cell with no value (a stage not scored), never shown as 0
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
 def _fmt(value) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""
+    if _missing(value):
+        return NOT_SCORED
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
@@ -79,11 +86,22 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_table(frame: pd.DataFrame) -> str:
+def html_table(frame: pd.DataFrame, why_not_scored: dict[str, str] | None = None) -> str:
+    """``frame`` as an HTML table; an empty cell is "—", with the reason its column's stage was not scored
+    (``why_not_scored``: stage -> reason) on hover."""
     if frame.empty:
         return "<p><em>(no rows)</em></p>"
+    why_not_scored = why_not_scored or {}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row.tolist()) + "</tr>"
+
+    def cell(column: str, value) -> str:
+        if not _missing(value):
+            return f"<td>{html.escape(_fmt(value))}</td>"
+        why = why_not_scored.get(str(column).split(" (")[0].split(".")[0])
+        title = f' title="not scored: {html.escape(why, quote=True)}"' if why else ' title="no value"'
+        return f'<td class="not-scored"{title}>{NOT_SCORED}</td>'
+
+    body = "".join("<tr>" + "".join(cell(c, v) for c, v in zip(frame.columns, row.tolist())) + "</tr>"
                    for _, row in frame.iterrows())
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -133,7 +151,7 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
 
 def _stage_names(summary: pd.DataFrame) -> set[str]:
     return {c for c in summary.columns if not c.endswith(" CI") and c not in
-            {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "cost $", "tokens", "wall s",
+            {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "cost $", "spent $", "tokens", "wall s",
              "mean rounds to pass"} and not c.startswith(("pass@", SINGLE_SHOT, "best-of-n"))}
 
 
@@ -231,19 +249,33 @@ def cost_notes(store: Store, experiment_id: str) -> list[str]:
             "to price it)" for model in store.unpriced_models(experiment_id)]
 
 
-def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
-    """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
-    how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
-    gated by an earlier stage's failure are the cascade working, not a gap, and are left out; so are optional
-    stages where the task gives them nothing to check (``detail.optional``: TLA+ transitions without windows)."""
-    scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
-    rows = store.query(
+def not_scored_reasons(store: Store, experiment_id: str) -> dict[str, str]:
+    """Stage -> why it was not scored for some attempts (its most frequent reason of its own, e.g. no judge
+    model): the hover text of its "—" cells."""
+    rows = _skipped_stage_rows(store, experiment_id)
+    reasons: dict[str, str] = {}
+    for r in rows:  # most frequent first within a stage
+        reasons.setdefault(r["stage"], r["why"] or "no reason given")
+    return reasons
+
+
+def _skipped_stage_rows(store: Store, experiment_id: str) -> list:
+    return store.query(
         "SELECT json_extract(st.value, '$.stage') AS stage, json_extract(st.value, '$.skipped_because') AS why,"
         " COUNT(*) AS n FROM scores sc, json_each(sc.scorecard_json, '$.stages') st"
         " WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') = 'skipped'"
         " AND COALESCE(json_extract(st.value, '$.detail.gated'), 0) = 0"
         " AND COALESCE(json_extract(st.value, '$.detail.optional'), 0) = 0"
         " GROUP BY stage, why ORDER BY stage, n DESC", (experiment_id,))
+
+
+def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
+    """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
+    how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
+    gated by an earlier stage's failure are the cascade working, not a gap, and are left out; so are optional
+    stages where the task gives them nothing to check (``detail.optional``: TLA+ transitions without windows)."""
+    scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
+    rows = _skipped_stage_rows(store, experiment_id)
     return [f"{r['stage']}: not scored for {r['n']} of {scored} scored attempts: {r['why'] or 'no reason given'}"
             for r in rows]
 
@@ -353,6 +385,12 @@ def write_report(directory: Path) -> dict[str, Path]:
         for kind, board in boards.items():
             md.append(f"### {kind}\n")
             md.append(markdown_table(board))
+        why_not_scored = not_scored_reasons(store, experiment_id)
+        legend = (f"{NOT_SCORED}: not scored (no value, never 0): "
+                  + ("; ".join(f"{stage}: {why}" for stage, why in why_not_scored.items())
+                     or "the group has no attempt this number could be computed on") + ".")
+        if any(board.isna().any().any() for board in boards.values()):
+            md.append(legend + "\n")
         md.append("What the columns measure:\n")
         md.extend(f"- {line}" for line in metric_lines(boards))
         md.append("")
@@ -395,7 +433,8 @@ pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}}</style></head
 attempts.csv / attempts.parquet. <code>sysmo view</code> shows these tables with every number a link to the attempts
 behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>
 <p>{html.escape(PASS_AT_K_NOTE.replace("**", ""))}</p>{f'<p class="control">{html.escape(errored_note)}</p>' if errored_note else ''}
-{"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board)}" for kind, board in boards.items())}
+{"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board, why_not_scored)}" for kind, board in boards.items())}
+{f"<p>{html.escape(legend)}</p>" if any(board.isna().any().any() for board in boards.values()) else ""}
 <ul>{"".join(f"<li>{html.escape(line)}</li>" for line in metric_lines(boards))}</ul>
 <h2>Errors</h2>{html_table(errors_table) + html_table(messages) if not errors_table.empty and errors_table["errors"].any()
                 else "<p>No attempt errored: every attempt ran to its end.</p>"}
