@@ -117,3 +117,16 @@ def test_a_cascade_without_a_judge_leaves_the_judge_unscored_even_after_a_gate()
     judge, structure = card.stage("judge"), card.stage("structure")
     assert not judge.scored and judge.skipped_because == NO_JUDGE
     assert structure.scored and structure.value == 0.0
+
+
+def test_plots_have_captions_that_say_what_is_plotted_and_leave_the_unscored_out(experiment) -> None:
+    directory, paths = experiment
+    md, page = paths["markdown"].read_text(), paths["html"].read_text()
+    assert "![heatmap_" not in md and "<figcaption>heatmap_" not in page
+    caption = "judge on architecture tasks, one cell per agent (row) and model (column)"
+    assert f"_{caption}" in md and f"<figcaption>{caption}" in page
+    from PIL import Image  # the judge heatmap has one column: the model it was never scored for is left out
+
+    judged_only = Image.open(directory / "report" / "plots" / "heatmap_architecture_judge.png").size[0]
+    both = Image.open(directory / "report" / "plots" / "heatmap_architecture_structure.png").size[0]
+    assert judged_only < both
