@@ -21,7 +21,8 @@ MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
 LINESTYLES = ["-", "--", "-.", ":"]
 # where a label may go, in points from its point: right, above, left, below, then further out
 OFFSETS = [(6, 4), (6, -12), (-8, 6), (-8, -14), (0, 12), (0, -18), (14, 14), (14, -22), (-16, 16), (-16, -24),
-           (24, 0), (-28, 0), (0, 26), (0, -30)]
+           (24, 0), (-28, 0), (0, 26), (0, -30), (30, 24), (30, -32), (-34, 26), (-34, -34), (0, 40),
+           (0, -44), (44, 10), (-48, 10)]
 
 
 @dataclass(frozen=True)
@@ -46,23 +47,22 @@ def place_labels(ax: Axes, points: list[tuple[float, float]], labels: list[str],
     renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
     scale = fig.dpi / 72.0  # points -> pixels
     markers = [ax.transData.transform(p) for p in points]
-    taken: list[Bbox] = [Bbox.from_extents(x - 5, y - 5, x + 5, y + 5) for x, y in markers]
+    reach = 5 * scale  # a marker of size 60 points^2 reaches about 4 points from its centre, and a bit more
+    taken: list[Bbox] = [Bbox.from_extents(x - reach, y - reach, x + reach, y + reach) for x, y in markers]
+    inside = ax.get_window_extent(renderer)
     for (x, y), label in zip(points, labels):
-        placed = None
+        chosen, box = OFFSETS[0], None
         for dx, dy in OFFSETS:
-            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
-                               arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4"}
-                               if abs(dx) > 10 or abs(dy) > 14 else None)
-            box = text.get_window_extent(renderer).expanded(1.05, 1.1)
-            inside = ax.get_window_extent(renderer)
-            if inside.contains(box.x0, box.y0) and inside.contains(box.x1, box.y1) \
-                    and not any(box.overlaps(other) for other in taken):
-                placed = (text, box)
-                break
+            # measured without its leader line (an annotation's extent includes the line to its point)
+            text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize)
+            extent = text.get_window_extent(renderer).expanded(1.05, 1.1)
             text.remove()
-        if placed is None:  # nowhere free: the first place, with a pointer
-            dx, dy = OFFSETS[0]
-            text = ax.annotate(label, (x, y), xytext=(dx * scale, dy * scale), textcoords="offset pixels",
-                               fontsize=fontsize)
-            placed = (text, text.get_window_extent(renderer))
-        taken.append(placed[1])
+            if inside.contains(extent.x0, extent.y0) and inside.contains(extent.x1, extent.y1) \
+                    and not any(extent.overlaps(other) for other in taken):
+                chosen, box = (dx, dy), extent
+                break
+        dx, dy = chosen  # nowhere free: the first place
+        text = ax.annotate(label, (x, y), xytext=(dx, dy), textcoords="offset points", fontsize=fontsize,
+                           arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.4", "shrinkA": 0, "shrinkB": 4}
+                           if abs(dx) > 10 or abs(dy) > 14 else None)
+        taken.append(box if box is not None else text.get_window_extent(renderer))
