@@ -80,6 +80,14 @@ def _find_attempt(ref: str, output_dir: Path):
     return store, store.attempt(attempt_id)
 
 
+def _failure_reason(store, attempt_id: str) -> str:
+    """Why a stored attempt did not pass (``Attempt.failure_reason``), read from its record without its events."""
+    from sysmo.contracts.attempt import Attempt
+
+    rows = store.query("SELECT attempt_json FROM attempts WHERE id=?", (attempt_id,))
+    return (Attempt.model_validate_json(rows[0]["attempt_json"]).failure_reason() or "") if rows else ""
+
+
 def _arm_help(name: str) -> str:
     return ARM_FACTORS[name].help + " Several values (comma-separated, or the flag repeated) make arms."
 
@@ -359,7 +367,7 @@ def register(app: typer.Typer) -> None:
                                                  (directory.name,))]
             for r in rows:  # why each attempt that did not pass did not: its error, or its last check's first error
                 r["reason"] = (_error_cell(r["status"], r["error"]) if r["error"] or r["status"] == "passed"
-                               else store.attempt(r["id"]).failure_reason() or "")
+                               else _failure_reason(store, r["id"]))
             if as_json:
                 print(json.dumps({"experiment": directory.name, "settings": settings,
                                   "attempts": [{**dict(r), "error_kind": error_kind(r["status"], r["error"])}
