@@ -495,6 +495,9 @@ def register(app: typer.Typer) -> None:
         from sysmo.evals.report import write_report
 
         directory = _find_experiment(ref, output_dir)
-        paths = write_report(directory)
+        with library_warnings_into(directory / "run.log") as warned:  # matplotlib's warnings: the log, not here
+            paths = write_report(directory)
         for name, path in paths.items():
-            console.print(f"{name}: {path}")
+            console.print(f"{name}: {path}", soft_wrap=True)
+        if warned:
+            console.print(f"warnings: {len(warned)}, in {directory / 'run.log'}", soft_wrap=True)
