@@ -420,9 +420,9 @@ def write_report(directory: Path) -> dict[str, Path]:
             md.append(f"### {kind}\n")
             md.append(markdown_table(board))
         why_not_scored = not_scored_reasons(store, experiment_id)
-        legend = (f"{NOT_SCORED}: not scored (no value, never 0): "
-                  + ("; ".join(f"{stage}: {why}" for stage, why in why_not_scored.items())
-                     or "the group has no attempt this number could be computed on") + ".")
+        legend = (f"{NOT_SCORED}: no value, never 0: "
+                  + "".join(f"{stage}: not scored, {why}; " for stage, why in why_not_scored.items())
+                  + "otherwise no attempt to compute it on (rounds: none passed).")
         if any(board.isna().any().any() for board in boards.values()):
             md.append(legend + "\n")
         md.append("What the columns measure:\n")

@@ -69,7 +69,7 @@ def test_report_md_shows_a_dash_for_not_scored_and_keeps_a_scored_zero(experimen
     unjudged, judged = _board_row(md, "m/unjudged"), _board_row(md, "m/judged")
     assert unjudged[columns.index("judge")] == "—" and judged[columns.index("judge")].startswith("0.750")
     assert unjudged[columns.index("structure")].startswith("0.000 [0.000, 0.000]")  # scored 0 stays 0
-    assert f"—: not scored (no value, never 0): judge: {NO_JUDGE}." in md
+    assert f"—: no value, never 0: judge: not scored, {NO_JUDGE}; otherwise" in md
 
 
 def test_report_html_gives_the_reason_on_hover(experiment) -> None:
