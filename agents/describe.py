@@ -8,6 +8,7 @@ graph depends on the task is drawn once per variant."""
 from __future__ import annotations
 
 import json
+import textwrap
 from types import SimpleNamespace
 from typing import Any
 
@@ -96,7 +97,11 @@ def list_agents(as_json: bool = typer.Option(False, "--json", help="Print JSON."
     for s in specs:
         kinds = ", ".join(sorted(k.value for k in s.supports))
         needs = f"; needs: {', '.join(s.needs)}" if s.needs else ""
-        console.print(f"[bold]{s.name}[/bold] ({kinds}{needs})\n  {s.description}", soft_wrap=True)
+        console.print(f"[bold]{s.name}[/bold] ({kinds}{needs})", soft_wrap=True, highlight=False)
+        # the description wrapped at the terminal's width, indented under its agent
+        console.print(textwrap.fill(s.description, width=max(40, console.width), initial_indent="  ",
+                                    subsequent_indent="  ", break_on_hyphens=False), soft_wrap=True,
+                      highlight=False, markup=False)
 
 
 def show_agent(name: str = typer.Argument(..., help="Agent name (see `sysmo agents list`)."),

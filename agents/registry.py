@@ -28,7 +28,12 @@ AGENT_NAMES = ["base_modeling", "code_translation", "trace_learning", "metagpt",
 
 
 class UnsupportedTaskError(SysmoError):
-    """An agent was asked to work on a kind of task it does not support."""
+    """An agent was asked to work on a kind of task it does not support; ``cause`` says why in a few words (a
+    run's summary groups the skipped tasks by it)."""
+
+    def __init__(self, message: str, cause: str | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause or message
 
 
 @dataclass(frozen=True)
@@ -120,15 +125,18 @@ class AgentSpec:
         if task.kind not in self.supports:
             kinds = ", ".join(sorted(k.value for k in self.supports))
             raise UnsupportedTaskError(
-                f"agent {self.name!r} does not support {task.kind.value} tasks (task {task.id}); it supports: {kinds}")
+                f"agent {self.name!r} does not support {task.kind.value} tasks (task {task.id}); it supports: {kinds}",
+                cause=f"it does {kinds} only")
         if "traces" in self.needs and not ((task.inputs.traces and task.inputs.traces.files)
                                            or (task.references.traces and task.references.traces.files)):
-            raise UnsupportedTaskError(f"agent {self.name!r} learns from execution traces, and task {task.id} has none")
+            raise UnsupportedTaskError(f"agent {self.name!r} learns from execution traces, and task {task.id} has none",
+                                       cause="no traces")
         if "source" in self.needs and task.kind == TaskKind.TLA and not task.inputs.source_files:
             where = (f" (its code is at {task.inputs.source.url}; give a checkout with --sources-dir)"
                      if task.inputs.source and task.inputs.source.url else "")
             raise UnsupportedTaskError(
-                f"agent {self.name!r} translates source code into TLA+, and task {task.id} has no source files{where}")
+                f"agent {self.name!r} translates source code into TLA+, and task {task.id} has no source files{where}",
+                cause="no source files (--sources-dir)")
 
 
 _REGISTRY: dict[str, AgentSpec] = {}

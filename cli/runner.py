@@ -14,7 +14,8 @@ from sysmo.terminal import print_records
 from sysmo.contracts.arms import ARM_FACTORS
 from sysmo.errors import ConfigError, SysmoError
 from sysmo.runner.resume import added_arms, check_resume_flags
-from sysmo.runner.summary import skipped_lines
+from sysmo.log import library_warnings_into
+from sysmo.runner.summary import skipped_lines, skipped_reasons
 
 console = Console()
 err_console = Console(stderr=True)
@@ -77,6 +78,14 @@ def _find_attempt(ref: str, output_dir: Path):
     db, attempt_id = candidates[0]
     store = Store(db)
     return store, store.attempt(attempt_id)
+
+
+def _failure_reason(store, attempt_id: str) -> str:
+    """Why a stored attempt did not pass (``Attempt.failure_reason``), read from its record without its events."""
+    from sysmo.contracts.attempt import Attempt
+
+    rows = store.query("SELECT attempt_json FROM attempts WHERE id=?", (attempt_id,))
+    return (Attempt.model_validate_json(rows[0]["attempt_json"]).failure_reason() or "") if rows else ""
 
 
 def _arm_help(name: str) -> str:
@@ -277,6 +286,12 @@ def register(app: typer.Typer) -> None:
             config = ExperimentConfig.model_validate(data)
         except Exception as exc:  # pydantic ValidationError: say which field
             raise ConfigError(f"invalid experiment settings: {exc}") from exc
+        if stored is None:  # the same settings run again the same day: a fresh id, and how to resume the first
+            config, taken = config.with_free_id()
+            if taken:
+                err_console.print(f"{taken} (these settings, today) already exists in {config.output_dir}: this "
+                                  f"run is {config.id}; `sysmo run --resume {taken} -o {config.output_dir}` would "
+                                  "continue that one instead", soft_wrap=False, highlight=False)
         if stored is not None:
             check_resume_flags(stored, config, flags)
             for label in added_arms(stored, config):
@@ -288,34 +303,36 @@ def register(app: typer.Typer) -> None:
         elif config.kind == "replay":
             err_console.print("[bold cyan]REPLAY experiment[/]: answers are published outputs of real models "
                               "(replay/<source>:<model>); no LLM is called and nothing is spent.")
-        summary = run_experiment(config, progress=not no_progress, resume=bool(resume))
-        columns = ["experiment", "planned", "already done", "ran now", "passed", "errors", "cost $", "tokens",
-                   "seconds"]
-        row = {"experiment": summary.experiment_id, "planned": summary.planned,
-               "already done": summary.skipped_done, "ran now": summary.ran, "passed": summary.passed,
-               "errors": summary.errors, "cost $": f"{summary.cost_usd:.4f}", "tokens": summary.tokens,
-               "seconds": f"{summary.seconds:.1f}"}
-        if config.kind == "replay":
-            columns.insert(6, "not covered")
-            row["not covered"] = summary.not_covered
-        # a table when it fits the terminal, else one block (a log file or a narrow terminal keeps every figure)
-        print_records(console, f"run summary{f' ({config.label})' if config.label else ''}", columns, [row])
+        directory = config.output_dir / config.experiment_id()
+        # library warnings (matplotlib's, a parser's) go to the experiment's run.log, not between the progress lines
+        with library_warnings_into(directory / "run.log") as warned:
+            summary = run_experiment(config, progress=not no_progress, resume=bool(resume))
+            for line in summary.lines(config.label, replay=config.kind == "replay"):
+                console.print(line, soft_wrap=True, highlight=False)
+            if not no_report:
+                from sysmo.evals.report import write_report
+
+                paths = write_report(summary.directory)
+        if summary.unsupported:
+            with (directory / "run.log").open("a", encoding="utf-8") as log_file:
+                log_file.writelines(f"skipped: {line}\n" for line in skipped_reasons(summary.unsupported))
         isolation = describe_isolation()
         (summary.directory / "isolation.json").write_text(json.dumps(isolation, indent=2))
-        console.print(f"tool isolation: {isolation['level']} ({isolation['detail']})")
+        console.print(f"tool isolation: {isolation['level']} ({isolation['detail']})", highlight=False)
         if summary.unsupported:
-            for line in skipped_lines(summary.unsupported):
-                console.print(line, soft_wrap=True)
+            for line in skipped_lines(summary.unsupported, width=console.width):
+                console.print(line, soft_wrap=True, highlight=False)
+            console.print(f"  (each pair's reason: {directory / 'run.log'})", soft_wrap=True)
         for note in summary.missing_inputs + summary.cost_notes:
-            console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
+            console.print(f"[yellow]note:[/] {note}")  # prose: wrapped at the terminal's width
         if summary.stopped:
             console.print(f"[yellow]stopped early:[/] {summary.stopped}. Continue with "
                           f"`sysmo run --resume {summary.experiment_id} -o {output_dir}`")
+        if warned:
+            console.print(f"warnings: {len(warned)}, in {directory / 'run.log'}", soft_wrap=True)
         if not no_report:
-            from sysmo.evals.report import write_report
-
-            paths = write_report(summary.directory)
-            console.print(f"report: {paths.get('markdown')}  html: {paths.get('html')}")
+            console.print(f"report: {paths.get('markdown')}", soft_wrap=True)
+            console.print(f"html: {paths.get('html')}", soft_wrap=True)
         console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {output_dir}")
         console.print(f"or in a browser: sysmo view {output_dir}")
 
@@ -346,7 +363,11 @@ def register(app: typer.Typer) -> None:
                    "parent_attempt_id FROM attempts WHERE experiment_id=?")
             if failed:
                 sql += " AND status != 'passed'"
-            rows = store.query(sql + " ORDER BY task_id, agent, model, sample_index, arm", (directory.name,))
+            rows = [dict(r) for r in store.query(sql + " ORDER BY task_id, agent, model, sample_index, arm",
+                                                 (directory.name,))]
+            for r in rows:  # why each attempt that did not pass did not: its error, or its last check's first error
+                r["reason"] = (_error_cell(r["status"], r["error"]) if r["error"] or r["status"] == "passed"
+                               else _failure_reason(store, r["id"]))
             if as_json:
                 print(json.dumps({"experiment": directory.name, "settings": settings,
                                   "attempts": [{**dict(r), "error_kind": error_kind(r["status"], r["error"])}
@@ -363,14 +384,13 @@ def register(app: typer.Typer) -> None:
                         "sample": r["sample_index"] if not r["parent_attempt_id"]
                         else f"{r['sample_index']} (fork of {r['parent_attempt_id']})",
                         **({"arm": short_label(r["arm"] or "", varied)} if several else {}),
-                        "status": r["status"], "rounds": r["n_rounds"],
-                        "error": _error_cell(r["status"], r["error"])}
+                        "status": r["status"], "rounds": r["n_rounds"], "reason": r["reason"]}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
             print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}",
                           ["attempt", "task", "agent", "model", "sample", *(["arm"] if several else []), "status",
-                           "rounds", "error"], records,
-                          justify={"sample": "right", "rounds": "right"}, wrap=("error", "arm"),
+                           "rounds", "reason"], records,
+                          justify={"sample": "right", "rounds": "right"}, wrap=("reason", "arm"),
                           styles={"status": {"passed": "green", "failed": "yellow", "error": "bold red"}})
             return
         store, attempt = _find_attempt(ref, output_dir)
@@ -475,6 +495,9 @@ def register(app: typer.Typer) -> None:
         from sysmo.evals.report import write_report
 
         directory = _find_experiment(ref, output_dir)
-        paths = write_report(directory)
+        with library_warnings_into(directory / "run.log") as warned:  # matplotlib's warnings: the log, not here
+            paths = write_report(directory)
         for name, path in paths.items():
-            console.print(f"{name}: {path}")
+            console.print(f"{name}: {path}", soft_wrap=True)
+        if warned:
+            console.print(f"warnings: {len(warned)}, in {directory / 'run.log'}", soft_wrap=True)

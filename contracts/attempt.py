@@ -149,6 +149,25 @@ class Attempt(BaseModel):
         inherited = self.rounds[:self.inherited_rounds]
         return sum(c.spend_usd for c in self.all_llm_calls()) - sum(c.spend_usd for r in inherited for c in r.llm_calls)
 
+    def failure_reason(self) -> str | None:
+        """Why the attempt did not pass, in one line: its error, else its last round's (no model in the reply,
+        the round's error, or the tool's first error as ``file:line:col: error: message``); None if it passed."""
+        if self.status == AttemptStatus.PASSED:
+            return None
+        if self.error:
+            return self.error
+        if not self.rounds:
+            return None
+        last = self.rounds[-1]
+        if last.extraction_error:
+            return f"no model in the reply: {last.extraction_error}"
+        if last.error:
+            return last.error
+        if last.check is not None and not last.check.ok:
+            first = last.check.errors or last.check.diagnostics
+            return first[0].render().splitlines()[0] if first else f"{last.check.tool}: {last.check.outcome.value}"
+        return None
+
     def settle_calls(self) -> None:
         """Add the attempt's answered model calls that no round holds (by its events) to ``calls_outside_rounds``."""
         held: dict[str, int] = {}

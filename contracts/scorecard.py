@@ -20,6 +20,12 @@ class StageResult(BaseModel):
     provenance: dict[str, str] = Field(default_factory=dict)  # tool versions, judge model, embedding model
     duration_s: float = 0.0
 
+    @property
+    def scored(self) -> bool:
+        """Whether the stage has a value: a stage skipped for want of a judge, helper or traces has none (shown
+        as "—", left out of means), unlike one gated by an earlier stage's failure (which scores 0)."""
+        return not (self.outcome == "skipped" and not self.detail.get("gated"))
+
 
 class ScoreCard(BaseModel):
     """Ordered stage results for one attempt's artifact."""
@@ -44,8 +50,7 @@ class ScoreCard(BaseModel):
         """Every number on the card as ``stage`` / ``stage.metric`` keys (for tables and CSV)."""
         out: dict[str, float | None] = {}
         for s in self.stages:
-            # a stage skipped for want of a judge/helper/traces is not applicable (None), unlike a gated skip (0)
-            applicable = not (s.outcome == "skipped" and not s.detail.get("gated"))
+            applicable = s.scored  # not applicable: None; a gated skip: 0
             out[s.stage] = s.value if applicable else None
             for k, v in s.metrics.items():
                 out[f"{s.stage}.{k}"] = v if applicable else None

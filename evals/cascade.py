@@ -88,6 +88,9 @@ class FunctionStage:
     # an optional stage: for a task it does not apply to (False), it reports "not applicable" even when an
     # earlier stage's failure gates the rest (a gated skip counts 0; not applicable has no value)
     applies: Callable[[Task], bool] | None = None
+    # what the run lacks for this stage (e.g. "no judge model configured"), or None: such a stage is not scored
+    # (no value) whatever came before it, never a gated 0
+    missing: Callable[[ScoringContext], str | None] | None = None
 
     def __call__(self, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:
         return self.fn(artifact, task, ctx)
@@ -116,6 +119,12 @@ class Cascade:
         index = 0
         while index < len(self.stages):
             stage = self.stages[index]
+            lacking = _missing(stage, ctx)
+            if lacking is not None:
+                card.stages.append(StageResult(stage=stage.name, value=0.0, passed=False, outcome="skipped",
+                                               skipped_because=lacking))
+                index += 1
+                continue
             if blocked_by is not None and not _applies(stage, task):
                 card.stages.append(_run_stage(stage, artifact, task, ctx))  # its own "not applicable" result
                 index += 1
@@ -146,6 +155,11 @@ class Cascade:
 def _applies(stage: Stage, task: Task) -> bool:
     applies = getattr(stage, "applies", None)
     return True if applies is None else bool(applies(task))
+
+
+def _missing(stage: Stage, ctx: ScoringContext) -> str | None:
+    missing = getattr(stage, "missing", None)
+    return None if missing is None else missing(ctx)
 
 
 def _run_stage(stage: Stage, artifact: Artifact, task: Task, ctx: ScoringContext) -> StageResult:

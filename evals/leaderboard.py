@@ -38,7 +38,9 @@ METRIC_MEANINGS = {
     "errors": "attempts that could not run to their end, by cause: model (the model call failed for good), "
               "budget (a cost or token cap), infrastructure (a tool, the sandbox or the harness)",
     "rounds": "mean rounds to a pass over the attempts that passed (1 = the first answer passed)",
-    "cost $": "model spend of the group's attempts (0 for offline providers)",
+    "spent $": "new money the group's model calls spent (cached replies and offline providers cost nothing)",
+    "incl. cached at list price $": "what the group's replies cost at the models' list prices, cached replies "
+                                    "included (what the run would cost without the cache)",
     "syntax": "TLA+: 0.5 x (SANY accepts the whole module) + 0.5 x share of units accepted; class diagrams: 1 "
               "when PlantUML and the lint rules accept the diagram",
     "runtime": "TLA+: share of actions covered without error over seeded TLC simulations",
@@ -64,7 +66,7 @@ def _stages_of(summary: pd.DataFrame, kind: str) -> list[str]:
     known = STAGE_ORDER.get(kind, [])
     present = [c for c in summary.columns if "." not in c and not c.endswith(" CI") and summary[c].notna().any()
                and c not in {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass",
-                             "cost $", "tokens", "wall s"} and "pass@" not in c and not c.startswith("best-of-n")]
+                             "cost $", "spent $", "tokens", "wall s"} and "pass@" not in c and not c.startswith("best-of-n")]
     return [s for s in known if s in present] + sorted(s for s in present if s not in known)
 
 
@@ -132,7 +134,8 @@ def leaderboards(summary: pd.DataFrame, frame: pd.DataFrame) -> dict[str, pd.Dat
             row["errors"] = f"{n_errors} ({detail})" if n_errors else "0"
             rounds = r.get("mean rounds to pass")
             row["rounds"] = float(rounds) if rounds is not None and not (isinstance(rounds, float) and np.isnan(rounds)) else None
-            row["cost $"] = r.get("cost $")
+            row["spent $"] = r.get("spent $")
+            row["incl. cached at list price $"] = r.get("cost $")
             rows.append(row)
         out[str(kind)] = pd.DataFrame(rows)
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+from dataclasses import dataclass
 from pathlib import Path
 
 import matplotlib
@@ -19,6 +20,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from sysmo.evals.metric_scales import metric_scale  # noqa: E402
+from sysmo.evals.plot_style import place_labels, style  # noqa: E402
 from sysmo.evals.tables import (  # noqa: E402
     SINGLE_SHOT,
     attempts_frame,
@@ -61,9 +63,16 @@ def _banner(prov: dict) -> str | None:
     return REPLAY_BANNER if prov.get("kind") == "replay" else None
 
 
+NOT_SCORED = "—"  # a cell with no value (a stage not scored), never shown as 0
+
+
+def _missing(value) -> bool:
+    return value is None or (isinstance(value, float) and np.isnan(value))
+
+
 def _fmt(value) -> str:
-    if value is None or (isinstance(value, float) and np.isnan(value)):
-        return ""
+    if _missing(value):
+        return NOT_SCORED
     if isinstance(value, float):
         return f"{value:.3f}"
     return str(value)
@@ -79,25 +88,45 @@ def markdown_table(frame: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
-def html_table(frame: pd.DataFrame) -> str:
+def html_table(frame: pd.DataFrame, why_not_scored: dict[str, str] | None = None) -> str:
+    """``frame`` as an HTML table; an empty cell is "—", with the reason its column's stage was not scored
+    (``why_not_scored``: stage -> reason) on hover."""
     if frame.empty:
         return "<p><em>(no rows)</em></p>"
+    why_not_scored = why_not_scored or {}
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row.tolist()) + "</tr>"
+
+    def cell(column: str, value) -> str:
+        if not _missing(value):
+            return f"<td>{html.escape(_fmt(value))}</td>"
+        why = why_not_scored.get(str(column).split(" (")[0].split(".")[0])
+        title = f' title="not scored: {html.escape(why, quote=True)}"' if why else ' title="no value"'
+        return f'<td class="not-scored"{title}>{NOT_SCORED}</td>'
+
+    body = "".join("<tr>" + "".join(cell(c, v) for c, v in zip(frame.columns, row.tolist())) + "</tr>"
                    for _, row in frame.iterrows())
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 # ---------------------------------------------------------------------------------------------- plots
-def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | None = None) -> list[Path]:
+@dataclass(frozen=True)
+class Plot:
+    """A plot's PNG and the sentence under it in report.md and report.html (what is plotted, how to read it)."""
+
+    path: Path
+    caption: str
+
+
+def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | None = None) -> list[Plot]:
     """An agents x models heatmap per metric (pass@1 and every cascade stage), one PNG per (metric, kind).
 
-    ``errors`` (``leaderboard.error_counts``): a pass@1 cell of a group with errored attempts says how many."""
+    ``errors`` (``leaderboard.error_counts``): a pass@1 cell of a group with errored attempts says how many.
+    A group the metric was not scored for is a blank cell, not 0."""
     errored = {} if errors is None or errors.empty else {
         (r.agent, r.model, r.kind): int(r.errors) for r in errors.itertuples() if r.errors}
-    paths = []
+    plots: list[Plot] = []
     if summary.empty:
-        return paths
+        return plots
     metrics = [c for c in summary.columns
                if (c in ("pass@1", f"{SINGLE_SHOT}pass@1") or c in _stage_names(summary)) and "." not in c]
     for kind, group in summary.groupby("kind"):
@@ -105,7 +134,7 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
             if metric not in group or group[metric].isna().all():
                 continue
             table = group.pivot_table(index="agent", columns="model", values=metric, aggfunc="mean")
-            fig, ax = plt.subplots(figsize=(1.8 + 1.6 * table.shape[1], 1.2 + 0.5 * table.shape[0]))
+            fig, ax = plt.subplots(figsize=(2.6 + 1.6 * table.shape[1], 1.6 + 0.5 * table.shape[0]))
             scale = metric_scale(metric)
             low, high = scale.low or 0.0, scale.high or 1.0
             im = ax.imshow(table.values.astype(float), vmin=low, vmax=high, cmap="viridis", aspect="auto")
@@ -119,21 +148,25 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
                         n_err = errored.get((table.index[i], table.columns[j], kind), 0) if metric == "pass@1" else 0
                         ax.text(j, i, f"{v:.2f}" + (f"\n({n_err} errored)" if n_err else ""), ha="center",
                                 va="center", color="white" if dark else "black", fontsize=8 if n_err else None)
-            ax.set_title(f"{metric} ({kind})")
+            ax.set_title(f"{metric} ({kind}): mean per agent and model", fontsize=10)
             ax.set_xlabel("model")
             ax.set_ylabel("agent")
-            fig.colorbar(im, ax=ax)
+            fig.colorbar(im, ax=ax, label=f"{metric} ({scale.name})")
             fig.tight_layout()
             path = folder / f"heatmap_{kind}_{_slug(metric)}.png"
             fig.savefig(path, dpi=110)
             plt.close(fig)
-            paths.append(path)
-    return paths
+            plots.append(Plot(path, (
+                f"{metric} on {kind} tasks, one cell per agent (row) and model (column): the mean over the "
+                f"group's attempts, on a {scale.name} scale"
+                + (", with the number of errored attempts where there were any" if metric == "pass@1" else "")
+                + ". A blank cell: not scored for that group (or the group did not run).")))
+    return plots
 
 
 def _stage_names(summary: pd.DataFrame) -> set[str]:
     return {c for c in summary.columns if not c.endswith(" CI") and c not in
-            {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "cost $", "tokens", "wall s",
+            {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "cost $", "spent $", "tokens", "wall s",
              "mean rounds to pass"} and not c.startswith(("pass@", SINGLE_SHOT, "best-of-n"))}
 
 
@@ -141,74 +174,93 @@ def _slug(text: str) -> str:
     return "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
 
 
-def plot_distributions(frame: pd.DataFrame, folder: Path) -> list[Path]:
-    paths = []
+def plot_distributions(frame: pd.DataFrame, folder: Path) -> list[Plot]:
+    plots: list[Plot] = []
     for col in score_columns(frame):
         if "." in col[6:] or not metric_scale(col).shown:  # only stage headline values; the rest is in tables
             continue
-        data = frame.dropna(subset=[col])
+        data = frame.dropna(subset=[col])  # attempts the stage did not score are left out, not counted as 0
         if data.empty:
             continue
-        groups = [(f"{a}\n{m}", g[col].values) for (a, m), g in data.groupby(["agent", "model"])]
-        fig, ax = plt.subplots(figsize=(max(4, 1.3 * len(groups)), 3.5))
-        ax.boxplot([g for _, g in groups], tick_labels=[n for n, _ in groups])
+        groups = [(f"{a} / {m}", g[col].values) for (a, m), g in data.groupby(["agent", "model"])]
+        fig, ax = plt.subplots(figsize=(max(5.0, 0.9 * len(groups) + 2), 4.2))
+        boxes = ax.boxplot([g for _, g in groups], patch_artist=True, medianprops={"color": "black"})
+        for n, box in enumerate(boxes["boxes"]):
+            box.set_facecolor(style(n).color)
+            box.set_alpha(0.8)
+        ax.set_xticks(range(1, len(groups) + 1), [n for n, _ in groups], rotation=35, ha="right", fontsize=7)
         scale = metric_scale(col)
         low, high = scale.low or 0.0, scale.high or 1.0
         ax.set_ylim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-        ax.set_title(f"distribution of {col[6:]} ({scale.name})")
-        ax.set_ylabel(f"{col[6:]} per attempt")
+        ax.set_title(f"{col[6:]} per attempt, by agent / model", fontsize=10)
+        ax.set_ylabel(f"{col[6:]} ({scale.name})")
         ax.set_xlabel("agent / model")
-        ax.tick_params(axis="x", labelsize=7)
         fig.tight_layout()
         path = folder / f"distribution_{_slug(col[6:])}.png"
         fig.savefig(path, dpi=110)
         plt.close(fig)
-        paths.append(path)
-    return paths
+        plots.append(Plot(path, (
+            f"Distribution of {col[6:]} ({scale.name}) over the attempts of each agent / model: median, quartiles, "
+            "whiskers at 1.5 x the interquartile range; attempts the stage did not score are left out.")))
+    return plots
 
 
-def plot_rounds(curves: pd.DataFrame, folder: Path) -> list[Path]:
+def plot_rounds(curves: pd.DataFrame, folder: Path) -> list[Plot]:
     if curves.empty:
         return []
-    fig, ax = plt.subplots(figsize=(6, 4))
+    # identical curves would hide each other: each is drawn once, its legend entry naming every group it is
+    drawn: dict[tuple, list[str]] = {}
     for (agent, model), g in curves.groupby(["agent", "model"]):
-        ax.plot(g["round"], g["passed_share"], marker="o", label=f"{agent} / {model}")
+        g = g.sort_values("round")
+        key = (tuple(g["round"]), tuple(round(float(v), 6) for v in g["passed_share"]))
+        drawn.setdefault(key, []).append(f"{agent} / {model}")
+    fig, ax = plt.subplots(figsize=(8.5, 4.5))
+    for n, ((rounds, shares), names) in enumerate(drawn.items()):
+        look = style(n)
+        ax.plot(rounds, shares, marker=look.marker, linestyle=look.linestyle, color=look.color, alpha=0.9,
+                markersize=7 - 2 * (n % 2), label=" = ".join(names))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # rounds are whole numbers
-    ax.set_xlabel("round (0 = first answer)")
-    ax.set_ylabel("share of attempts passed")
-    ax.set_ylim(0, 1.05)
-    ax.set_title("rounds to success")
-    ax.legend(fontsize=6)
+    ax.set_xlabel("round (0 = first answer, then one per repair)")
+    ax.set_ylabel("share of attempts passed by this round")
+    ax.set_ylim(-0.02, 1.05)
+    ax.set_title("rounds to success: share of attempts passed by each round", fontsize=10)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
     path = folder / "rounds_to_success.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return [Plot(path, ("Share of each agent / model's attempts that had passed by round r (cumulative; round 0 is "
+                        "the first answer, each later round one repair). Groups with identical curves share one "
+                        "line, named together in the legend."))]
 
 
-def plot_cost(summary: pd.DataFrame, folder: Path) -> list[Path]:
+def plot_cost(summary: pd.DataFrame, folder: Path) -> list[Plot]:
     if summary.empty or "pass@1" not in summary:
         return []
-    # points are numbered and named in a legend beside the axes, so labels never pile up on shared points
+    # points are numbered and named in a legend beside the axes; the numbers are placed where they overlap
+    # nothing, and points on one spot share one label ("1, 2, 5")
     fig, ax = plt.subplots(figsize=(9, max(4.0, 0.22 * len(summary) + 1.5)))
-    at: dict[tuple[float, float], list[str]] = {}  # points on the same spot share one label ("1, 2, 5")
+    at: dict[tuple[float, float], list[str]] = {}
     for n, (_, row) in enumerate(summary.iterrows(), 1):
-        ax.scatter(row["cost $"], row["pass@1"], s=60, label=f"{n}: {row['agent']} / {row['model']} / {row['kind']}")
+        look = style(n - 1)
+        ax.scatter(row["cost $"], row["pass@1"], s=60, color=look.color, marker=look.marker, alpha=0.9,
+                   label=f"{n}: {row['agent']} / {row['model']} / {row['kind']}")
         at.setdefault((round(float(row["cost $"]), 6), round(float(row["pass@1"]), 3)), []).append(str(n))
-    for (cost, score), numbers in at.items():
-        ax.annotate(", ".join(numbers), (cost, score), xytext=(5, 5), textcoords="offset points", fontsize=8)
     top = float(summary["cost $"].max())
     ax.set_xlim(-0.05 * (top or 1.0), 1.15 * top if top > 0 else 1.0)  # costs are never negative
-    ax.set_xlabel("cost of the group's attempts (USD)")
+    ax.set_xlabel("cost of the group's replies, incl. cached at list price (USD)")
     ax.set_ylabel("pass@1")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("cost vs score (one point per agent / model / kind)")
+    ax.set_title("pass@1 against cost, one point per agent / model / task kind", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
+    place_labels(ax, list(at), [", ".join(numbers) for numbers in at.values()])
     path = folder / "cost_vs_score.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [path]
+    return [Plot(path, ("pass@1 of each agent / model / task kind against its cost incl. cached at list price "
+                        "(its replies at the models' list prices, cached ones included; the money spent is in the "
+                        "leaderboards); the numbers on the points are the legend's."))]
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -231,19 +283,33 @@ def cost_notes(store: Store, experiment_id: str) -> list[str]:
             "to price it)" for model in store.unpriced_models(experiment_id)]
 
 
-def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
-    """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
-    how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
-    gated by an earlier stage's failure are the cascade working, not a gap, and are left out; so are optional
-    stages where the task gives them nothing to check (``detail.optional``: TLA+ transitions without windows)."""
-    scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
-    rows = store.query(
+def not_scored_reasons(store: Store, experiment_id: str) -> dict[str, str]:
+    """Stage -> why it was not scored for some attempts (its most frequent reason of its own, e.g. no judge
+    model): the hover text of its "—" cells."""
+    rows = _skipped_stage_rows(store, experiment_id)
+    reasons: dict[str, str] = {}
+    for r in rows:  # most frequent first within a stage
+        reasons.setdefault(r["stage"], r["why"] or "no reason given")
+    return reasons
+
+
+def _skipped_stage_rows(store: Store, experiment_id: str) -> list:
+    return store.query(
         "SELECT json_extract(st.value, '$.stage') AS stage, json_extract(st.value, '$.skipped_because') AS why,"
         " COUNT(*) AS n FROM scores sc, json_each(sc.scorecard_json, '$.stages') st"
         " WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') = 'skipped'"
         " AND COALESCE(json_extract(st.value, '$.detail.gated'), 0) = 0"
         " AND COALESCE(json_extract(st.value, '$.detail.optional'), 0) = 0"
         " GROUP BY stage, why ORDER BY stage, n DESC", (experiment_id,))
+
+
+def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
+    """One line per stage a scoring cascade skipped for a reason of its own (no judge model, no traces), with
+    how many attempts it was skipped for: such a stage has no column, and the reader should know why. Stages
+    gated by an earlier stage's failure are the cascade working, not a gap, and are left out; so are optional
+    stages where the task gives them nothing to check (``detail.optional``: TLA+ transitions without windows)."""
+    scored = store.query("SELECT COUNT(*) AS n FROM scores WHERE experiment_id = ?", (experiment_id,))[0]["n"]
+    rows = _skipped_stage_rows(store, experiment_id)
     return [f"{r['stage']}: not scored for {r['n']} of {scored} scored attempts: {r['why'] or 'no reason given'}"
             for r in rows]
 
@@ -353,6 +419,12 @@ def write_report(directory: Path) -> dict[str, Path]:
         for kind, board in boards.items():
             md.append(f"### {kind}\n")
             md.append(markdown_table(board))
+        why_not_scored = not_scored_reasons(store, experiment_id)
+        legend = (f"{NOT_SCORED}: no value, never 0: "
+                  + "".join(f"{stage}: not scored, {why}; " for stage, why in why_not_scored.items())
+                  + "otherwise no attempt to compute it on (rounds: none passed).")
+        if any(board.isna().any().any() for board in boards.values()):
+            md.append(legend + "\n")
         md.append("What the columns measure:\n")
         md.extend(f"- {line}" for line in metric_lines(boards))
         md.append("")
@@ -368,7 +440,7 @@ def write_report(directory: Path) -> dict[str, Path]:
                 md.append(markdown_table(table))
         md.extend(level_md)
         md.append("## Plots\n")
-        md.extend(f"![{p.stem}](plots/{p.name})\n" for p in plots)
+        md.extend(f"![{p.caption}](plots/{p.path.name})\n\n_{p.caption}_\n" for p in plots)
         md.append("## Provenance\n")
         md.append(f"- models: `{prov['models']}`\n- tool versions: `{prov['tool_versions']}`\n"
                   f"- scoring: `{prov['scoring_provenance']}`\n- prompt hashes: `{prov['prompt_hashes']}`\n"
@@ -377,8 +449,9 @@ def write_report(directory: Path) -> dict[str, Path]:
         paths["markdown"] = out / "report.md"
 
         images = "".join(
-            f'<figure><img alt="{p.stem}" src="data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()}"/>'
-            f"<figcaption>{p.stem}</figcaption></figure>" for p in plots)
+            f'<figure><img alt="{html.escape(p.caption, quote=True)}" '
+            f'src="data:image/png;base64,{base64.b64encode(p.path.read_bytes()).decode()}"/>'
+            f"<figcaption>{html.escape(p.caption)}</figcaption></figure>" for p in plots)
         banner = f'<p class="control">{html.escape(_banner(prov) or "")}</p>' if _banner(prov) else ""
         banner += "".join(f'<p class="control">{html.escape(note)}</p>' for note in notes)
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
@@ -386,7 +459,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}.settings td,.settings th{{text-align:left}}th{{background:#eee}}.control{{background:#fff3cd;
-padding:1em;border:1px solid #e0c060;font-weight:bold}}figure{{display:inline-block;margin:0.5em}}img{{max-width:640px}}
+padding:1em;border:1px solid #e0c060;font-weight:bold}}figure{{display:inline-block;margin:0.5em;max-width:640px;vertical-align:top}}figcaption{{font-size:12px;color:#333}}img{{max-width:640px}}
 pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}}</style></head><body>
 <h1>{html.escape(title)}</h1>{banner}<p>Attempts: {len(frame)}; arms: {len(prov['settings']['arms'])}.</p>
 <h2>Settings</h2><table class="settings"><tbody>{"".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(value)}</td></tr>"
@@ -395,7 +468,8 @@ pre{{background:#f6f6f6;padding:1em;overflow:auto;font-size:11px}}</style></head
 attempts.csv / attempts.parquet. <code>sysmo view</code> shows these tables with every number a link to the attempts
 behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>
 <p>{html.escape(PASS_AT_K_NOTE.replace("**", ""))}</p>{f'<p class="control">{html.escape(errored_note)}</p>' if errored_note else ''}
-{"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board)}" for kind, board in boards.items())}
+{"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board, why_not_scored)}" for kind, board in boards.items())}
+{f"<p>{html.escape(legend)}</p>" if any(board.isna().any().any() for board in boards.values()) else ""}
 <ul>{"".join(f"<li>{html.escape(line)}</li>" for line in metric_lines(boards))}</ul>
 <h2>Errors</h2>{html_table(errors_table) + html_table(messages) if not errors_table.empty and errors_table["errors"].any()
                 else "<p>No attempt errored: every attempt ran to its end.</p>"}

@@ -41,8 +41,8 @@ GROUP = ["agent", "model", "kind"]
 log = get_logger(__name__)
 PARSER_CODE = {"plantuml": "syntax"}  # the diagnostic code of the tool's own parser, where lint runs beside it
 SINGLE_SHOT = "single-shot "  # prefix of OODEval's pass@k columns
-NOT_METRICS = {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass", "cost $", "tokens",
-               "wall s"}
+NOT_METRICS = {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass", "cost $",
+               "spent $", "tokens", "wall s"}
 
 
 def first_answer_valid(check: CheckResult | None) -> bool:
@@ -115,7 +115,8 @@ def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
     rate of its (agent, model) pair."""
     rows = store.query("SELECT id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, status, "
                        "n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
-                       "completion_tokens, cost_usd, is_control, error FROM attempts WHERE experiment_id=? "
+                       "completion_tokens, cost_usd, COALESCE(spend_usd, cost_usd) AS spend_usd, is_control, error "
+                       "FROM attempts WHERE experiment_id=? "
                        "AND parent_attempt_id IS NULL", (experiment_id,))
     frame = pd.DataFrame([dict(r) for r in rows])
     if frame.empty:
@@ -217,7 +218,8 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
             row[f"best-of-n {selection[kind]}"] = best
         solved = group[group["passed"] == 1]
         row["mean rounds to pass"] = float(solved["passed_round"].mean() + 1) if not solved.empty else None
-        row["cost $"] = float(group["cost_usd"].sum())
+        row["spent $"] = float(group["spend_usd"].sum())  # new money
+        row["cost $"] = float(group["cost_usd"].sum())  # the replies at list price, cached ones included
         row["tokens"] = int(group["tokens"].sum())
         row["wall s"] = float(group["duration_s"].sum())
         out.append(row)

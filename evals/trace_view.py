@@ -189,8 +189,8 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     if attempt.time_limit_s:
         head.add_row("time limit", f"{attempt.time_limit_s:g} s wall clock")
     head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s")
-    head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens} / ${attempt.cost_usd:.4f}"
-                                  f" (new spend ${attempt.spend_usd:.4f})")
+    head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens}; spent "
+                                  f"${attempt.spend_usd:.4f}; incl. cached at list price ${attempt.cost_usd:.4f}")
     calls = [e for e in attempt.events if e.type == "llm_call"]
     if calls:
         failed = sum(1 for c in calls if c.error)
@@ -202,6 +202,8 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
 
         kind = error_kind(attempt.status.value, attempt.error)
         head.add_row("error", f"{kind} error: {attempt.error}" if kind else attempt.error)
+    elif attempt.failure_reason():
+        head.add_row("why it failed", attempt.failure_reason())
     for name, text in fork_lines(attempt, forks):
         head.add_row(name, text)
     steps = graph_steps(attempt, experiment_dir)
@@ -232,7 +234,9 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
             table.add_column(col)
         for s in card.stages:
             metrics = ", ".join(f"{k}={v:.3f}" for k, v in s.metrics.items() if isinstance(v, (int, float)))
-            table.add_row(s.stage, f"{s.value:.3f}", s.outcome, metrics, s.skipped_because or "")
+            # a stage not scored has no value: "—" (never 0.000), the reason beside it
+            table.add_row(s.stage, f"{s.value:.3f}" if s.scored else "—", s.outcome if s.scored else "not scored",
+                          metrics if s.scored else "", s.skipped_because or "")
         console.print(table)
         for s in card.stages:
             lines = mapping_lines(s.detail)
@@ -354,6 +358,11 @@ def attempt_json(attempt: Attempt, card: ScoreCard | None, experiment_dir: Path 
         raw["diff"] = artifact_diff(previous, rnd.artifact) if rnd.artifact else ""
         previous = rnd.artifact or previous
     data["scorecard"] = card.model_dump(mode="json") if card else None
+    for stage, raw in zip(card.stages if card else [], (data["scorecard"] or {}).get("stages", [])):
+        if not stage.scored:  # no value, not 0: the reason is in skipped_because
+            raw["value"] = None
+            raw["metrics"] = {name: None for name in raw["metrics"]}
+        raw["scored"] = stage.scored
     data["graph_steps"] = [step.model_dump() for step in graph_steps(attempt, experiment_dir)]  # checkpoint ids to fork from
     data["spend_usd"] = attempt.spend_usd
     data["events"] = [event.model_dump(mode="json") for event in attempt.events]

@@ -162,3 +162,19 @@ class ExperimentConfig(BaseModel):
 
     def directory(self) -> Path:
         return self.output_dir / self.experiment_id()
+
+    def with_free_id(self) -> tuple[ExperimentConfig, str | None]:
+        """This config with an id no experiment under ``output_dir`` has yet, and the taken id it replaced.
+
+        Only a derived id moves (the same settings run again the same day get ``<id>-2``, ``<id>-3``...); an id
+        given with ``--id`` is the user's choice and is kept (a taken one is refused by the run)."""
+        if self.id:
+            return self, None
+        derived = self.experiment_id()
+        candidate, n = derived, 1
+        while (self.output_dir / candidate / "results.sqlite").exists() or (self.output_dir / candidate).is_file():
+            n += 1
+            candidate = f"{derived}-{n}"
+        if candidate == derived:
+            return self, None
+        return self.model_copy(update={"id": candidate}), derived

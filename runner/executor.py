@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from sysmo.contracts.attempt import Attempt, AttemptStatus
+from sysmo.contracts.attempt import Attempt
 from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.progress import RunProgress
@@ -52,7 +52,7 @@ class RunState:
     def finished(self, attempt: Attempt) -> None:
         """An attempt stored (and scored): the summary and the progress output."""
         self.summary.count(attempt)
-        self.bar.advance(passed=attempt.status == AttemptStatus.PASSED, cost=attempt.spend_usd)
+        self.bar.advance(attempt.status, cost=attempt.spend_usd)
 
     def failed(self, error: Exception) -> None:
         self.summary.errors += 1

@@ -1,63 +1,111 @@
-"""Progress of an experiment run: attempts done, ETA, running cost and pass counts.
+"""Progress of an experiment run: attempts done, passed/failed/errors, money spent and a steady ETA.
 
-On a terminal, a rich progress bar. Elsewhere (a log file, CI, a batch job's output) a bar cannot redraw, so a
-plain line is printed every ``LOG_EVERY_PERCENT`` of the run or ``LOG_EVERY_S`` seconds, whichever comes first.
+On a terminal, a rich progress bar that fits 80 columns (the experiment's id is on the line above it, once).
+Elsewhere (a log file, CI, a batch job's output) a bar cannot redraw, so a plain line is printed every
+``LOG_EVERY_PERCENT`` of the run or ``LOG_EVERY_S`` seconds, whichever comes first.
+
+The ETA is the remaining attempts at the pace of the last ``PACE_WINDOW`` finished ones (a moving average, so a
+few fast attempts at the start, or a burst of attempts finishing together, do not swing it); between two attempts
+it counts down.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from datetime import timedelta
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.text import Text
+
+from sysmo.contracts.attempt import AttemptStatus
 
 LOG_EVERY_PERCENT = 5
 LOG_EVERY_S = 30.0
+PACE_WINDOW = 20  # attempts whose finishing times make the ETA's pace
 
 
 def _clock(seconds: float) -> str:
     return str(timedelta(seconds=int(round(seconds))))
 
 
+class Pace:
+    """The finishing times of the last ``PACE_WINDOW`` attempts (the run's start counts as the first)."""
+
+    def __init__(self, started: float, window: int = PACE_WINDOW) -> None:
+        self._times: deque[float] = deque([started], maxlen=window + 1)
+
+    def finished(self, now: float) -> None:
+        self._times.append(now)
+
+    def eta(self, remaining: int, now: float) -> float | None:
+        """Seconds left for ``remaining`` attempts at the window's pace, less the time since the last one finished
+        (a countdown between attempts); None before any attempt finished."""
+        if len(self._times) < 2:
+            return None
+        per_attempt = (self._times[-1] - self._times[0]) / (len(self._times) - 1)
+        return max(0.0, per_attempt * remaining - (now - self._times[-1]))
+
+
+class _EtaColumn(ProgressColumn):
+    """``ETA h:mm:ss`` from the run's ``Pace`` (rich's own estimate jumps with every burst of attempts)."""
+
+    def __init__(self, run: RunProgress) -> None:
+        super().__init__()
+        self.run = run
+
+    def render(self, task: Task) -> Text:
+        eta = self.run.pace.eta(self.run.total - self.run.done, time.monotonic())
+        return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="progress.remaining")
+
+
 class RunProgress:
-    """Context manager; ``advance(passed, cost)`` after each attempt, ``note(text)`` for one-off messages."""
+    """Context manager; ``advance(status, cost)`` after each attempt, ``note(text)`` for one-off messages."""
 
     def __init__(self, total: int, done: int = 0, enabled: bool = True, label: str = "run",
                  console: Console | None = None) -> None:
         self.total, self.done, self.enabled, self.label = total, done, enabled, label
-        self.passed = 0
+        self.passed = self.failed = self.errors = 0
         self.cost = 0.0
         self.console = console or Console(stderr=True)
         self._progress: Progress | None = None
         self._task = None
         self._lines = enabled and not self.console.is_terminal  # plain progress lines instead of a bar
         self._started = time.monotonic()
-        self._ran = 0  # attempts finished by this invocation (the ETA's rate)
+        self.pace = Pace(self._started)
         self._last_line = (self._started, done)
 
     def __enter__(self) -> RunProgress:
-        if self.enabled and not self._lines:
+        if not self.enabled:
+            return self
+        self.console.print(f"{self.label}: {self.total} attempts planned, {self.done} already done",
+                           highlight=False, soft_wrap=True)
+        if not self._lines:
             self._progress = Progress(
-                TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                TextColumn("passed {task.fields[passed]}"), TextColumn("${task.fields[cost]:.4f}"),
-                TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(), console=self.console,
+                BarColumn(bar_width=14), TextColumn("{task.completed}/{task.total}"),
+                TextColumn("[green]✓{task.fields[passed]}[/] [yellow]✗{task.fields[failed]}[/] "
+                           "[red]!{task.fields[errors]}[/]"),
+                TextColumn("${task.fields[cost]:.4f} spent"), _EtaColumn(self), console=self.console,
                 transient=False,
             )
             self._progress.__enter__()
-            self._task = self._progress.add_task(self.label, total=self.total, completed=self.done, passed=0, cost=0.0)
-        elif self._lines:
-            self.console.print(f"{self.label}: {self.total} attempts planned, {self.done} already done",
-                               highlight=False, soft_wrap=True)
+            self._task = self._progress.add_task(self.label, total=self.total, completed=self.done, passed=0,
+                                                 failed=0, errors=0, cost=0.0)
         return self
 
-    def advance(self, passed: bool, cost: float) -> None:
-        self.passed += int(passed)
+    def advance(self, status: AttemptStatus | str, cost: float) -> None:
+        """One attempt finished with ``status`` (passed, failed, error; not covered counts in none) and ``cost``."""
+        status = AttemptStatus(status)
+        self.passed += status == AttemptStatus.PASSED
+        self.failed += status == AttemptStatus.FAILED
+        self.errors += status == AttemptStatus.ERROR
         self.cost += cost
         self.done += 1
-        self._ran += 1
+        self.pace.finished(time.monotonic())
         if self._progress is not None:
-            self._progress.update(self._task, advance=1, passed=self.passed, cost=self.cost)
+            self._progress.update(self._task, advance=1, passed=self.passed, failed=self.failed, errors=self.errors,
+                                  cost=self.cost)
         elif self._lines and self._line_due():
             self._print_line()
 
@@ -67,15 +115,19 @@ class RunProgress:
         step = max(1, self.total * LOG_EVERY_PERCENT // 100)
         return self.done >= self.total or self.done - last_done >= step or now - last_time >= LOG_EVERY_S
 
+    def counts(self) -> str:
+        return f"passed {self.passed}, failed {self.failed}, errors {self.errors}"
+
     def _print_line(self) -> None:
         now = time.monotonic()
-        elapsed = now - self._started
-        remaining = max(0, self.total - self.done)
-        eta = _clock(elapsed / self._ran * remaining) if self._ran else "?"
+        eta = self.pace.eta(max(0, self.total - self.done), now)
         percent = 100 * self.done / self.total if self.total else 100.0
-        line = (f"{self.label}: {self.done}/{self.total} attempts ({percent:.0f}%), passed {self.passed}, "
-                f"${self.cost:.4f}, elapsed {_clock(elapsed)}, ETA {eta}")
-        self.console.print(line, highlight=False, soft_wrap=True)  # a log line: never wrapped
+        head = f"{self.done}/{self.total} ({percent:.0f}%) {self.counts()}, ${self.cost:.4f} spent"
+        tail = f"ETA {_clock(eta) if eta is not None else '?'}"
+        elapsed = f", {_clock(now - self._started)} elapsed"
+        # a log line stays within the console's width: the elapsed time is the first thing to go
+        line = f"{head}{elapsed}, {tail}" if len(f"{head}{elapsed}, {tail}") <= self.console.width else f"{head}, {tail}"
+        self.console.print(line, highlight=False, soft_wrap=True)
         self._last_line = (now, self.done)
 
     def note(self, text: str) -> None:

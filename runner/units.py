@@ -70,12 +70,12 @@ def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> t
             if refusal is None:
                 models.append(model)
             else:
-                skipped.append(SkippedPair(agent, refusal, model=model))
+                skipped.append(SkippedPair(agent, refusal, model=model, cause="replays no published outputs"))
         for task in tasks:
             try:
                 spec.check_supports(task)
             except UnsupportedTaskError as exc:
-                skipped.append(SkippedPair(agent, str(exc), task_id=task.id))
+                skipped.append(SkippedPair(agent, str(exc), task_id=task.id, cause=exc.cause))
                 continue
             for model in models:
                 for sample in range(config.samples):

@@ -51,7 +51,8 @@ def attempts(db: Path) -> dict[tuple, tuple]:
 
 def comparable(report_dir: Path) -> pd.DataFrame:
     summary = pd.read_csv(report_dir / "summary.csv")
-    metric_cols = [c for c in summary.columns if c not in ("cost $", "tokens", "wall s") and not c.endswith("CI")]
+    metric_cols = [c for c in summary.columns
+                   if c not in ("cost $", "spent $", "tokens", "wall s") and not c.endswith("CI")]
     return summary[metric_cols].sort_values(["agent", "model", "kind"]).reset_index(drop=True)
 
 

@@ -231,10 +231,10 @@ def test_published_outputs_replay_only_through_agents_whose_calls_are_rounds() -
     assert all(p.task_id is None and "cannot replay published outputs" in p.reason
                and "replay them with base_modeling, trace_learning" in p.reason for p in refused)
     lines = skipped_lines([*skipped, SkippedPair("trace_learning", "no traces", task_id="starter/tla/x")])
-    assert lines[0] == "1 (agent, task) pairs and 3 (agent, replay model) pairs skipped, the agent cannot do them:"
-    assert "  trace_learning: 1 task(s), e.g. no traces" in lines
-    assert any(line.startswith(f"  metagpt with {replay}: every task: agent 'metagpt' cannot replay")
-               for line in lines)
+    assert lines[0] == "skipped pairs the agents cannot do: 1 (agent, task), 3 (agent, replay model)"
+    assert "  trace_learning: 1 task: no traces" in lines
+    assert f"  metagpt: {replay}: replays no published outputs" in lines
+    assert all(len(line) <= 80 for line in lines)
     # notes on missing inputs name only the pairs that run
     only_replay = ExperimentConfig(agents=list(AGENT_NAMES), models=[replay], samples=1)
     units, _ = expand(only_replay, tasks, "exp")
@@ -249,7 +249,7 @@ def test_a_run_with_nothing_to_run_is_one_error_and_leaves_no_experiment(shared_
                     "-n", "1", "--id", "nothing", "-o", str(tmp_path), "--no-progress",
                     env={"SYSMO_DATA_DIR": str(shared_benchmarks)})
     assert run.code != 0
-    assert "nothing to run" in run.output and "metagpt with replay/sysmobench:claude: every task" in run.output
+    assert "nothing to run" in run.output and "metagpt: replay/sysmobench:claude: replays no published outputs" in run.output
     assert not (tmp_path / "nothing").exists()
     attempt = run_sysmo("attempt", "--agent", "openhands", "--task", "starter/tla/spinlock",
                         "--model", "replay/sysmobench:claude", env={"SYSMO_DATA_DIR": str(shared_benchmarks)})

@@ -26,10 +26,10 @@ def test_run_filters_by_domain_difficulty_and_exclude_and_names_skipped_agents(t
     # parking_garage (uml_class 5) is excluded
     assert tasks == {"starter/architecture/bike_sharing_system", "starter/uml_class/fleet_rental"}
     out = run.output
-    assert "2 (agent, task) pairs skipped" in out
+    assert "skipped pairs the agents cannot do: 2 (agent, task)" in out
     # the run's summary whole at any width (a table when it fits, else a block): no figure or heading cut
     assert "…" not in out and "already done" in out and "seconds" in out
-    assert "trace_learning: 2 task(s)" in out
+    assert "trace_learning: 2 tasks: it does tla only" in out
 
 
 def test_no_score_runs_and_checks_the_attempts_without_scoring_them(tmp_path):

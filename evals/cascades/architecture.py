@@ -207,7 +207,8 @@ def architecture_cascade() -> Cascade:
         stages=[
             FunctionStage("validity", validity_stage, gate=True),
             FunctionStage("structure", structure_stage, gate=False),
-            FunctionStage("judge", judge_stage, gate=False),
+            FunctionStage("judge", judge_stage, gate=False,
+                          missing=lambda ctx: NO_JUDGE if ctx.judge is None else None),
             FunctionStage("antipatterns", antipatterns_stage, gate=False),
         ],
     )

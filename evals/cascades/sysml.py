@@ -249,7 +249,8 @@ def sysml_cascade() -> Cascade:
         stages=[
             FunctionStage("validity", validity_stage, gate=False),
             FunctionStage("text", text_stage, gate=False),
-            FunctionStage("sysmeval", sysmeval_stage, gate=False),
+            FunctionStage("sysmeval", sysmeval_stage, gate=False,
+                          missing=lambda ctx: NO_JUDGE if ctx.judge is None else None),
             FunctionStage("elements", elements_stage, gate=False),
         ],
     )

@@ -397,7 +397,9 @@ def tla_cascade() -> Cascade:
         stages=[
             FunctionStage("syntax", syntax_stage),  # the only gate: TLC cannot run what SANY rejects
             FunctionStage("runtime", runtime_stage, gate=False),
-            FunctionStage("conformance", conformance_stage, gate=False),
+            # recorded traces are the task's: without them the stage is not scored, even after a syntax failure
+            FunctionStage("conformance", conformance_stage, gate=False,
+                          applies=lambda task: tla_conformance.task_traces(task) is not None),
             FunctionStage("invariants", invariants_stage, gate=False),
             # per-action transition validation, where the task provides recorded windows (skipped otherwise)
             FunctionStage("transitions", tla_transitions.transitions_stage, gate=False,

@@ -46,6 +46,7 @@ from sysmo.contracts.check import CheckResult, Outcome, Severity
 from sysmo.tools.tla import sany
 from sysmo.tools.tla.jvm import SANY_JVM_FLAGS, run_java
 from sysmo.tools.tla.source import MODULE_HEADER, prepare
+from sysmo.tools.tla.source_map import LineMap
 
 log = get_logger(__name__)
 
@@ -355,17 +356,6 @@ def _source_lines(units: ModuleUnits, target: Unit) -> list[int]:
     return lines
 
 
-def _in_spec_terms(message: str, wrapper: str, spec_file: str, lines: list[int]) -> str:
-    """``SysmoDef3.tla:6:11: ...`` -> ``Spec.tla:15:11: ...``: point at the line the author wrote."""
-
-    def moved(match: re.Match[str]) -> str:
-        line = int(match.group(1))
-        original = lines[line - 1] if 0 < line <= len(lines) and lines[line - 1] else None
-        return f"{spec_file}:{original}" if original else match.group(0)
-
-    return re.sub(rf"\b{re.escape(wrapper)}\.tla:(\d+)", moved, message)
-
-
 # ------------------------------------------------------------------------------------------- checking
 
 
@@ -484,7 +474,8 @@ def score(
             name=d.name or "?",
             line=d.line,
             outcome=verdicts[n].outcome,
-            message=_in_spec_terms(verdicts[n].message, n, spec.main_file, _source_lines(units, d)),
+            message=LineMap(generated=n, source_file=spec.main_file, lines=_source_lines(units, d),
+                            text=modules[n].splitlines()).rewrite(verdicts[n].message),
             action=is_action(d),
         )
         for n, d in zip(names, definitions, strict=True)

@@ -1,0 +1,65 @@
+"""The report's plots: colour-blind-safe colours with a marker and line style per group (distinct past 10
+groups), labels that do not overlap, identical curves drawn once and named together, captions that say what
+is plotted (in report.md and report.html, not file names)."""
+
+from __future__ import annotations
+
+import itertools
+
+import matplotlib
+import matplotlib.figure
+import pandas as pd
+
+from sysmo.evals.plot_style import OKABE_ITO, style
+from sysmo.evals.report import plot_cost, plot_rounds
+
+
+def _capture(draw) -> dict:
+    """What ``draw`` put on its figure's first axes, read just before it is saved."""
+    seen: dict = {}
+    original = matplotlib.figure.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()
+        seen["boxes"] = [t.get_window_extent(renderer) for t in ax.texts]
+        seen["labels"] = [t.get_text() for t in ax.texts]
+        seen["legend"] = [t.get_text() for t in ax.get_legend().get_texts()]
+        seen["lines"] = ax.get_lines()
+        seen["title"] = ax.get_title()
+        return original(fig, *args, **kwargs)
+
+    matplotlib.figure.Figure.savefig = keep
+    try:
+        seen["plots"] = draw()
+    finally:
+        matplotlib.figure.Figure.savefig = original
+    return seen
+
+
+def test_groups_past_the_palette_stay_distinct_in_colour_and_marker() -> None:
+    looks = [style(n) for n in range(28)]
+    assert {look.color for look in looks} <= set(OKABE_ITO)
+    assert len({(look.color, look.marker) for look in looks}) == 28
+    assert len({look.marker for look in looks[:10]}) == 10
+
+
+def test_cost_labels_of_a_crowd_of_nearby_points_do_not_overlap(tmp_path) -> None:
+    summary = pd.DataFrame([{"agent": f"agent{n}", "model": "m", "kind": "tla", "cost $": 0.10 + 0.002 * n,
+                             "pass@1": 0.50 + 0.01 * (n % 4)} for n in range(12)])
+    seen = _capture(lambda: plot_cost(summary, tmp_path))
+    assert sorted(seen["labels"], key=int) == [str(n) for n in range(1, 13)]
+    for a, b in itertools.combinations(seen["boxes"], 2):
+        assert not a.overlaps(b), (a, b)
+    assert "pass@1 against cost" in seen["title"]
+    assert "incl. cached at list price" in seen["plots"][0].caption
+
+
+def test_identical_rounds_curves_are_one_line_named_together(tmp_path) -> None:
+    curves = pd.DataFrame([{"agent": a, "model": "m", "round": r, "passed_share": share}
+                           for a, shares in (("a", (0.2, 0.6)), ("b", (0.2, 0.6)), ("c", (0.1, 0.3)))
+                           for r, share in enumerate(shares)])
+    seen = _capture(lambda: plot_rounds(curves, tmp_path))
+    assert len(seen["lines"]) == 2
+    assert seen["legend"] == ["a / m = b / m", "c / m"]
+    assert "share of attempts passed by each round" in seen["title"]
