@@ -39,7 +39,7 @@ def digest(text: str) -> str:
     if found is None:
         found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         with _digests_lock:
-            if len(_digests) > 20_000:  # bounded: a long run sees many distinct replies
+            if len(_digests) >= 1024:  # bounded (memory flat in the attempts): a long run sees many distinct replies
                 _digests.clear()
             _digests[text] = found
     return found
