@@ -283,8 +283,7 @@ def main() -> None:
     if args.floor:
         FLOOR_MS.append(graph_floor())
         print(f"LangGraph alone (baseline): {FLOOR_MS[0]:.3f} ms CPU per attempt's graph (base_modeling's nodes "
-              f"returning a "
-              f"recorded attempt's updates, every step checkpointed)")
+              f"returning a recorded attempt's updates, every step checkpointed)")
     outcomes: dict[str, list[tuple]] = {}
     with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
         for executor in args.executors.split(","):
