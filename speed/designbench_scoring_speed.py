@@ -23,7 +23,8 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "benchmarks"
+DEFAULT_DATA = Path(os.environ.get("SYSMO_DATA_DIR") or os.environ.get("SYSMO_TEST_DATA_DIR")
+                    or Path(__file__).resolve().parents[2] / "shared" / "benchmarks")
 TARGET_S = 180.0  # all 10,872 predictions, 2 cores, idle
 
 

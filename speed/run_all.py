@@ -8,8 +8,9 @@ carries the 1-minute load average before and after its script, and the script's 
 same run) where it has one: figures swing several times with the load of a shared machine, ratios much less.
 Scripts marked heavy (a Ray cluster, the TLA+ cascade of a gold spec, sandbox start-ups per command) run only
 with ``--heavy`` or ``--only``. Writes ``<out>/speed-<UTC date>.json`` and ``.md`` (default out: the current
-folder); ``--docs`` also appends the rows to ``docs/measurements-history.csv`` and rewrites the latest table and
-the history in ``docs/measurements.md`` (between its ``<!-- latest -->`` / ``<!-- history -->`` markers).
+folder); ``--docs`` also appends the rows to ``docs/measurements-history.csv`` and rewrites, from it, the latest
+table (each figure's most recent row, so a run of some scripts updates theirs) and the history in
+``docs/measurements.md`` (between its ``<!-- latest -->`` / ``<!-- history -->`` markers).
 A figure its script did not print (it failed or changed its output) is a row with no value and the script's
 exit code, never a guess.
 """
@@ -181,6 +182,20 @@ def markdown(rows: list[Row], date: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def latest_table(path: Path) -> str:
+    """Each figure's most recent measurement in the history (a run of some scripts updates only theirs)."""
+    with path.open(encoding="utf-8") as f:
+        latest = {r["figure"]: r for r in csv.DictReader(f)}  # in file order: the last row of a figure wins
+    lines = ["| measured | figure | value | target | met? | load before / after | baseline (same run) |",
+             "|---|---|---|---|---|---|---|"]
+    for r in latest.values():
+        value = f"{r['value']} {r['unit']}" if r["value"] else "not printed"
+        met = {"yes": "yes", "no": "**no**"}.get(r["met"], "")
+        lines.append(f"| {r['date']} | {r['figure']} | {value} | {r['target']} | {met} | {r['load_before']} / "
+                     f"{r['load_after']} | {r['baseline']} |")
+    return "\n".join(lines) + "\n"
+
+
 def history_table(path: Path) -> str:
     with path.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
@@ -199,7 +214,7 @@ def replace_between(text: str, marker: str, body: str) -> str:
     return head + start + "\n" + body + end + rest.split(end, 1)[1]
 
 
-def update_docs(rows: list[Row], date: str, table: str) -> None:
+def update_docs(rows: list[Row], date: str) -> None:
     history = DOCS / "measurements-history.csv"
     new = not history.exists()
     with history.open("a", encoding="utf-8", newline="") as f:
@@ -212,7 +227,7 @@ def update_docs(rows: list[Row], date: str, table: str) -> None:
                              "load_before": f"{r.load_before:.1f}", "load_after": f"{r.load_after:.1f}",
                              "baseline": r.baseline})
     page = DOCS / "measurements.md"
-    text = replace_between(page.read_text(encoding="utf-8"), "latest", table)
+    text = replace_between(page.read_text(encoding="utf-8"), "latest", latest_table(history))
     page.write_text(replace_between(text, "history", history_table(history)), encoding="utf-8")
 
 
@@ -253,7 +268,7 @@ def main() -> None:
     (args.out / f"speed-{stamp}.md").write_text(table, encoding="utf-8")
     print("\n" + table)
     if args.docs:
-        update_docs(rows, date, table)
+        update_docs(rows, date)
         print(f"updated {DOCS / 'measurements.md'} and {DOCS / 'measurements-history.csv'}")
 
 
