@@ -17,6 +17,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Callable, Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ def digest(text: str) -> str:
     if found is None:
         found = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
         with _digests_lock:
-            if len(_digests) >= 1024:  # bounded (memory flat in the attempts): a long run sees many distinct replies
+            if len(_digests) >= 1024:  # bounded (memory flat in the attempts): many distinct replies
                 _digests.clear()
             _digests[text] = found
     return found
@@ -118,7 +119,7 @@ class TextsSerializer(JsonPlusSerializer):
             if self.path is None:
                 raise KeyError(f"checkpoint text {key} is not known here: load the step with a TextsSerializer "
                                f"of its checkpoint file")
-            with sqlite3.connect(f"file:{self.path}?mode=ro", uri=True) as conn:
+            with closing(sqlite3.connect(str(self.path))) as conn:
                 row = conn.execute("SELECT text FROM texts WHERE digest = ?", (key,)).fetchone()
             if row is None:
                 raise KeyError(f"checkpoint text {key} is missing from {self.path}: the file is incomplete")
