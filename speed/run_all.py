@@ -199,10 +199,11 @@ def latest_table(path: Path) -> str:
 def history_table(path: Path) -> str:
     with path.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f))
-    lines = ["| date | figure | value | target | met? | load |", "|---|---|---|---|---|---|"]
+    lines = ["| date | figure | value | target | met? | load | baseline (same run) |", "|---|---|---|---|---|---|---|"]
     for r in reversed(rows):
-        lines.append(f"| {r['date']} | {r['figure']} | {r['value']} {r['unit']} | {r['target']} | {r['met']} "
-                     f"| {r['load_before']} / {r['load_after']} |")
+        value = f"{r['value']} {r['unit']}" if r["value"] else "not printed"
+        lines.append(f"| {r['date']} | {r['figure']} | {value} | {r['target']} | {r['met']} "
+                     f"| {r['load_before']} / {r['load_after']} | {r['baseline']} |")
     return "\n".join(lines) + "\n"
 
 
@@ -226,6 +227,10 @@ def update_docs(rows: list[Row], date: str) -> None:
                              "unit": r.unit, "target": r.target, "met": {True: "yes", False: "no", None: ""}[r.met],
                              "load_before": f"{r.load_before:.1f}", "load_after": f"{r.load_after:.1f}",
                              "baseline": r.baseline})
+    render_docs(history)
+
+
+def render_docs(history: Path) -> None:
     page = DOCS / "measurements.md"
     text = replace_between(page.read_text(encoding="utf-8"), "latest", latest_table(history))
     page.write_text(replace_between(text, "history", history_table(history)), encoding="utf-8")
@@ -238,7 +243,12 @@ def main() -> None:
     parser.add_argument("--heavy", action="store_true", help="also the heavy scripts")
     parser.add_argument("--out", type=Path, default=Path("."), help="folder for the JSON, the table and the logs")
     parser.add_argument("--docs", action="store_true", help="update docs/measurements.md and its history CSV")
+    parser.add_argument("--render-docs", action="store_true",
+                        help="only rewrite docs/measurements.md's tables from its history CSV (no script runs)")
     args = parser.parse_args()
+    if args.render_docs:
+        render_docs(DOCS / "measurements-history.csv")
+        return
     unknown = set(args.only) - {s.name for s in SCRIPTS}
     if unknown:
         parser.error(f"unknown script(s): {', '.join(sorted(unknown))}")
