@@ -36,16 +36,47 @@ COMMANDS: list[tuple[str, str]] = [
     ("sysmo.cli.tools", "register"),  # sysmo check
     ("sysmo.cli.view", "register"),
 ]
+# the module that defines each top-level command or group: ``sysmo check ...`` imports only its own module, so
+# a command starts without importing every layer (tests/test_cli_startup.py keeps this in step with COMMANDS)
+COMMAND_MODULES: dict[str, str] = {
+    "tools": "sysmo.cli.tools", "tasks": "sysmo.cli.benchmarks",
+    "attempt": "sysmo.cli.agents", "agents": "sysmo.cli.agents",
+    "run": "sysmo.cli.runner", "trace": "sysmo.cli.runner", "replay": "sysmo.cli.runner",
+    "fork": "sysmo.cli.runner", "report": "sysmo.cli.runner",
+    "compare": "sysmo.cli.reproduce", "check-transitions": "sysmo.cli.reproduce",
+    "reproduce": "sysmo.cli.reproduce",
+    "check": "sysmo.cli.tools",
+    "view": "sysmo.cli.view",
+}
 
 
-def _wire() -> None:
-    """Add the commands to ``app`` (once: ``main`` may run several times in one process, e.g. in tests)."""
-    if app.registered_commands or app.registered_groups:
-        return
+_WIRED: set[tuple[str, str]] = set()  # (module, attribute) already added to ``app``
+
+
+def _wire(command: str | None = None) -> None:
+    """Add the commands to ``app``, each module's once (``main`` may run several times in one process, e.g. in
+    tests); given the command line's first word, only the module that defines that command (the others are not
+    imported)."""
+    only = COMMAND_MODULES.get(command or "")
     for module_name, attr, name, help_text in COMMAND_GROUPS:
-        app.add_typer(getattr(importlib.import_module(module_name), attr), name=name, help=help_text)
+        if only in (None, module_name) and (module_name, attr) not in _WIRED:
+            _WIRED.add((module_name, attr))
+            app.add_typer(getattr(importlib.import_module(module_name), attr), name=name, help=help_text)
     for module_name, attr in COMMANDS:
-        getattr(importlib.import_module(module_name), attr)(app)
+        if only in (None, module_name) and (module_name, attr) not in _WIRED:
+            _WIRED.add((module_name, attr))
+            getattr(importlib.import_module(module_name), attr)(app)
+
+
+def _first_word(argv: list[str]) -> str | None:
+    """The command named on the command line (the first word that is not a root option or its value)."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 @app.callback()
@@ -59,7 +90,7 @@ def _root(
 
 def main() -> None:
     """Entry point: run the app; a user-caused error prints one clear line, never a stack trace."""
-    _wire()
+    _wire(_first_word(sys.argv[1:]))
     try:
         code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of exiting
     except SysmoError as exc:

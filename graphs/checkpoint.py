@@ -3,7 +3,8 @@
 An attempt's steps are checkpointed in memory while it runs (``StepRecorder``, a ``BaseCheckpointSaver`` of its
 own, serialising each checkpoint and write as it comes) and written to SQLite when it ends (also when it
 fails), through LangGraph's own ``SqliteSaver.put`` / ``put_writes``: ``SqliteSaver`` (and ``history``) read
-them back, and an agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
+them back given a ``TextsSerializer`` (long texts are stored once per file, ``graphs.checkpoint_texts``), and an
+agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
 runs with ``ainvoke``) resumes or forks from any of them. Only the savers' public interface is used (``put``,
 ``put_writes``, ``delete_thread``, ``list``, a serializer given to the saver, the ``Checkpoint`` fields), never
 their SQL. The values are serialised once: the saver that writes them is given a serializer that hands back
@@ -23,9 +24,9 @@ from __future__ import annotations
 import inspect
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,7 @@ from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
+from sysmo.graphs.checkpoint_texts import TEXTS_TABLE, TextsSerializer, write_texts
 from sysmo.sqlite_setup import WrittenKeys, set_up_shared
 
 
@@ -57,6 +59,7 @@ class _Put:
     metadata: CheckpointMetadata
     checkpoint_id: str
     new_versions: ChannelVersions  # what a saver that stores channels apart (InMemorySaver) needs
+    texts: dict[str, str] = field(default_factory=dict)  # long texts first seen here (graphs.checkpoint_texts)
 
 
 @dataclass
@@ -65,6 +68,27 @@ class _PutWrites:
     writes: list[tuple[str, tuple[str, bytes]]]  # (channel, serialised value)
     task_id: str
     task_path: str
+    texts: dict[str, str] = field(default_factory=dict)  # long texts first seen here (graphs.checkpoint_texts)
+
+
+class _RecordedTexts(Mapping[str, str]):
+    """The long texts of a recorder's calls (each call carries those it introduced, so they travel with the
+    calls, e.g. from a Ray worker to the driver)."""
+
+    def __init__(self, recorder: StepRecorder) -> None:
+        self.recorder = recorder
+
+    def __getitem__(self, key: str) -> str:
+        for call in self.recorder.calls:
+            if key in call.texts:
+                return call.texts[key]
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter({key for call in self.recorder.calls for key in call.texts})
+
+    def __len__(self) -> int:
+        return len(set(self))
 
 
 class _InMemorySaver(BaseCheckpointSaver[str]):
@@ -100,6 +124,10 @@ class StepRecorder(_InMemorySaver):
         # and a recorder is made per attempt); the class's default is LangGraph's (typed) JsonPlusSerializer
         self.destination = destination
         self.calls: list[_Put | _PutWrites] = []  # in the order LangGraph made them
+        # long texts of the recorded values are swapped out (into ``_found``, then onto the call that holds them)
+        # and stored once in the file (graphs.checkpoint_texts)
+        self._found: dict[str, str] = {}
+        self.serde = TextsSerializer(collect=self._found, texts=_RecordedTexts(self))
 
     @property
     def steps(self) -> int:
@@ -118,17 +146,30 @@ class StepRecorder(_InMemorySaver):
     def put(self, config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata,
             new_versions: ChannelVersions) -> RunnableConfig:
         configurable = config["configurable"]
-        self.calls.append(_Put({"configurable": dict(configurable)}, self.serde.dumps_typed(checkpoint), metadata,
-                               checkpoint["id"], dict(new_versions)))
+        typed = self.serde.dumps_typed(checkpoint)
+        self.calls.append(_Put({"configurable": dict(configurable)}, typed, metadata, checkpoint["id"],
+                               dict(new_versions), self._take_found()))
         return {"configurable": {"thread_id": configurable["thread_id"],
                                  "checkpoint_ns": configurable.get("checkpoint_ns", ""),
                                  "checkpoint_id": checkpoint["id"]}}
 
     def put_writes(self, config: RunnableConfig, writes: Sequence[tuple[str, Any]], task_id: str,
                    task_path: str = "") -> None:
-        self.calls.append(_PutWrites({"configurable": dict(config["configurable"])},
-                                     [(channel, self.serde.dumps_typed(value)) for channel, value in writes],
-                                     task_id, task_path))
+        typed = [(channel, self.serde.dumps_typed(value)) for channel, value in writes]
+        self.calls.append(_PutWrites({"configurable": dict(config["configurable"])}, typed, task_id, task_path,
+                                     self._take_found()))
+
+    def _take_found(self) -> dict[str, str]:
+        if not self._found:
+            return {}
+        found = dict(self._found)
+        self._found.clear()
+        return found
+
+    @property
+    def texts(self) -> dict[str, str]:
+        """The long texts the recorded calls refer to (digest -> text)."""
+        return dict(_RecordedTexts(self).items())
 
 
     def replay_into(self, saver: BaseCheckpointSaver) -> None:
@@ -308,10 +349,15 @@ class CheckpointStore:
         self._conn.execute("PRAGMA busy_timeout=30000")
         # the recorded bytes are written as they are (serialised once, when the step was recorded)
         self._saver = SqliteSaver(self._conn, serde=AlreadySerialised())
-        set_up_shared(self._conn, self._saver.setup)  # LangGraph's tables (its WAL switch: a no-op)
+        set_up_shared(self._conn, self._create_tables)
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
         self._write_lock = threading.Lock()
+
+    def _create_tables(self) -> None:
+        self._saver.setup()  # LangGraph's tables (its WAL switch: a no-op)
+        self._conn.execute(TEXTS_TABLE)  # the steps' long texts, each once (checkpoint_texts)
+        self._conn.commit()
 
     def recorder(self) -> StepRecorder:
         """A recorder for one attempt's steps, to ``save`` here when the attempt ends."""
@@ -332,6 +378,8 @@ class CheckpointStore:
                     if self._written.may_hold(thread_id) or thread_id in batch:
                         self._saver.delete_thread(thread_id)
                     batch.add(thread_id)
+                    for call in steps.calls:
+                        write_texts(self._conn, call.texts)
                     steps.replay_into(self._saver)
             self._written.add(batch)
         return sum(steps.steps for steps, _ in items)
@@ -374,7 +422,8 @@ def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     last one)."""
     conn = sqlite3.connect(str(path), check_same_thread=False)
     try:
-        tuples = list(SqliteSaver(conn).list({"configurable": {"thread_id": thread_id}}))
+        saver = SqliteSaver(conn, serde=TextsSerializer(path=path))
+        tuples = list(saver.list({"configurable": {"thread_id": thread_id}}))
     finally:
         conn.close()
     by_id = {t.checkpoint["id"]: t for t in tuples}

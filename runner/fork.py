@@ -32,6 +32,7 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.attempt import Attempt
 from sysmo.errors import ConfigError, SysmoError
 from sysmo.graphs.checkpoint import FORK_COPY, UPDATE_STATE, CheckpointStep, history
+from sysmo.graphs.checkpoint_texts import TextsSerializer
 from sysmo.graphs.repair import Feedback
 from sysmo.log import get_logger
 from sysmo.runner.units import WorkUnit
@@ -238,6 +239,7 @@ async def _fork_point(db: Path, spec: Any, ctx: Any, parent_id: str, checkpoint_
     from sysmo.agents.run import compiled_graph
 
     async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+        saver.serde = TextsSerializer(path=db)  # the steps' long texts are stored once in the file
         graph = compiled_graph(spec, ctx).copy({"checkpointer": saver})
         async for snapshot in graph.aget_state_history({"configurable": {"thread_id": parent_id}}):
             if snapshot.config["configurable"]["checkpoint_id"] == checkpoint_id:
@@ -255,6 +257,7 @@ def _fork_graph_run(db: Path, point: Any, step: CheckpointStep, update: dict[str
 
     async def run(spec: Any, ctx: Any, config: dict[str, Any]) -> dict[str, Any]:
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            saver.serde = TextsSerializer(path=db)  # the steps' long texts are stored once in the file
             graph = compiled_graph(spec, ctx).copy({"checkpointer": saver})
             at = await _copy_steps(saver, point.config, ctx.attempt_id)
             values = dict(point.values)

@@ -310,6 +310,7 @@ def test_an_attempt_can_be_forked_from_a_stored_step(server: FakeOpenAI, tmp_pat
 
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
     from sysmo.agents.control_script import broken_artifact
+    from sysmo.graphs.checkpoint_texts import TextsSerializer
     from sysmo.agents.run import compiled_graph
 
     task = text_task(TaskKind.ARCHITECTURE)
@@ -328,6 +329,7 @@ def test_an_attempt_can_be_forked_from_a_stored_step(server: FakeOpenAI, tmp_pat
 
     async def fork_and_run() -> dict:
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            saver.serde = TextsSerializer(path=db)  # the file stores each long text once
             graph = compiled_graph(get_agent("base_modeling"), ctx).copy({"checkpointer": saver})
             fork = {"configurable": {"thread_id": "f1", "checkpoint_id": before_round_1.checkpoint_id}}
             return await graph.ainvoke(None, fork, context=ctx)

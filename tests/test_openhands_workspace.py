@@ -276,6 +276,7 @@ def test_a_fork_from_a_checkpoint_puts_the_workspace_back_as_it_was_at_that_step
     from sysmo.agents.registry import get_agent
     from sysmo.agents.run import compiled_graph
     from sysmo.graphs.checkpoint import history
+    from sysmo.graphs.checkpoint_texts import TextsSerializer
 
     task = text_task(TaskKind.ARCHITECTURE)
     reference = task.references.model.main_text
@@ -296,6 +297,7 @@ def test_a_fork_from_a_checkpoint_puts_the_workspace_back_as_it_was_at_that_step
 
     async def fork() -> dict:
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            saver.serde = TextsSerializer(path=db)  # the file stores each long text once
             graph = compiled_graph(get_agent("openhands"), ctx).copy({"checkpointer": saver})
             config = {"configurable": {"thread_id": "fork1", "checkpoint_id": after_first_check.checkpoint_id}}
             return await graph.ainvoke(None, config, context=ctx)

@@ -31,9 +31,8 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
-import zmq
-from jupyter_client import BlockingKernelClient
-from jupyter_client.connect import write_connection_file
+from typing import TYPE_CHECKING
+
 from pydantic import BaseModel, Field
 
 from sysmo.contracts.check import Diagnostic
@@ -54,6 +53,9 @@ from sysmo.sandbox.local import bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
 from sysmo.sandbox.server import ToolServer
 from sysmo.tools.install import opensysml_kernel
+
+if TYPE_CHECKING:  # jupyter_client and zmq are imported when a kernel starts (a second of start-up otherwise)
+    from jupyter_client import BlockingKernelClient
 
 log = get_logger(__name__)
 
@@ -153,6 +155,9 @@ class OpenSysMLKernel(ToolServer):
         return cmd + [BINARY_INSIDE, *kernel[1:]]
 
     def _start(self) -> subprocess.Popen:
+        from jupyter_client import BlockingKernelClient
+        from jupyter_client.connect import write_connection_file
+
         self.level = confinement_level() if self.confine else "none"
         if self.level == "none" and self.confine:
             require_confinement("the OpenSysML kernel")
@@ -232,6 +237,8 @@ class OpenSysMLKernel(ToolServer):
     # ------------------------------------------------------------------ requests
     def _execute(self, code: str, timeout_s: float) -> KernelReply:
         """Send one cell and gather its output; ``timeout``/``crashed`` instead of waiting forever."""
+        import zmq  # a client exists, so jupyter_client (and zmq with it) is imported already
+
         client = self.client
         if client is None:
             return KernelReply(status="crashed", error="kernel not started")
