@@ -598,7 +598,8 @@ def _short_header(column: str) -> str:
     if column in SHORT_HEADERS:
         return SHORT_HEADERS[column]
     column = column.replace(" after repair", "").replace(" single-shot (OODEval)", " 1-shot")
-    return column.replace("best-of-n ", "best ").split(" (")[0]
+    column = column.replace("best-of-n ", "best ").split(" (")[0]
+    return " ".join(part.rsplit(".", 1)[-1] for part in column.split(" "))  # a sub-metric by its own name
 
 
 def skipped_stages(store: Store, experiment_id: str) -> dict[tuple[str, str], str]:
@@ -790,7 +791,8 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
     skipped = skipped_stages(store, experiment_id)
     every = attempts_frame(store, experiment_id)
     frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not every.empty else every
-    frame = _without_unscored(frame, skipped, scored_stages(store, experiment_id))
+    scored = scored_stages(store, experiment_id)
+    frame = _without_unscored(frame, skipped, scored)
     summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
     boards = leaderboards(summary, frame)
     kinds = dict(zip(frame["id"], frame["kind"])) if not frame.empty else {}
@@ -800,7 +802,10 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
             unscored.setdefault(str(kinds[attempt_id]), {}).setdefault(stage, why)
     paired, paired_note = paired_tables(frame, config)
     rows = attempt_rows(store, experiment_id) if rows is None else rows
-    plots = plots_of(store.path.parent)
+    never = {stage for stages in unscored.values() for stage in stages} - {stage for _, stage in scored}
+    # a plot of a stage no attempt was scored on would draw zeros: left out (the notes say why)
+    plots = [p for p in plots_of(store.path.parent)
+             if not any(p.name.endswith(f"_{stage}.png") for stage in never)]
     return ReportView(boards=[_board(kind, table, unscored.get(kind, {}), experiment_id) for kind, table in boards.items()],
                       metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
                       notes=report_notes(store, experiment_id, {"scoring_provenance": scoring_provenance(store, experiment_id)}), plots=plots,
