@@ -4,10 +4,10 @@ Run: python speed/view_speed.py [--attempts 504] [--repeat 5] [--keep DIR]
 
 The experiment is made by ``build_experiment`` (also the fixture of tests/test_view_browser.py): a real
 ``run_experiment`` of ``base_modeling`` with the offline ``reference`` and ``mockllm/control`` models on six starter
-tasks (three class diagrams, three SysML v2), every LangGraph step checkpointed, scored by the real cascades with
-the score cache (each distinct final artifact is scored once, by PlantUML and OpenSysML) and no judge (SysMEval is
-"not scored"); only the repair loop's tool check is a fake, deterministic by the artifact's hash, so that about a
-third of the artifacts fail and are repaired. ``sysmo report`` then writes its plots.
+tasks (three class diagrams, three architectures), one repair round at most, every LangGraph step checkpointed,
+scored by the real cascades with the score cache (each distinct final artifact is scored once, by PlantUML) and no
+judge (the architecture's judge stage is "not scored"); only the repair loop's tool check is a fake, deterministic
+by the artifact's hash, so that about a third of the artifacts fail and are repaired. ``sysmo report`` then writes its plots.
 
 Prints the machine's load average, then per page (experiments, attempts, attempts as CSV, report, one attempt,
 compare) the median server time of ``--repeat`` requests through Starlette's test client, and its ratio to the
@@ -54,7 +54,7 @@ def build_experiment(output: Path, attempts: int = 504, experiment_id: str = "wi
 
     samples = -(-attempts // (len(STARTER_TASKS) * len(MODELS)))
     config = ExperimentConfig(id=experiment_id, output_dir=output, agents=["base_modeling"], models=list(MODELS),
-                              tasks=TaskSelection(ids=list(STARTER_TASKS)), samples=samples, concurrency=8, checkpoints="steps",
+                              tasks=TaskSelection(ids=list(STARTER_TASKS)), samples=samples, concurrency=8, checkpoints="steps", max_rounds=[1],
                               scoring={"embedding": "token", "similarity": "token", "text.bertscore": False})
     real = checkers.check_artifact
     checkers.check_artifact = hashed_check
