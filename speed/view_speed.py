@@ -10,9 +10,10 @@ judge (the architecture's judge stage is "not scored"); only the repair loop's t
 by the artifact's hash, so that about a third of the artifacts fail and are repaired. ``sysmo report`` then writes its plots.
 
 Prints the machine's load average, then per page (experiments, attempts, attempts as CSV, report, one attempt,
-compare) the median server time of ``--repeat`` requests through Starlette's test client, and its ratio to the
+compare) the time of its first request (imports, and the app's cache of this state of the store filled) and the
+median server time of ``--repeat`` requests after it through Starlette's test client, each with its ratio to the
 baseline: the median time of the store query that lists the experiment's attempts (the least any page does).
-Target: every page under 1 s at 500 attempts.
+Target: every page under 1 s at 500 attempts once the app has seen the store.
 """
 
 from __future__ import annotations
@@ -99,7 +100,8 @@ def measure(runs: Path, experiment_id: str, repeat: int) -> dict[str, float]:
         def get(url: str = url) -> None:
             response = client.get(url)
             assert response.status_code == 200, (url, response.status_code)
-        get()  # the first request warms imports and the plots' listing
+        # the first request imports what the page needs and fills the app's cache of this state of the store
+        out[f"{name} (first request)"] = _median_s(get, 1)
         out[name] = _median_s(get, repeat)
     return out
 
@@ -121,8 +123,9 @@ def main() -> None:
     print(f"sysmo view, server time per page (median of {args.repeat}); load average "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     for name, seconds in figures.items():
-        verdict = "" if name.startswith("baseline") else ("  target met" if seconds < TARGET_S else "  NOT met (< 1 s)")
-        print(f"  {name:32s} {1000 * seconds:8.1f} ms  x{seconds / baseline:6.1f} baseline{verdict}")
+        verdict = "" if name.startswith("baseline") or name.endswith("(first request)") else (
+            "  target met" if seconds < TARGET_S else "  NOT met (< 1 s)")
+        print(f"  {name:40s} {1000 * seconds:8.1f} ms  x{seconds / baseline:6.1f} baseline{verdict}")
 
 
 if __name__ == "__main__":

@@ -173,7 +173,7 @@ def test_attempts_page_pages_searches_and_fits(tabs, server, screenshots, size):
     dash = tab.page.locator("#attempts td.not-scored").first
     assert dash.inner_text() == "—" and dash.get_attribute("title").startswith("not scored:")
     assert tab.sideways_scroll() == 0
-    tab.page.screenshot(path=str(screenshots / f"attempts_{size}.png"), full_page=size == "phone")
+    tab.page.screenshot(path=str(screenshots / f"attempts_{size}.png"))
     # a search over task, prompt, reply and diagnostics: the hash rule's diagnostic text
     tab.page.fill("#search", "library_loans")
     tab.page.press("#search", "Enter")
@@ -231,6 +231,12 @@ def test_report_page_compares_with_plots_paired_tests_and_fits(tabs, server, scr
     assert tab.page.locator("#notes details").count() == 1  # the notes folded below
     assert tab.sideways_scroll() == 0
     tab.page.screenshot(path=str(screenshots / f"report_{size}.png"), full_page=True)
+    tab.page.evaluate("window.scrollTo(0, 0)")
+    tab.page.screenshot(path=str(screenshots / f"report_{size}_top.png"))
+    # the leaderboard's secondary columns on request, still inside its own box
+    tab.page.locator("button.toggle-columns").first.click()
+    assert tab.page.locator("#board-architecture th.extra").first.is_visible()
+    assert tab.sideways_scroll() == 0
 
 
 def test_report_images_load_and_numbers_link_to_their_attempts(tabs, server):

@@ -56,7 +56,8 @@ class StoreCache:
         for name in (gather.STORE_FILE, gather.STORE_FILE + "-wal"):
             path = directory / name
             stat = path.stat() if path.exists() else None
-            out.append((stat.st_size, stat.st_mtime_ns) if stat else None)
+            # an empty log is what any reader's open makes (a fresh mtime each time): it holds no change
+            out.append((stat.st_size, stat.st_mtime_ns) if stat and stat.st_size else None)
         return tuple(out)
 
     def get(self, directory: Path, name: str, compute: Any) -> Any:
@@ -150,10 +151,10 @@ def create_app(runs_dir: Path) -> Starlette:
             raise HTTPException(404, f"no plot {name!r} in experiment {experiment_id!r}")
         return FileResponse(directory / "report" / "plots" / name, media_type="image/png")
 
-    def _attempt(experiment_id: str, attempt_id: str):
+    def _attempt(experiment_id: str, attempt_id: str, full: bool = True):
         store = store_of(experiment_id)
         try:
-            view = gather.attempt_view(store, attempt_id, rows_of(store, experiment_id))
+            view = gather.attempt_view(store, attempt_id, rows_of(store, experiment_id), full=full)
         except SysmoError as exc:
             raise HTTPException(404, str(exc)) from exc
         finally:
@@ -176,7 +177,7 @@ def create_app(runs_dir: Path) -> Starlette:
         left, right = request.query_params.get("a"), request.query_params.get("b")
         if not left or not right:
             raise HTTPException(400, "compare needs two attempts: ?a=ID&b=ID")
-        a, b = _attempt(experiment_id, left), _attempt(experiment_id, right)
+        a, b = _attempt(experiment_id, left, full=False), _attempt(experiment_id, right, full=False)
         if a.row.task_id != b.row.task_id:
             raise HTTPException(400, f"{a.row.id} is of task {a.row.task_id} and {b.row.id} of task {b.row.task_id}: "
                                      "only attempts of one task compare (their rounds and final models line up); "

@@ -535,13 +535,15 @@ def outcome_of(row: AttemptRow, attempt: Attempt, stages: list[StageView]) -> Ou
     return Outcome(status=row.status, headline=headline, reason=problem or "", anchor="")
 
 
-def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = None) -> AttemptView:
+def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = None, full: bool = True) -> AttemptView:
+    """One attempt's page; ``full=False`` leaves out what the compare page does not show (the graph, checkpoint
+    states, listings and diffs per round, the event stream's model calls, the run's settings)."""
     attempt = store.attempt(attempt_id)
     experiment_id = store.query("SELECT experiment_id FROM attempts WHERE id=?", (attempt.id,))[0]["experiment_id"]
     all_rows = attempt_rows(store, experiment_id) if rows is None else rows
     row = next(r for r in all_rows if r.id == attempt.id)
     card = store.scorecard(attempt.id)
-    states = checkpoint_states(attempt, store.path.parent)
+    states = checkpoint_states(attempt, store.path.parent) if full else {}
     steps = [GraphStepView(**s.model_dump(), state=states.get(s.checkpoint_id, ""))
              for s in graph_steps(attempt, store.path.parent)]
     # a step belongs to the round its state was in when the step ran (the round index it started from)
@@ -560,19 +562,20 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
             llm_calls=[LlmCallView(role=c.role, purpose=c.purpose, model=c.model, prompt_tokens=c.prompt_tokens,
                                    completion_tokens=c.completion_tokens, cost_usd=c.cost_usd, latency_s=c.latency_s,
                                    cached=c.cached) for c in rnd.llm_calls],
-            check=_check_view(rnd), listings=listings(rnd), diffs=side_by_side(previous, rnd.artifact),
+            check=_check_view(rnd), listings=listings(rnd) if full else [],
+            diffs=side_by_side(previous, rnd.artifact) if full else [],
             extraction_error=rnd.extraction_error, extraction_notes=rnd.extraction_notes, error=rnd.error,
             graph_steps=[s for s in steps if s.node and step_round.get(s.checkpoint_id) == rnd.index]))
         previous = rnd.artifact or previous
     from sysmo.view.graph_svg import agent_graph
 
     stages = [stage_view(s) for s in card.stages] if card else []
+    forks = set(store.forks_of(attempt.id))  # once: not once per row of the experiment
     return AttemptView(
         outcome=outcome_of(row, attempt, stages), times=time_splits(store, attempt),
-        settings=settings_lines(experiment_settings(store, experiment_id)),
+        settings=settings_lines(experiment_settings(store, experiment_id)) if full else [],
         graph=agent_graph(attempt.agent, [s.node for s in steps if s.node and s.source != "fork"
-                                          and s.node not in ("update_state", "fork")]) if steps else
-        agent_graph(attempt.agent, []),
+                                          and s.node not in ("update_state", "fork")]) if full else None,
         row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, arm=attempt.arm_label,
         seed=attempt.seed, time_limit_s=attempt.time_limit_s, started_at=attempt.started_at,
         checkpoint_db=attempt.checkpoint_db, rounds=rounds, timeline=_timeline(rounds, steps, attempt), graph_steps=steps,
@@ -580,11 +583,11 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",
         final_files=dict(attempt.final_artifact.files) if attempt.final_artifact else {},
         siblings=[r for r in all_rows if r.task_id == attempt.task_id and r.id != attempt.id],
-        model_calls=model_calls(store, attempt.id),
+        model_calls=model_calls(store, attempt.id) if full else [],
         fork=ForkView(parent_attempt_id=attempt.parent_attempt_id, forked_at=attempt.forked_at,
                       forked_at_step=attempt.forked_at_step, inherited_rounds=attempt.inherited_rounds,
                       changes=attempt.fork_changes) if attempt.parent_attempt_id else None,
-        forks=[r for r in all_rows if r.id in set(store.forks_of(attempt.id))])
+        forks=[r for r in all_rows if r.id in forks])
 
 
 # ---------------------------------------------------------------------------------------------- report
@@ -710,8 +713,12 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
         best = min(values) if col in LOWER_IS_BETTER else max(values)
         for cells in rows:
             cells[j].best = cells[j].value == best
-    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c)) for c in columns],
-                       rows=rows)
+    def extra(col: str) -> bool:
+        k = col.split("@", 1)[1].split(" ")[0] if "@" in col else "1"
+        return k != "1" or "." in col.split(" (")[0] or col.startswith("best-of-n")
+
+    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c))
+                                           for c in columns], rows=rows)
 
 
 PLOT_CAPTIONS = {

@@ -338,6 +338,7 @@ class BoardCell(BaseModel):
 class BoardColumn(BaseModel):
     name: str  # the short header shown
     title: str  # the full header and what it measures (on hover)
+    extra: bool = False  # shown on request ("every column"): pass@k beyond 1, sub-metrics, best-of-n
 
 
 class Leaderboard(BaseModel):

@@ -19,6 +19,14 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
+  for (const toggle of document.querySelectorAll("button.toggle-columns")) {
+    toggle.addEventListener("click", () => {  // a leaderboard's secondary columns (pass@k, sub-metrics) on request
+      const table = document.getElementById(toggle.dataset.table);
+      const compact = table.classList.toggle("compact");
+      toggle.setAttribute("aria-pressed", String(!compact));
+    });
+  }
+
   const picks = [...document.querySelectorAll("input.pick")];
   const button = document.getElementById("compare-button");
   const why = document.getElementById("compare-why");
