@@ -228,3 +228,26 @@ def test_favicon_and_progress(client):
     assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
     progress = client.get("/progress.json").json()["exp"]
     assert (progress["attempts"], progress["passed"], progress["errors"]) == (4, 1, 2)
+
+
+def test_attempt_page_opens_with_why_it_failed_and_splits_round_time(client):
+    view = client.get("/e/exp/a/aa04/json").json()
+    assert view["outcome"]["headline"] == "failed at stage syntax"
+    assert view["outcome"]["reason"] == "m.puml:2: body of A is not closed"  # the user's file and line
+    assert view["outcome"]["anchor"] == "round-0-check"
+    assert [(t["round_index"], t["kind"]) for t in view["times"]] == [(0, "generate")]
+    html = client.get("/e/exp/a/aa04").text
+    assert html.index('id="outcome"') < html.index('id="attempt-header"')  # the answer first
+
+
+def test_graph_drawing_highlights_the_path_taken():
+    from sysmo.view.graph_svg import draw
+
+    nodes = ["__start__", "first_request", "generate", "check", "__end__"]
+    edges = [("__start__", "first_request"), ("first_request", "generate"), ("generate", "check"),
+             ("check", "generate"), ("check", "__end__")]
+    svg = draw(nodes, edges, ["first_request", "generate", "check", "generate", "check"])
+    assert svg.startswith("<svg") and svg.count('class="node visited"') == 5  # start and end with the three nodes
+    assert "generate ×2" in svg and "check ×2" in svg
+    assert svg.count('class="edge taken"') == 5  # every edge of the path, the loop back included
+    assert draw(nodes, edges, []).count("visited") == 0

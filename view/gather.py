@@ -15,7 +15,6 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterable
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from sysmo.contracts.arms import ARM_FACTORS, expand_arms, factor_values, short_
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import SysmoError
 from sysmo.evals.error_kinds import error_kind
-from sysmo.contracts.scorecard import ScoreCard, StageResult
+from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.tables import experiment_settings, settings_lines
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
 from sysmo.contracts.attempt import Attempt, Round
@@ -295,9 +294,14 @@ def side_by_side(before: Artifact | None, after: Artifact | None) -> list[FileDi
     """Each file that changed between two rounds' artifacts, as aligned left/right rows."""
     if after is None or before is None:
         return []
+    return files_diff(before.files, after.files)
+
+
+def files_diff(before: dict[str, str], after: dict[str, str]) -> list[FileDiff]:
+    """Each file that differs between two sets of files, as aligned left/right rows (difflib's opcodes)."""
     out = []
-    for name in sorted(set(before.files) | set(after.files)):
-        a, b = before.files.get(name, "").splitlines(), after.files.get(name, "").splitlines()
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name, "").splitlines(), after.get(name, "").splitlines()
         if a == b:
             continue
         rows: list[DiffRow] = []
@@ -829,11 +833,7 @@ def aligned_rounds(a: AttemptView, b: AttemptView) -> list[tuple[RoundView | Non
 
 def final_diff(a: AttemptView, b: AttemptView) -> list[FileDiff]:
     """The two final models, file by file, as a side-by-side diff (difflib)."""
-    if not a.final_files and not b.final_files:
-        return []
-    left = Artifact(language="plantuml", files=a.final_files)
-    right = Artifact(language="plantuml", files=b.final_files)
-    return side_by_side(left, right)
+    return files_diff(a.final_files, b.final_files)
 
 
 def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
