@@ -174,6 +174,9 @@ def test_attempts_page_pages_searches_and_fits(tabs, server, screenshots, size):
     assert dash.inner_text() == "—" and dash.get_attribute("title").startswith("not scored:")
     assert tab.sideways_scroll() == 0
     tab.page.screenshot(path=str(screenshots / f"attempts_{size}.png"))
+    tab.page.locator("#attempts-heading").scroll_into_view_if_needed()
+    tab.page.evaluate("document.getElementById('attempts-heading').scrollIntoView()")
+    tab.page.screenshot(path=str(screenshots / f"attempts_{size}_table.png"))
     # a search over task, prompt, reply and diagnostics: the hash rule's diagnostic text
     tab.page.fill("#search", "library_loans")
     tab.page.press("#search", "Enter")
