@@ -9,7 +9,10 @@ from html import escape
 
 import networkx as nx
 
+from sysmo.log import get_logger
 from sysmo.view.models import GraphDrawing
+
+log = get_logger(__name__)
 
 START, END = "__start__", "__end__"
 ROW_H, NODE_H, GAP_X, CHAR_W, PAD_X = 64, 30, 24, 7.2, 14
@@ -95,7 +98,8 @@ def agent_graph(agent: str, path: list[str]) -> GraphDrawing | None:
     """The agent's graph (the variant whose nodes cover most of ``path``) with ``path`` highlighted."""
     try:
         variants = _variants(agent)
-    except Exception:  # noqa: BLE001 - an agent whose graph cannot be built here still has a page
+    except Exception as exc:  # noqa: BLE001 - an agent whose graph cannot be built here still has a page
+        log.warning("view.agent_graph_unavailable", agent=agent, error=f"{type(exc).__name__}: {exc}")
         return None
     if not variants:
         return None
