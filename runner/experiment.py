@@ -112,7 +112,8 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     (directory / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False))
     store = Store(directory / "results.sqlite")
     # the models whose spend counts as $0 are part of the record: the report and `sysmo view` say so beside costs
-    environment = {**environment_record(), "unpriced_models": sorted(unpriced)}
+    environment = {**environment_record(), "unpriced_models": sorted(unpriced),
+                   "planned_attempts": len(units)}  # `sysmo view` shows done of planned while it runs
     store.save_experiment(experiment_id, config.model_dump(mode="json"), environment, config.is_control)
     done = store.scored_attempt_ids(experiment_id) if config.score else store.finished_attempt_ids(experiment_id)
     pending = [u for u in units if u.attempt_id not in done]

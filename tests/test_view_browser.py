@@ -1,13 +1,18 @@
-"""``sysmo view`` in a real browser: headless Chromium (Debian's package) driven by Playwright over a control
-experiment made here with ``sysmo run`` (two starter tasks, the reference and mockllm/control providers).
+"""``sysmo view`` in a real browser: headless Chromium (Debian's package) driven by Playwright, at 1440x900 and at a
+390x844 phone, over an experiment of 504 attempts made once for the module by ``speed/view_speed.py``'s
+``build_experiment`` (a real ``run_experiment`` of the offline ``reference`` and ``mockllm/control`` models on
+three class-diagram and three architecture starter tasks, scored by the real cascades once per distinct artifact,
+no judge, then ``sysmo report``'s plots; only the repair loop's check is a hash rule).
 
-One experiment and one ``sysmo view`` server for the module. Screenshots of every page go to
-``$SYSMO_SCREENSHOTS_DIR``, else ``.ci/artifacts/screenshots/`` under CI (kept as CI artefacts), else the test's
-temporary folder; the folder is printed.
+One experiment and one ``sysmo view`` server for the module. No page may scroll sideways and no page may log a
+console error. Screenshots of every page go to ``$SYSMO_SCREENSHOTS_DIR``, else ``.ci/artifacts/screenshots/``
+under CI (kept as CI artefacts), else the test's temporary folder; the folder is printed.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import os
 import socket
 import subprocess
@@ -17,13 +22,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from sysmo_cli import run_sysmo
 
-pytestmark = pytest.mark.slow  # a sysmo run over real PlantUML and OpenSysML, then a browser
+pytestmark = pytest.mark.slow  # a 504-attempt run with PlantUML scoring, then a browser
 
 CHROMIUM = Path(os.environ.get("SYSMO_CHROMIUM", "/usr/bin/chromium"))
-TASKS = "starter/uml_class/library_loans,starter/sysml/electric_kettle"
 REPO = Path(__file__).resolve().parents[1]
+WIDTHS = {"wide": {"width": 1440, "height": 900}, "phone": {"width": 390, "height": 844}}
 
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed: pip install -e '.[view-test]'")
@@ -52,17 +56,21 @@ def screenshots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    """A control experiment: 2 tasks x 1 agent x (reference, mockllm/control) x 1 sample."""
+    from sysmo.config import settings
+    from sysmo.speed.view_speed import build_experiment
+
     root = tmp_path_factory.mktemp("view")
-    # every stage scored, names compared by their tokens: the run does not import torch to load MiniLM and
-    # BERTScore (the pages show whatever scores there are; the embeddings are tested on their own). `sysmo run`'s
-    # own code, in this process: no interpreter start of its own
-    settings = root / "light-scoring.yaml"
-    settings.write_text("scoring:\n  embedding: token\n  similarity: token\n  text.bertscore: false\n")
-    done = run_sysmo("run", str(settings), "--ids", TASKS, "--agent", "base_modeling", "--model", "reference",
-                     "--model", "mockllm/control", "--samples", "1", "--no-progress", "--no-report", "--id", "ctl",
-                     "-o", str(root / "runs"), env={"SYSMO_HOME": str(root / "home")})
-    assert done.code == 0, done.output
+    saved = os.environ.get("SYSMO_HOME")
+    os.environ["SYSMO_HOME"] = str(root / "home")
+    settings.cache_clear()
+    try:
+        build_experiment(root / "runs", attempts=504, experiment_id="wide")
+    finally:
+        if saved is None:
+            os.environ.pop("SYSMO_HOME", None)
+        else:
+            os.environ["SYSMO_HOME"] = saved
+        settings.cache_clear()
     return root / "runs"
 
 
@@ -72,10 +80,10 @@ def server(runs):
     proc = subprocess.Popen([sys.executable, "-m", "sysmo.cli", "view", str(runs), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 60
     while True:
         try:
-            urllib.request.urlopen(url + "/", timeout=2)
+            urllib.request.urlopen(url + "/", timeout=30)
             break
         except OSError:
             if proc.poll() is not None or time.monotonic() > deadline:
@@ -88,118 +96,230 @@ def server(runs):
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser(server):
     with playwright_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
-        yield page
+        yield browser
         browser.close()
 
 
-def test_experiments_page_lists_the_control_with_its_counts(page, server, screenshots):
-    page.goto(server + "/")
-    row = page.locator("#experiments tbody tr").filter(has_text="ctl")
-    assert row.count() == 1
+class Tab:
+    """A page at one size that records every console error and uncaught exception."""
+
+    def __init__(self, browser, size: dict[str, int]) -> None:
+        self.page = browser.new_page(viewport=size, accept_downloads=True)
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(f"{self.page.url}: {m.text}") if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"{self.page.url}: {e}"))
+
+    def open(self, url: str):
+        response = self.page.goto(url, timeout=90_000)
+        self.page.wait_for_load_state("load")
+        return response
+
+    def sideways_scroll(self) -> int:
+        """How far the page scrolls sideways (0 when it fits its window)."""
+        return self.page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+
+
+@pytest.fixture(scope="module")
+def tabs(browser):
+    made = {name: Tab(browser, size) for name, size in WIDTHS.items()}
+    yield made
+    for tab in made.values():
+        tab.page.close()
+
+
+@pytest.fixture(scope="module")
+def ids(runs) -> dict[str, list[str]]:
+    """Attempt ids by (kind): two failed mockllm/control attempts of one task, and one of another task."""
+    import sqlite3
+
+    with sqlite3.connect(runs / "wide" / "results.sqlite") as conn:
+        rows = conn.execute("SELECT id, task_id FROM attempts WHERE model='mockllm/control' AND status='failed' "
+                            "ORDER BY task_id, sample_index").fetchall()
+    first = [i for i, t in rows if t == rows[0][1]][:2]
+    other = next(i for i, t in rows if t != rows[0][1])
+    return {"same_task": first, "other_task": [other]}
+
+
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_experiments_page_fits_and_shows_rate_progress_and_isolation(tabs, server, screenshots, size):
+    tab = tabs[size]
+    tab.open(server + "/")
+    row = tab.page.locator("#experiments tbody tr[data-experiment=wide]")
     text = row.inner_text()
     assert "CONTROL" in text and "finished" in text
-    assert row.locator("td").nth(3).inner_text() == "4"  # attempts
-    page.screenshot(path=str(screenshots / "experiments.png"), full_page=True)
-    row.get_by_role("link", name="ctl").click()
-    page.wait_for_url(server + "/e/ctl")
-    assert page.locator("#attempts tbody tr").count() == 4
+    assert row.locator('[data-field="done"]').inner_text() == "504 / 504"
+    assert row.locator('[data-field="pass_rate"]').inner_text().endswith("%")
+    badge = row.locator(".badge")
+    assert badge.inner_text() and badge.get_attribute("title")  # the full isolation text on hover
+    assert tab.sideways_scroll() == 0
+    icon = tab.page.request.get(server + "/favicon.ico")
+    assert icon.ok and "svg" in icon.headers["content-type"]
+    tab.page.screenshot(path=str(screenshots / f"experiments_{size}.png"), full_page=True)
 
 
-def test_a_filter_narrows_the_attempt_table_and_lands_in_the_url(page, server, screenshots):
-    page.goto(server + "/e/ctl")
-    page.select_option("select[name=model]", "mockllm/control")  # submits on change
-    page.wait_for_url("**model=mockllm%2Fcontrol**")
-    rows = page.locator("#attempts tbody tr")
-    assert rows.count() == 2
-    assert all("mockllm/control" in rows.nth(i).inner_text() for i in range(2))
-    assert page.locator("#shown-count").inner_text() == "2 of 4"
-    page.screenshot(path=str(screenshots / "attempts_filtered.png"), full_page=True)
-    # sorting by rounds, descending: the mock (2 rounds) first
-    page.goto(server + "/e/ctl?sort=rounds&desc=1")
-    first = page.locator("#attempts tbody tr").first.inner_text()
-    assert "mockllm/control" in first
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_attempts_page_pages_searches_and_fits(tabs, server, screenshots, size):
+    tab = tabs[size]
+    tab.open(server + "/e/wide")
+    assert tab.page.locator("#shown-count").inner_text() == "504 of 504"
+    assert tab.page.locator("#attempts tbody tr").count() == 50  # one page
+    assert "page 1 of 11" in tab.page.locator("#page-of").inner_text()
+    headers = tab.page.locator("#attempts thead th.stage-col").all_inner_texts()
+    assert {"syntax", "clue", "validity", "structure", "judge"} <= {h.strip() for h in headers}
+    # "—" with the reason on hover for the judge, which no attempt was scored on
+    dash = tab.page.locator("#attempts td.not-scored").first
+    assert dash.inner_text() == "—" and dash.get_attribute("title").startswith("not scored:")
+    assert tab.sideways_scroll() == 0
+    tab.page.screenshot(path=str(screenshots / f"attempts_{size}.png"))
+    tab.page.locator("#attempts-heading").scroll_into_view_if_needed()
+    tab.page.evaluate("document.getElementById('attempts-heading').scrollIntoView()")
+    tab.page.screenshot(path=str(screenshots / f"attempts_{size}_table.png"))
+    # a search over task, prompt, reply and diagnostics: the hash rule's diagnostic text
+    tab.page.fill("#search", "library_loans")
+    tab.page.press("#search", "Enter")
+    tab.page.wait_for_url("**q=library_loans**")
+    assert tab.page.locator("#shown-count").inner_text() == "84 of 504"
+    assert all("library_loans" in t for t in tab.page.locator("#attempts td.task").all_inner_texts())
+    tab.page.goto(server + "/e/wide?q=hash+rule&model=mockllm%2Fcontrol")
+    matched = int(tab.page.locator("#shown-count").inner_text().split(" of ")[0])
+    assert 0 < matched < 252
+    assert tab.sideways_scroll() == 0
 
 
-def test_summary_counts_link_to_the_attempts_behind_them(page, server):
-    page.goto(server + "/e/ctl")
-    row = page.locator("#summary tbody tr").filter(has_text="reference").filter(has_text="uml_class")
-    row.locator("td").nth(4).get_by_role("link").click()  # "passed" count
+def test_csv_export_is_the_filtered_view(tabs, server):
+    tab = tabs["wide"]
+    tab.open(server + "/e/wide?q=library_loans&status=failed")
+    shown = int(tab.page.locator("#shown-count").inner_text().split(" of ")[0])
+    with tab.page.expect_download() as download:
+        tab.page.locator("#csv-link").click()
+    rows = list(csv.DictReader(io.StringIO(Path(download.value.path()).read_text())))
+    assert len(rows) == shown > 0
+    assert {r["status"] for r in rows} == {"failed"} and all("library_loans" in r["task_id"] for r in rows)
+    assert "score.judge" in rows[0] and "score.clue" in rows[0]
+    assert all(r["score.judge"] == "" for r in rows)  # not scored: empty, never 0
+
+
+def test_sorting_and_filtering_are_query_parameters(tabs, server):
+    page = tabs["wide"].page
+    tabs["wide"].open(server + "/e/wide")
+    page.select_option("select[name=model]", "reference")  # submits on change
+    page.wait_for_url("**model=reference**")
+    assert page.locator("#shown-count").inner_text() == "252 of 504"
+    page.goto(server + "/e/wide?sort=rounds&desc=1")
+    rounds = page.locator("#attempts tbody tr").first.locator("td").nth(6).inner_text()
+    assert rounds == "2"  # the most rounds first: the first answer and its repair
+
+
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_report_page_compares_with_plots_paired_tests_and_fits(tabs, server, screenshots, size):
+    tab = tabs[size]
+    tab.open(server + "/e/wide/report")
+    assert tab.page.locator("table.leaderboard").count() == 2  # architecture and uml_class, each its own columns
+    assert tab.page.locator("table.leaderboard td.best").count() >= 2  # the best of each column marked
+    assert tab.page.locator("table.leaderboard svg.ci").count() >= 4  # CIs drawn as bars
+    judge = tab.page.locator("#board-architecture td.not-scored")
+    assert judge.count() == 2 and judge.first.inner_text() == "—"
+    assert "no judge model" in judge.first.get_attribute("title")
+    plots = tab.page.locator("#plots figure.plot img")
+    assert plots.count() >= 5
+    captions = tab.page.locator("#plots figcaption").all_inner_texts()
+    assert all(not c.endswith(".png") for c in captions) and any("agent (rows)" in c for c in captions)
+    assert not any("judge" in c for c in captions)  # no plot of a stage never scored
+    paired = tab.page.locator("table.paired")
+    assert paired.count() == 2 and "mockllm/control vs reference" in paired.first.inner_text()
+    assert tab.page.locator("#task-matrix a.sq").count() == 504  # every sample, per task and agent / model
+    assert tab.page.locator("#notes details").count() == 1  # the notes folded below
+    assert tab.sideways_scroll() == 0
+    tab.page.screenshot(path=str(screenshots / f"report_{size}.png"), full_page=True)
+    tab.page.evaluate("window.scrollTo(0, 0)")
+    tab.page.screenshot(path=str(screenshots / f"report_{size}_top.png"))
+    # the leaderboard's secondary columns on request, still inside its own box
+    tab.page.locator("button.toggle-columns").first.click()
+    assert tab.page.locator("#board-architecture th.extra").first.is_visible()
+    assert tab.sideways_scroll() == 0
+
+
+def test_report_images_load_and_numbers_link_to_their_attempts(tabs, server):
+    page = tabs["wide"].page
+    tabs["wide"].open(server + "/e/wide/report")
+    for img in page.locator("#plots img").all():
+        img.scroll_into_view_if_needed()
+    page.wait_for_function("[...document.querySelectorAll('#plots img')].every(i => i.complete && i.naturalWidth > 0)")
+    row = page.locator("#board-uml_class tbody tr").filter(has_text="mockllm/control")
+    row.locator("td").nth(4).get_by_role("link").click()  # pass@1 of base_modeling / mockllm/control on uml_class
     page.wait_for_url("**status=passed**")
-    rows = page.locator("#attempts tbody tr")
-    assert rows.count() == 1
-    assert "library_loans" in rows.first.inner_text() and "reference" in rows.first.inner_text()
+    assert int(page.locator("#shown-count").inner_text().split(" of ")[0]) > 0
+    assert all("mockllm/control" in t for t in page.locator("#attempts tbody tr").all_inner_texts())
 
 
-def test_report_numbers_link_to_their_attempts(page, server, screenshots):
-    page.goto(server + "/e/ctl")
-    page.locator("#report-link").click()
-    page.wait_for_url("**/e/ctl/report")
-    assert page.locator("table.leaderboard").count() == 2  # sysml and uml_class, each with its own columns
-    assert "clue" in page.locator("#board-uml_class thead").inner_text()
-    assert "clue" not in page.locator("#board-sysml thead").inner_text()
-    assert page.locator("#metric-lines li").count() >= 4
-    page.screenshot(path=str(screenshots / "report.png"), full_page=True)
-    row = page.locator("#board-sysml tbody tr").filter(has_text="mockllm/control")
-    row.locator("td").nth(4).get_by_role("link").click()  # pass@1 of base_modeling / mockllm/control on sysml
-    page.wait_for_url("**status=passed**")
-    rows = page.locator("#attempts tbody tr")
-    assert rows.count() == 1
-    assert "electric_kettle" in rows.first.inner_text() and "mockllm/control" in rows.first.inner_text()
+@pytest.mark.parametrize("size", list(WIDTHS))
+def test_attempt_page_says_why_first_and_draws_the_graph(tabs, server, screenshots, ids, size):
+    tab = tabs[size]
+    attempt_id = ids["same_task"][0]
+    tab.open(server + f"/e/wide/a/{attempt_id}")
+    outcome = tab.page.locator("#outcome")
+    assert outcome.is_visible() and outcome.bounding_box()["y"] < 300  # at the top
+    assert "rejected by the fixture's hash rule" in outcome.inner_text() and ".puml:2" in outcome.inner_text()
+    times = tab.page.locator("#time-split tbody tr")
+    assert times.count() == 2 and "repair" in times.nth(1).inner_text()
+    graph = tab.page.locator("#agent-graph svg.agent-graph")
+    visited = {g.get_attribute("data-node") for g in graph.locator("g.node.visited").all()}
+    assert {"first_request", "generate", "check"} <= visited
+    assert graph.locator("path.edge.taken").count() >= 4
+    assert tab.page.locator("#run-settings").count() == 1
+    state = tab.page.locator("#graph-steps details.state").nth(3)  # after first_request: the state has a round
+    state.locator("summary").click()
+    assert '"round_index"' in state.locator("pre").inner_text()
+    assert tab.sideways_scroll() == 0
+    tab.page.screenshot(path=str(screenshots / f"attempt_{size}.png"))
+    if size == "wide":
+        tab.page.screenshot(path=str(screenshots / "attempt_full.png"), full_page=True)
+        assert tab.page.locator("#round-1 table.sbs tr.d-replace, #round-1 table.sbs tr.d-insert, "
+                                "#round-1 table.sbs tr.d-delete").count() + tab.page.locator("#round-0 tr.diag").count() >= 1
+        tab.page.locator("#timeline a").filter(has_text="hashed-check").first.click()
+        assert tab.page.url.endswith("#round-0-check")
 
 
-def test_attempt_page_shows_rounds_diff_diagnostics_scores_and_checkpoints(page, server, screenshots):
-    page.goto(server + "/e/ctl?model=mockllm%2Fcontrol&kind=uml_class")
-    link = page.locator("a.attempt-link").first
-    attempt_id = link.inner_text()
-    link.click()
-    page.wait_for_url(f"**/a/{attempt_id}")
-    assert page.locator("#attempt-id").inner_text() == attempt_id  # the full id, never cut
-    assert page.locator("section.round").count() == 2  # the scripted mistake, then its repair
-    # round 0: PlantUML's diagnostic sits under the line it names; round 1: a side-by-side diff
-    assert page.locator("#round-0 tr.diag").count() >= 1
-    assert page.locator("#round-1 table.sbs tr.d-replace, #round-1 table.sbs tr.d-insert").count() >= 1
-    timeline = page.locator("#timeline").inner_text()
-    assert "LLM CALL" in timeline.upper() and "TOOL CHECK" in timeline.upper() and "GRAPH STEP" in timeline.upper()
-    assert page.locator("#graph-steps tbody tr").count() >= 4
-    assert page.locator("table.scores tbody tr").filter(has_text="clue").count() == 1
-    page.screenshot(path=str(screenshots / "attempt.png"))
-    page.screenshot(path=str(screenshots / "attempt_full.png"), full_page=True)
-    # a timeline entry jumps to the tool check it names
-    page.locator("#timeline a").filter(has_text="plantuml").first.click()
-    assert page.url.endswith("#round-0-check")
-
-
-def test_compare_page_from_the_attempt_table(page, server, screenshots):
-    page.goto(server + "/e/ctl?kind=sysml")
-    picks = page.locator("input.pick")
-    assert picks.count() == 2
-    assert page.locator("#compare-button").is_disabled()
-    picks.nth(0).check()
-    picks.nth(1).check()
-    page.locator("#compare-button").click()
+def test_compare_only_within_one_task_with_rounds_aligned_and_final_models_diffed(tabs, server, screenshots, ids):
+    page = tabs["wide"].page
+    a, b = ids["same_task"]
+    other = ids["other_task"][0]
+    tabs["wide"].open(server + "/e/wide?sort=task_id&status=failed&model=mockllm%2Fcontrol")
+    button = page.locator("#compare-button")
+    assert button.is_disabled()
+    page.locator(f"input.pick[value='{a}']").check()
+    if page.locator(f"input.pick[value='{other}']").count():
+        page.locator(f"input.pick[value='{other}']").check()
+        assert button.is_disabled() and "different tasks" in page.locator("#compare-why").inner_text()
+        page.locator(f"input.pick[value='{other}']").uncheck()
+    page.locator(f"input.pick[value='{b}']").check()
+    assert button.is_enabled()
+    assert page.locator("#compare-bar").evaluate("e => getComputedStyle(e).position") == "sticky"
+    button.click()
     page.wait_for_url("**/compare?**")
-    sides = page.locator("section.side")
-    assert sides.count() == 2
-    headings = [sides.nth(i).locator("h2").first.inner_text() for i in range(2)]
-    assert sorted(h.split(" / ")[1] for h in headings) == ["mockllm/control", "reference"]
-    assert "different tasks" not in page.content()
+    assert page.locator("section.side").count() == 2
+    assert page.locator("#aligned-rounds tbody tr").count() == 2  # round 0 beside round 0, 1 beside 1
+    assert page.locator("#final-diff, #final-same").count() >= 1
+    assert tabs["wide"].sideways_scroll() == 0
     page.screenshot(path=str(screenshots / "compare.png"), full_page=True)
-    # a link from the compare page leads back to one attempt
-    sides.nth(0).locator("h2 a").click()
-    page.wait_for_url("**/a/**")
-    assert page.locator("#attempt-header").count() == 1
+    refused = page.goto(server + f"/e/wide/compare?a={a}&b={other}")
+    assert refused.status == 400 and "only attempts of one task compare" in page.locator("#error-detail").inner_text()
 
 
-def test_an_unknown_attempt_is_a_404_page(page, server):
-    response = page.goto(server + "/e/ctl/a/0123456789abcdef")
+def test_an_unknown_attempt_is_a_404_page(tabs, server):
+    page = tabs["wide"].page
+    response = page.goto(server + "/e/wide/a/0123456789abcdef")
     assert response is not None and response.status == 404
     assert "no attempt" in page.locator("#error-detail").inner_text()
 
 
-def test_screenshots_were_written(screenshots):
+def test_no_console_errors_and_screenshots_were_written(tabs, screenshots):
+    # the error pages above answer 400 and 404 on purpose: Chromium logs those loads, nothing else may appear
+    errors = [e for tab in tabs.values() for e in tab.errors if "status of 40" not in e]
+    assert errors == []
     names = {p.name for p in screenshots.glob("*.png")}
-    assert {"experiments.png", "attempts_filtered.png", "report.png", "attempt.png", "compare.png"} <= names
+    assert {"experiments_wide.png", "attempts_wide.png", "report_wide.png", "report_phone.png", "attempt_wide.png",
+            "compare.png"} <= names

@@ -194,3 +194,60 @@ def test_attempt_page_lists_every_model_call_of_the_event_stream_with_prompt_and
                      ("score", "judge", "rubric", "Grade this diagram.", "Score: 4/5")]
     html = TestClient(create_app(tmp_path)).get("/e/exp/a/bb01").text
     assert "Model calls, every role and stage (3)" in html and "Analyse the requirements." in html
+
+
+def test_a_stage_not_scored_is_a_dash_with_its_reason_never_a_zero(client):
+    html = client.get("/e/exp").text
+    assert 'title="not scored: no judge model">—</td>' in html  # aa01's judge
+    assert 'title="not scored: syntax failed (the cascade stopped' in html  # aa04's clue, gated
+    csv_text = client.get("/e/exp/attempts.csv", params={"task": "starter/uml_class/t1"}).text
+    header, *lines = csv_text.strip().splitlines()
+    judge = header.split(",").index("score.judge")
+    aa01 = next(line.split(",") for line in lines if line.startswith("aa01,"))
+    assert aa01[judge] == "" and aa01[header.split(",").index("score.clue")] == "0.5"
+    attempt = client.get("/e/exp/a/aa01").text
+    assert 'title="not scored: no judge model">—</td>' in attempt and "0.000 skipped" not in attempt
+
+
+def test_search_reaches_prompts_and_the_csv_follows_the_filters(client):
+    html = client.get("/e/exp", params={"q": "fix: body of a"}).text  # round 1's prompt of aa01, any case
+    assert ">aa01<" in html and ">aa04<" not in html and 'id="shown-count">1 of 4' in html
+    assert 'href="/e/exp/attempts.csv?q=fix%3A+body+of+a"' in html
+    assert client.get("/e/exp/attempts.csv", params={"q": "RateLimitError"}).text.count("\n") == 2  # header + aa03
+
+
+def test_compare_refuses_two_tasks_and_aligns_one_tasks_rounds(client):
+    refused = client.get("/e/exp/compare", params={"a": "aa01", "b": "aa04"})
+    assert refused.status_code == 400 and "only attempts of one task compare" in refused.text
+    html = client.get("/e/exp/compare", params={"a": "aa01", "b": "aa02"}).text
+    assert 'id="aligned-1"' in html and "no such round" in html  # aa02 errored before any round
+
+
+def test_favicon_and_progress(client):
+    icon = client.get("/favicon.ico")
+    assert icon.status_code == 200 and icon.headers["content-type"].startswith("image/svg+xml")
+    progress = client.get("/progress.json").json()["exp"]
+    assert (progress["attempts"], progress["passed"], progress["errors"]) == (4, 1, 2)
+
+
+def test_attempt_page_opens_with_why_it_failed_and_splits_round_time(client):
+    view = client.get("/e/exp/a/aa04/json").json()
+    assert view["outcome"]["headline"] == "failed at stage syntax"
+    assert view["outcome"]["reason"] == "m.puml:2: body of A is not closed"  # the user's file and line
+    assert view["outcome"]["anchor"] == "round-0-check"
+    assert [(t["round_index"], t["kind"]) for t in view["times"]] == [(0, "generate")]
+    html = client.get("/e/exp/a/aa04").text
+    assert html.index('id="outcome"') < html.index('id="attempt-header"')  # the answer first
+
+
+def test_graph_drawing_highlights_the_path_taken():
+    from sysmo.view.graph_svg import draw
+
+    nodes = ["__start__", "first_request", "generate", "check", "__end__"]
+    edges = [("__start__", "first_request"), ("first_request", "generate"), ("generate", "check"),
+             ("check", "generate"), ("check", "__end__")]
+    svg = draw(nodes, edges, ["first_request", "generate", "check", "generate", "check"])
+    assert svg.startswith("<svg") and svg.count('class="node visited"') == 5  # start and end with the three nodes
+    assert "generate ×2" in svg and "check ×2" in svg
+    assert svg.count('class="edge taken"') == 5  # every edge of the path, the loop back included
+    assert draw(nodes, edges, []).count("visited") == 0

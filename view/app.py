@@ -5,26 +5,34 @@ Every route is a GET; pages are server-rendered HTML with one local stylesheet a
 vanilla JavaScript (no build step, nothing fetched from the internet).
 
 Pages:
-- ``/``: the experiments (status, counts, errors by kind, cost, CONTROL/REPLAY/LIVE label, isolation);
+- ``/``: the experiments (status, done of planned, pass rate, errors by kind, cost, CONTROL/REPLAY/LIVE label,
+  isolation); running ones refresh from ``/progress.json`` without a reload;
 - ``/e/{experiment}``: per (agent, model, kind) counts linking to the attempts behind them, then the attempt
-  table, filtered and sorted by query parameters (``agent``, ``model``, ``kind``, ``task``, ``status``,
-  ``failed_stage``, ``error_kind``, ``sort``, ``desc``);
-- ``/e/{experiment}/a/{attempt}``: one attempt's timeline, rounds, diffs, diagnostics, scores, checkpoints;
-  ``.../json`` gives the same view model as JSON;
-- ``/e/{experiment}/compare?a=ID&b=ID``: two attempts side by side;
-- ``/e/{experiment}/report``: the report's leaderboards per task kind, every number a link to its attempts.
+  table with a score column per stage, filtered, searched (``q``), sorted and paged by query parameters
+  (``agent``, ``model``, ``kind``, ``task``, ``status``, ``failed_stage``, ``error_kind``, ``q``, ``sort``,
+  ``desc``, ``page``); ``/e/{experiment}/attempts.csv`` is the filtered table as CSV;
+- ``/e/{experiment}/a/{attempt}``: one attempt: its outcome and first failing diagnostic, time per round split
+  into model / tool / queue, the run's settings, the agent's graph with the steps taken, timeline, rounds,
+  diffs, diagnostics, scores, the state at each checkpoint; ``.../json`` gives the same view model as JSON;
+- ``/e/{experiment}/compare?a=ID&b=ID``: two attempts of one task, round beside round, and a diff of their
+  final models;
+- ``/e/{experiment}/report``: the comparison page: leaderboards per task kind (every number a link to its
+  attempts, CIs as bars, the best marked), the report's plots (``/e/{experiment}/plots/{file}``), the paired
+  tests and a task x agent / model matrix of every sample.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -35,11 +43,44 @@ from sysmo.view.models import FILTER_FIELDS, SORT_FIELDS, AttemptFilters
 STATIC_DIR = Path(__file__).parent / "static"
 
 
+class StoreCache:
+    """Values computed from an experiment's store, kept while its files are unchanged (size and mtime of
+    results.sqlite and its write-ahead log): the report's bootstrap CIs and paired tests are computed once per
+    state of the store, not once per page view."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, str], tuple[tuple[Any, ...], Any]] = {}
+
+    @staticmethod
+    def stamp(directory: Path) -> tuple[Any, ...]:
+        out = []
+        for name in (gather.STORE_FILE, gather.STORE_FILE + "-wal"):
+            path = directory / name
+            stat = path.stat() if path.exists() else None
+            # an empty log is what any reader's open makes (a fresh mtime each time): it holds no change
+            out.append((stat.st_size, stat.st_mtime_ns) if stat and stat.st_size else None)
+        return tuple(out)
+
+    def get(self, directory: Path, name: str, compute: Any) -> Any:
+        key, stamp = (str(directory), name), self.stamp(directory)
+        with self._lock:
+            kept = self._values.get(key)
+        if kept is not None and kept[0] == stamp:
+            return kept[1]
+        value = compute()
+        with self._lock:
+            self._values[key] = (stamp, value)
+        return value
+
+
 def _templates() -> Environment:
     env = Environment(loader=PackageLoader("sysmo.view", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["money"] = lambda v: f"${v:.4f}"
     env.filters["num"] = lambda v, d=3: "" if v is None else f"{v:.{d}f}"
     env.globals["urlencode"] = lambda d: urlencode({k: v for k, v in d.items() if v not in ("", None, False)})
+    env.filters["score"] = lambda v: "—" if v is None else f"{v:.3f}"
+    env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     return env
 
 
@@ -56,28 +97,66 @@ def create_app(runs_dir: Path) -> Starlette:
         except SysmoError as exc:
             raise HTTPException(404, str(exc)) from exc
 
+    cache = StoreCache()
+
+    def rows_of(store, experiment_id: str) -> list:
+        return cache.get(store.path.parent, "rows", lambda: gather.attempt_rows(store, experiment_id))
+
+    def summary_of(store, experiment_id: str):
+        return cache.get(store.path.parent, "summary",
+                         lambda: gather.experiment_summary(store, experiment_id, rows_of(store, experiment_id)))
+
     async def experiments_page(request: Request) -> Response:
-        return render("experiments.html", experiments=gather.experiments(runs_dir))
+        return render("experiments.html", experiments=gather.experiments(runs_dir, summary_of))
+
+    async def progress_json(request: Request) -> Response:
+        return JSONResponse(gather.progress(runs_dir))
+
+    async def favicon(request: Request) -> Response:
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+    def _filtered(request: Request, experiment_id: str):
+        params = {k: v for k, v in request.query_params.items() if k in (*FILTER_FIELDS, "q", "sort", "desc", "page")}
+        try:
+            page = max(1, int(params.get("page") or 1))
+        except ValueError:
+            page = 1
+        filters = AttemptFilters.model_validate({**params, "desc": params.get("desc") in ("1", "true"), "page": page})
+        store = store_of(experiment_id)
+        try:
+            summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)
+            found = gather.search_ids(store, experiment_id, filters.q.strip()) if filters.q.strip() else None
+        finally:
+            store.close()
+        return summary, rows, filters, gather.apply_filters(rows, filters, found)
 
     async def attempts_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
-        store = store_of(experiment_id)
-        try:
-            summary = gather.experiment_summary(store, experiment_id)
-            rows = gather.attempt_rows(store, experiment_id)
-        finally:
-            store.close()
-        params = {k: v for k, v in request.query_params.items() if k in (*FILTER_FIELDS, "sort", "desc")}
-        filters = AttemptFilters.model_validate({**params, "desc": params.get("desc") in ("1", "true")})
-        shown = gather.apply_filters(rows, filters)
-        return render("attempts.html", experiment=summary, rows=shown, total=len(rows),
+        summary, rows, filters, shown = _filtered(request, experiment_id)
+        page_rows, pages = gather.page_of(shown, filters.page)
+        return render("attempts.html", experiment=summary, rows=page_rows, matched=len(shown), total=len(rows),
+                      page=min(filters.page, pages), pages=pages, stages=gather.stage_columns(rows),
                       groups=gather.group_summaries(rows), filters=filters, values=gather.filter_values(rows),
                       filter_fields=FILTER_FIELDS, sort_fields=SORT_FIELDS)
 
-    def _attempt(experiment_id: str, attempt_id: str):
+    async def attempts_csv(request: Request) -> Response:
+        experiment_id = request.path_params["experiment"]
+        _, rows, _, shown = _filtered(request, experiment_id)
+        return Response(gather.attempts_csv(shown, gather.stage_columns(rows)), media_type="text/csv",
+                        headers={"content-disposition": f'attachment; filename="{experiment_id}-attempts.csv"'})
+
+    async def plot_file(request: Request) -> Response:
+        experiment_id, name = request.path_params["experiment"], request.path_params["name"]
+        directory = gather.experiment_dirs(runs_dir).get(experiment_id)
+        # only a file the report's plot folder lists: no path from the URL reaches the disk
+        if directory is None or name not in {p.name for p in gather.plots_of(directory)}:
+            raise HTTPException(404, f"no plot {name!r} in experiment {experiment_id!r}")
+        return FileResponse(directory / "report" / "plots" / name, media_type="image/png")
+
+    def _attempt(experiment_id: str, attempt_id: str, full: bool = True):
         store = store_of(experiment_id)
         try:
-            view = gather.attempt_view(store, attempt_id)
+            view = gather.attempt_view(store, attempt_id, rows_of(store, experiment_id), full=full)
         except SysmoError as exc:
             raise HTTPException(404, str(exc)) from exc
         finally:
@@ -100,16 +179,20 @@ def create_app(runs_dir: Path) -> Starlette:
         left, right = request.query_params.get("a"), request.query_params.get("b")
         if not left or not right:
             raise HTTPException(400, "compare needs two attempts: ?a=ID&b=ID")
-        a, b = _attempt(experiment_id, left), _attempt(experiment_id, right)
-        return render("compare.html", experiment_id=experiment_id, pair=[a, b],
-                      same_task=a.row.task_id == b.row.task_id)
+        a, b = _attempt(experiment_id, left, full=False), _attempt(experiment_id, right, full=False)
+        if a.row.task_id != b.row.task_id:
+            raise HTTPException(400, f"{a.row.id} is of task {a.row.task_id} and {b.row.id} of task {b.row.task_id}: "
+                                     "only attempts of one task compare (their rounds and final models line up); "
+                                     "pick two attempts of one task")
+        return render("compare.html", experiment_id=experiment_id, pair=[a, b], rounds=gather.aligned_rounds(a, b),
+                      final_diff=gather.final_diff(a, b))
 
     async def report_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
         store = store_of(experiment_id)
         try:
-            summary = gather.experiment_summary(store, experiment_id)
-            report = gather.report_view(store, experiment_id)
+            summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)
+            report = cache.get(store.path.parent, "report", lambda: gather.report_view(store, experiment_id, rows))
         finally:
             store.close()
         return render("report.html", experiment=summary, report=report)
@@ -122,7 +205,11 @@ def create_app(runs_dir: Path) -> Starlette:
     return Starlette(
         routes=[
             Route("/", experiments_page),
+            Route("/progress.json", progress_json),
+            Route("/favicon.ico", favicon),
             Route("/e/{experiment}", attempts_page),
+            Route("/e/{experiment}/attempts.csv", attempts_csv),
+            Route("/e/{experiment}/plots/{name}", plot_file),
             Route("/e/{experiment}/compare", compare_page),
             Route("/e/{experiment}/report", report_page),
             Route("/e/{experiment}/a/{attempt}", attempt_page),

@@ -8,8 +8,12 @@ from another source (a typed event stream of attempts); the pages only know the 
 
 from __future__ import annotations
 
+import csv
 import difflib
+import io
 import json
+import re
+import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -18,7 +22,7 @@ from sysmo.contracts.arms import ARM_FACTORS, expand_arms, factor_values, short_
 from sysmo.contracts.artifact import Artifact
 from sysmo.errors import SysmoError
 from sysmo.evals.error_kinds import error_kind
-from sysmo.contracts.scorecard import ScoreCard, StageResult
+from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.tables import experiment_settings, settings_lines
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
 from sysmo.contracts.attempt import Attempt, Round
@@ -31,6 +35,11 @@ from sysmo.view.models import (
     AttemptView,
     ForkView,
     BoardCell,
+    BoardColumn,
+    MatrixCell,
+    PairedTable,
+    Plot,
+    TaskMatrix,
     CheckView,
     DetailTable,
     DiffRow,
@@ -44,15 +53,19 @@ from sysmo.view.models import (
     LlmCallView,
     MessageView,
     ModelCallView,
+    Outcome,
     ReportView,
     RoundView,
     StageView,
     TimelineEvent,
+    TimeSplit,
 )
 
 STORE_FILE = "results.sqlite"
 DIFF_CONTEXT = 3  # unchanged lines shown around each change of a side-by-side diff
 DETAIL_TEXT_LIMIT = 20_000  # characters of a stage's leftover detail shown as JSON
+PAGE_SIZE = 50  # attempts per page of the attempt table
+STATE_TEXT_LIMIT = 8_000  # characters of a checkpoint's state shown
 
 
 # ---------------------------------------------------------------------------------------------- experiments
@@ -101,9 +114,9 @@ def _isolation(store: Store, experiment_id: str, environment: dict[str, Any]) ->
     return "not recorded"
 
 
-def experiment_summary(store: Store, experiment_id: str) -> ExperimentSummary:
+def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] | None = None) -> ExperimentSummary:
     record = store.experiment(experiment_id)
-    rows = attempt_rows(store, experiment_id)
+    rows = attempt_rows(store, experiment_id) if rows is None else rows
     kinds: dict[str, int] = {}
     for r in rows:
         if r.error_kind:
@@ -120,16 +133,19 @@ def experiment_summary(store: Store, experiment_id: str) -> ExperimentSummary:
         agents=sorted({r.agent for r in rows}), models=models,
         isolation=_isolation(store, experiment_id, record.get("environment") or {}),
         settings=settings_lines(experiment_settings(store, experiment_id)),
+        planned=(record.get("environment") or {}).get("planned_attempts"),
         arms=len(expand_arms({name: factor_values(name, record["config"].get(name, factor.default))
                               for name, factor in ARM_FACTORS.items()})))
 
 
-def experiments(runs_dir: Path) -> list[ExperimentSummary]:
+def experiments(runs_dir: Path, summary: Any = None) -> list[ExperimentSummary]:
+    """Every experiment's summary (``summary(store, id)`` computes one: the app passes its cached one)."""
+    summary = summary or experiment_summary
     out = []
     for experiment_id, directory in experiment_dirs(runs_dir).items():
         store = Store(directory / STORE_FILE)
         try:
-            out.append(experiment_summary(store, experiment_id))
+            out.append(summary(store, experiment_id))
         except SysmoError:
             continue  # a store without its experiment record (a run that never started)
         finally:
@@ -138,12 +154,26 @@ def experiments(runs_dir: Path) -> list[ExperimentSummary]:
 
 
 # ---------------------------------------------------------------------------------------------- attempts
-def _failed_stage(scorecard_json: str | None) -> str:
-    if not scorecard_json:
-        return ""
-    card = ScoreCard.model_validate_json(scorecard_json)
+def _card_stages(scorecard_json: str | None) -> list[dict[str, Any]]:
+    """The stages of a stored scorecard as plain dicts (json, not pydantic: the attempt table parses hundreds)."""
+    return json.loads(scorecard_json).get("stages", []) if scorecard_json else []
+
+
+def _failed_stage(stages: list[dict[str, Any]]) -> str:
     # a stage skipped for want of a judge or traces did not fail; a gated skip (an earlier stage failed) did
-    return next((s.stage for s in card.stages if not s.passed and (s.outcome != "skipped" or s.detail.get("gated"))), "")
+    return next((s["stage"] for s in stages if not s.get("passed") and (
+        s.get("outcome") != "skipped" or (s.get("detail") or {}).get("gated"))), "")
+
+
+def not_scored_reason(stage: dict[str, Any]) -> str | None:
+    """Why a stage has no score (None when it has one): skipped for a reason of its own or after an earlier
+    stage failed. Such a stage shows as "—", never as 0."""
+    if stage.get("outcome") != "skipped":
+        return None
+    why = stage.get("skipped_because") or "no reason given"
+    if (stage.get("detail") or {}).get("gated"):
+        return f"not scored: {why} (the cascade stopped; the report's means count it as 0)"
+    return f"not scored: {why}"
 
 
 def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
@@ -157,14 +187,43 @@ def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
     labels = {r["arm"] for r in rows if r["arm"]}
     varied = [name for name in ARM_FACTORS
               if len({part for label in labels for part in label.split(",") if part.startswith(f"{name}=")}) > 1]
-    return [AttemptRow(
-        arm=short_label(r["arm"], varied) if r["arm"] and varied else "",
-        id=r["id"], experiment_id=experiment_id, task_id=r["task_id"], kind=r["kind"] or "", agent=r["agent"],
-        model=r["model"], sample_index=r["sample_index"] or 0, status=r["status"], failed_stage=_failed_stage(r["scorecard_json"]),
-        rounds=r["n_rounds"] or 0, cost_usd=r["cost_usd"] or 0.0,
-        tokens=(r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0), duration_s=r["duration_s"] or 0.0,
-        error=r["error"] or "", error_kind=error_kind(r["status"], r["error"]) or "",
-        parent_attempt_id=r["parent_attempt_id"]) for r in rows]
+    out = []
+    for r in rows:
+        stages = _card_stages(r["scorecard_json"])
+        reasons = {s["stage"]: why for s in stages if (why := not_scored_reason(s))}
+        out.append(AttemptRow(
+            arm=short_label(r["arm"], varied) if r["arm"] and varied else "",
+            id=r["id"], experiment_id=experiment_id, task_id=r["task_id"], kind=r["kind"] or "", agent=r["agent"],
+            model=r["model"], sample_index=r["sample_index"] or 0, status=r["status"], failed_stage=_failed_stage(stages),
+            rounds=r["n_rounds"] or 0, cost_usd=r["cost_usd"] or 0.0,
+            tokens=(r["prompt_tokens"] or 0) + (r["completion_tokens"] or 0), duration_s=r["duration_s"] or 0.0,
+            error=r["error"] or "", error_kind=error_kind(r["status"], r["error"]) or "",
+            parent_attempt_id=r["parent_attempt_id"],
+            scores={s["stage"]: None if s["stage"] in reasons else s.get("value") for s in stages},
+            not_scored=reasons))
+    return out
+
+
+def stage_columns(rows: list[AttemptRow]) -> list[str]:
+    """Every stage the rows were scored on, each kind's in its cascade's order (``leaderboard.STAGE_ORDER``)."""
+    from sysmo.evals.leaderboard import STAGE_ORDER
+
+    seen = list(dict.fromkeys(stage for r in rows for stage in r.scores))
+    known = [stage for order in STAGE_ORDER.values() for stage in order]
+    return sorted(seen, key=lambda stage: known.index(stage) if stage in known else len(known))
+
+
+def search_ids(store: Store, experiment_id: str, text: str) -> set[str]:
+    """The attempts whose task, agent, model, error, prompts, replies or diagnostics contain ``text`` (any case)."""
+    like = f"%{text}%"
+    found = store.query(
+        "SELECT id FROM attempts WHERE experiment_id=? AND (task_id LIKE ? OR agent LIKE ? OR model LIKE ? "
+        "OR error LIKE ? OR id LIKE ?)", (experiment_id, like, like, like, like, like))
+    found += store.query(
+        "SELECT DISTINCT r.attempt_id AS id FROM rounds r JOIN attempts a ON a.id = r.attempt_id "
+        "WHERE a.experiment_id=? AND (r.prompt_json LIKE ? OR r.response LIKE ? OR r.check_json LIKE ? "
+        "OR r.extraction_error LIKE ? OR r.error LIKE ?)", (experiment_id, like, like, like, like, like))
+    return {r["id"] for r in found}
 
 
 def filter_values(rows: list[AttemptRow]) -> dict[str, list[str]]:
@@ -173,12 +232,40 @@ def filter_values(rows: list[AttemptRow]) -> dict[str, list[str]]:
     return {f: sorted({str(getattr(r, field.get(f, f))) for r in rows} - {""}) for f in FILTER_FIELDS}
 
 
-def apply_filters(rows: list[AttemptRow], filters: AttemptFilters) -> list[AttemptRow]:
+def apply_filters(rows: list[AttemptRow], filters: AttemptFilters, found: set[str] | None = None) -> list[AttemptRow]:
+    """The rows the filters (and the search's ``found`` ids, when searching) keep, in the chosen order; a stage
+    not scored sorts last either way."""
     field = {"task": "task_id"}
-    out = [r for r in rows if all(str(getattr(r, field.get(k, k))) == v for k, v in filters.active().items())]
+    out = [r for r in rows if all(str(getattr(r, field.get(k, k))) == v for k, v in filters.active().items())
+           and (found is None or r.id in found)]
+    tie = lambda r: (r.task_id, r.agent, r.model, r.sample_index)  # noqa: E731
+    if filters.sort.startswith("score:"):
+        stage = filters.sort[len("score:"):]
+        scored = sorted((r for r in out if r.scores.get(stage) is not None),
+                        key=lambda r: (r.scores[stage], *tie(r)), reverse=filters.desc)
+        return scored + [r for r in out if r.scores.get(stage) is None]
     key = filters.sort if filters.sort in SORT_FIELDS else "task_id"
-    return sorted(out, key=lambda r: (getattr(r, key), r.task_id, r.agent, r.model, r.sample_index),
-                  reverse=filters.desc)
+    return sorted(out, key=lambda r: (getattr(r, key), *tie(r)), reverse=filters.desc)
+
+
+def page_of(rows: list[AttemptRow], page: int, size: int = PAGE_SIZE) -> tuple[list[AttemptRow], int]:
+    """One page of the rows and how many pages there are (a page past the end shows the last)."""
+    pages = max(1, -(-len(rows) // size))
+    page = min(page, pages)
+    return rows[(page - 1) * size: page * size], pages
+
+
+def attempts_csv(rows: list[AttemptRow], stages: list[str]) -> str:
+    """The rows as CSV, one column per stage; a stage not scored is an empty cell (never 0)."""
+    out = io.StringIO()
+    fields = ["id", "task_id", "kind", "agent", "model", "sample_index", "arm", "status", "failed_stage", "rounds",
+              "cost_usd", "tokens", "duration_s", "error_kind", "error"]
+    writer = csv.writer(out)
+    writer.writerow(fields + [f"score.{s}" for s in stages])
+    for r in rows:
+        values = [getattr(r, f) for f in fields]
+        writer.writerow(values + ["" if r.scores.get(s) is None else f"{r.scores[s]:.6g}" for s in stages])
+    return out.getvalue()
 
 
 def group_summaries(rows: list[AttemptRow]) -> list[GroupSummary]:
@@ -207,9 +294,14 @@ def side_by_side(before: Artifact | None, after: Artifact | None) -> list[FileDi
     """Each file that changed between two rounds' artifacts, as aligned left/right rows."""
     if after is None or before is None:
         return []
+    return files_diff(before.files, after.files)
+
+
+def files_diff(before: dict[str, str], after: dict[str, str]) -> list[FileDiff]:
+    """Each file that differs between two sets of files, as aligned left/right rows (difflib's opcodes)."""
     out = []
-    for name in sorted(set(before.files) | set(after.files)):
-        a, b = before.files.get(name, "").splitlines(), after.files.get(name, "").splitlines()
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name, "").splitlines(), after.get(name, "").splitlines()
         if a == b:
             continue
         rows: list[DiffRow] = []
@@ -379,13 +471,85 @@ def model_calls(store: Store, attempt_id: str) -> list[ModelCallView]:
     return calls
 
 
-def attempt_view(store: Store, attempt_id: str) -> AttemptView:
+def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
+    """The graph's state at each checkpoint of the attempt (checkpoint id -> indented JSON, cut at a limit)."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if not attempt.checkpoint_db:
+        return {}
+    recorded = Path(attempt.checkpoint_db)
+    found = next((c for c in (recorded, experiment_dir / recorded.name) if c.is_file()), None)
+    if found is None:
+        return {}
+    conn = sqlite3.connect(f"file:{found}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        tuples = list(SqliteSaver(conn).list({"configurable": {"thread_id": attempt.id}}))
+    except sqlite3.Error:
+        return {}
+    finally:
+        conn.close()
+    out = {}
+    for t in tuples:
+        values = {k: v for k, v in t.checkpoint.get("channel_values", {}).items() if not k.startswith("branch:")}
+        text = json.dumps(values, indent=2, default=lambda v: v.model_dump(mode="json") if hasattr(v, "model_dump")
+                          else str(v))
+        out[t.checkpoint["id"]] = text if len(text) <= STATE_TEXT_LIMIT else (
+            text[:STATE_TEXT_LIMIT] + f"\n... [{len(text) - STATE_TEXT_LIMIT} more characters]")
+    return out
+
+
+def time_splits(store: Store, attempt: Attempt) -> list[TimeSplit]:
+    """Per round: its span, the time its model calls took and its tool checks took (the store's ``llm_calls`` and
+    ``tool_calls``); the rest of the span was spent waiting (for a tool slot, the event loop) or in the harness."""
+    model = {r["idx"]: r["s"] or 0.0 for r in store.query(
+        "SELECT round_idx AS idx, SUM(latency_s) AS s FROM llm_calls WHERE attempt_id=? GROUP BY round_idx", (attempt.id,))}
+    tool = {r["idx"]: r["s"] or 0.0 for r in store.query(
+        "SELECT round_idx AS idx, SUM(duration_s) AS s FROM tool_calls WHERE attempt_id=? GROUP BY round_idx", (attempt.id,))}
+    return [TimeSplit(round_index=r.index, kind=r.kind, total_s=r.duration_s,
+                      model_s=model.get(r.index, sum(c.latency_s for c in r.llm_calls)),
+                      tool_s=tool.get(r.index, r.check.duration_s if r.check else 0.0)) for r in attempt.rounds]
+
+
+def outcome_of(row: AttemptRow, attempt: Attempt, stages: list[StageView]) -> Outcome:
+    """How the attempt ended and the first reason it did not pass: its error, the first error diagnostic of the
+    last failed tool check (file:line), else the first failed stage's reason."""
+    if row.status == "error":
+        return Outcome(status=row.status, headline=f"{row.error_kind or 'run'} error", reason=row.error,
+                       anchor="attempt-error")
+    failed = next((r for r in reversed(attempt.rounds) if r.check is not None and r.check.outcome.value != "ok"), None)
+    last = attempt.rounds[-1] if attempt.rounds else None
+    if row.status == "passed" and not row.failed_stage:
+        return Outcome(status=row.status, headline=f"passed in round {last.index if last else 0}")
+    headline = f"{row.status}" + (f" at stage {row.failed_stage}" if row.failed_stage else "")
+    if failed is not None and (row.status != "passed" or failed is last):
+        diagnostic = next((d for d in failed.check.diagnostics if d.severity.value == "error"),
+                          failed.check.diagnostics[0] if failed.check.diagnostics else None)
+        if diagnostic is not None:
+            where = ":".join(str(x) for x in (diagnostic.file or (failed.artifact.main_file if failed.artifact else ""),
+                                              diagnostic.line, diagnostic.column) if x)
+            return Outcome(status=row.status, headline=headline, reason=f"{where}: {diagnostic.message}".lstrip(": "),
+                           anchor=f"round-{failed.index}-check")
+        return Outcome(status=row.status, headline=headline, reason=f"{failed.check.tool}: {failed.check.outcome.value}",
+                       anchor=f"round-{failed.index}-check")
+    stage = next((s for s in stages if s.stage == row.failed_stage), None)
+    if stage is not None:
+        reason = stage.skipped_because or ", ".join(f"{k}={v}" for k, v in list(stage.scalars.items())[:4]) or stage.outcome
+        return Outcome(status=row.status, headline=headline, reason=reason, anchor=f"stage-{stage.stage}")
+    problem = next((r.extraction_error or r.error for r in reversed(attempt.rounds) if r.extraction_error or r.error), "")
+    return Outcome(status=row.status, headline=headline, reason=problem or "", anchor="")
+
+
+def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = None, full: bool = True) -> AttemptView:
+    """One attempt's page; ``full=False`` leaves out what the compare page does not show (the graph, checkpoint
+    states, listings and diffs per round, the event stream's model calls, the run's settings)."""
     attempt = store.attempt(attempt_id)
     experiment_id = store.query("SELECT experiment_id FROM attempts WHERE id=?", (attempt.id,))[0]["experiment_id"]
-    all_rows = attempt_rows(store, experiment_id)
+    all_rows = attempt_rows(store, experiment_id) if rows is None else rows
     row = next(r for r in all_rows if r.id == attempt.id)
     card = store.scorecard(attempt.id)
-    steps = [GraphStepView(**s.model_dump()) for s in graph_steps(attempt, store.path.parent)]
+    states = checkpoint_states(attempt, store.path.parent) if full else {}
+    steps = [GraphStepView(**s.model_dump(), state=states.get(s.checkpoint_id, ""))
+             for s in graph_steps(attempt, store.path.parent)]
     # a step belongs to the round its state was in when the step ran (the round index it started from)
     step_round: dict[str, int | None] = {}
     previous_round: int | None = None
@@ -402,57 +566,296 @@ def attempt_view(store: Store, attempt_id: str) -> AttemptView:
             llm_calls=[LlmCallView(role=c.role, purpose=c.purpose, model=c.model, prompt_tokens=c.prompt_tokens,
                                    completion_tokens=c.completion_tokens, cost_usd=c.cost_usd, latency_s=c.latency_s,
                                    cached=c.cached) for c in rnd.llm_calls],
-            check=_check_view(rnd), listings=listings(rnd), diffs=side_by_side(previous, rnd.artifact),
+            check=_check_view(rnd), listings=listings(rnd) if full else [],
+            diffs=side_by_side(previous, rnd.artifact) if full else [],
             extraction_error=rnd.extraction_error, extraction_notes=rnd.extraction_notes, error=rnd.error,
             graph_steps=[s for s in steps if s.node and step_round.get(s.checkpoint_id) == rnd.index]))
         previous = rnd.artifact or previous
+    from sysmo.view.graph_svg import agent_graph
+
+    stages = [stage_view(s) for s in card.stages] if card else []
+    forks = set(store.forks_of(attempt.id))  # once: not once per row of the experiment
     return AttemptView(
+        outcome=outcome_of(row, attempt, stages), times=time_splits(store, attempt),
+        settings=settings_lines(experiment_settings(store, experiment_id)) if full else [],
+        graph=agent_graph(attempt.agent, [s.node for s in steps if s.node and s.source != "fork"
+                                          and s.node not in ("update_state", "fork")]) if full else None,
         row=row, is_control=attempt.is_control, max_rounds=attempt.max_rounds, arm=attempt.arm_label,
         seed=attempt.seed, time_limit_s=attempt.time_limit_s, started_at=attempt.started_at,
         checkpoint_db=attempt.checkpoint_db, rounds=rounds, timeline=_timeline(rounds, steps, attempt), graph_steps=steps,
-        stages=[stage_view(s) for s in card.stages] if card else [], cascade=card.cascade if card else None,
+        stages=stages, cascade=card.cascade if card else None,
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",
         final_files=dict(attempt.final_artifact.files) if attempt.final_artifact else {},
         siblings=[r for r in all_rows if r.task_id == attempt.task_id and r.id != attempt.id],
-        model_calls=model_calls(store, attempt.id),
+        model_calls=model_calls(store, attempt.id) if full else [],
         fork=ForkView(parent_attempt_id=attempt.parent_attempt_id, forked_at=attempt.forked_at,
                       forked_at_step=attempt.forked_at_step, inherited_rounds=attempt.inherited_rounds,
                       changes=attempt.fork_changes) if attempt.parent_attempt_id else None,
-        forks=[r for r in all_rows if r.id in set(store.forks_of(attempt.id))])
+        forks=[r for r in all_rows if r.id in forks])
 
 
 # ---------------------------------------------------------------------------------------------- report
-def report_view(store: Store, experiment_id: str) -> ReportView:
-    """The leaderboards of ``sysmo report`` (``sysmo.evals.leaderboard``), with links to the attempt table."""
+CI_TEXT = re.compile(r"^\s*(-?[\d.]+(?:e-?\d+)?)\s*\[(-?[\d.]+(?:e-?\d+)?),\s*(-?[\d.]+(?:e-?\d+)?)\]")
+LOWER_IS_BETTER = ("rounds", "cost $", "errors")
+SHORT_HEADERS = {"pass@1 after repair [95% CI]": "pass@1", "samples": "n"}
+
+
+def _short_header(column: str) -> str:
+    """A leaderboard header short enough for a narrow column (the full one goes on hover)."""
+    if column in SHORT_HEADERS:
+        return SHORT_HEADERS[column]
+    column = column.replace(" after repair", "").replace(" single-shot (OODEval)", " 1-shot")
+    column = column.replace("best-of-n ", "best ").split(" (")[0]
+    return " ".join(part.rsplit(".", 1)[-1] for part in column.split(" "))  # a sub-metric by its own name
+
+
+def skipped_stages(store: Store, experiment_id: str) -> dict[tuple[str, str], str]:
+    """(attempt id, stage) -> why, for each stage skipped for a reason of its own (no judge, no traces): not
+    scored, as opposed to gated by an earlier stage's failure (the cascade working, a 0)."""
+    rows = store.query(
+        "SELECT sc.attempt_id AS id, json_extract(st.value, '$.stage') AS stage, "
+        "json_extract(st.value, '$.skipped_because') AS why FROM scores sc, json_each(sc.scorecard_json, '$.stages') st "
+        "WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') = 'skipped' "
+        "AND COALESCE(json_extract(st.value, '$.detail.gated'), 0) = 0", (experiment_id,))
+    return {(r["id"], r["stage"]): r["why"] or "no reason given" for r in rows}
+
+
+def scored_stages(store: Store, experiment_id: str) -> set[tuple[str, str]]:
+    """(kind, stage) pairs some attempt of the kind was really scored on (an outcome other than skipped)."""
+    return {(r["kind"], r["stage"]) for r in store.query(
+        "SELECT DISTINCT a.kind AS kind, json_extract(st.value, '$.stage') AS stage FROM scores sc "
+        "JOIN attempts a ON a.id = sc.attempt_id, json_each(sc.scorecard_json, '$.stages') st "
+        "WHERE sc.experiment_id = ? AND json_extract(st.value, '$.outcome') != 'skipped'", (experiment_id,))}
+
+
+def _without_unscored(frame: Any, skipped: dict[tuple[str, str], str], scored: set[tuple[str, str]]) -> Any:
+    """The attempts frame with each not-scored stage (and its sub-metrics) empty instead of the store's 0: a stage
+    skipped for a reason of its own, and every attempt's value of a stage no attempt of its kind was scored on
+    (a judge stage with no judge: its gated skips are not failures of the stage either)."""
+    if frame.empty or not skipped:
+        return frame
+    frame = frame.copy()
+    index = {attempt_id: i for i, attempt_id in enumerate(frame["id"])}
+
+    def columns(stage: str) -> list[int]:
+        return [frame.columns.get_loc(c) for c in frame.columns if c == f"score.{stage}" or c.startswith(f"score.{stage}.")]
+
+    for (attempt_id, stage), _ in skipped.items():
+        if attempt_id in index:
+            for col in columns(stage):
+                frame.iat[index[attempt_id], col] = float("nan")
+    for kind, stage in {(str(frame.at[index[a], "kind"]), st) for a, st in skipped if a in index} - scored:
+        rows = (frame["kind"] == kind).to_numpy()
+        for col in columns(stage):
+            frame.iloc[rows, col] = float("nan")
+    return frame
+
+
+def scoring_provenance(store: Store, experiment_id: str) -> dict[str, str]:
+    """Every stage's provenance (``stage.key`` -> value) over the experiment's scorecards, in SQL (the report's
+    ``tables.provenance`` loads every attempt for it)."""
+    rows = store.query(
+        "SELECT DISTINCT json_extract(st.value, '$.stage') AS stage, p.key AS key, p.value AS value "
+        "FROM scores sc, json_each(sc.scorecard_json, '$.stages') st, json_each(st.value, '$.provenance') p "
+        "WHERE sc.experiment_id = ?", (experiment_id,))
+    return {f"{r['stage']}.{r['key']}": str(r["value"]) for r in rows}
+
+
+def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) -> Leaderboard:
     import pandas as pd
 
+    from sysmo.evals.leaderboard import METRIC_MEANINGS
+    from sysmo.evals.metric_scales import metric_scale
+
+    def meaning(col: str) -> str:
+        name = "pass@1" if col.startswith("pass@1") else col.split(" (")[0]
+        return f"{col}: {METRIC_MEANINGS[name]}" if name in METRIC_MEANINGS else col
+
+    columns = [str(c) for c in table.columns]
+    rows: list[list[BoardCell]] = []
+    for record in table.to_dict(orient="records"):
+        group = {"agent": str(record["agent"]), "model": str(record["model"]), "kind": kind}
+        cells = []
+        for col in columns:
+            value = record[col]
+            missing = value is None or (isinstance(value, float) and pd.isna(value))
+            text = "" if missing else (f"{value:.3f}" if isinstance(value, float) else str(value))
+            cell = BoardCell(text=text, title=text)
+            if col in ("agent", "model", "samples"):
+                cell.query = group
+            elif col.startswith("pass@1"):
+                cell.query = {**group, "status": "passed"}
+            elif col == "errors":
+                cell.query = {**group, "status": "error"}
+            stage = col.split(" (")[0]
+            if missing and col not in ("rounds",):
+                cell.text = "—"
+                cell.title = f"not scored for {group['agent']} / {group['model']}" + (
+                    f": {unscored[stage]}" if stage in unscored else "")
+            elif (m := CI_TEXT.match(text)) is not None:
+                cell.value, cell.low, cell.high = (float(x) for x in m.groups())
+                scale = metric_scale(stage)
+                cell.scale = (scale.low or 0.0, scale.high if scale.high is not None else 1.0)
+                cell.text = m.group(1)
+                cell.title = f"{text} (mean [95% CI])"
+            elif isinstance(value, (int, float)) and not isinstance(value, bool) and col not in ("tasks", "samples"):
+                cell.value = float(value)
+            elif col == "errors":
+                cell.value = float(text.split(" ")[0]) if text.split(" ")[0].isdigit() else None
+            cells.append(cell)
+        rows.append(cells)
+    for stage, why in unscored.items():  # a stage no group of the kind was scored on: a column of "—"
+        if stage not in [c.split(" (")[0] for c in columns]:
+            at = columns.index("errors") if "errors" in columns else len(columns)
+            columns.insert(at, stage)
+            for cells in rows:
+                cells.insert(at, BoardCell(text="—", title=f"not scored: {why}"))
+    for j, col in enumerate(columns):  # the best value of each number column (ties all marked)
+        values = [cells[j].value for cells in rows if cells[j].value is not None]
+        if col in ("agent", "model", "tasks", "samples") or len(values) < 2 or len(set(values)) < 2:
+            continue
+        best = min(values) if col in LOWER_IS_BETTER else max(values)
+        for cells in rows:
+            cells[j].best = cells[j].value == best
+    def extra(col: str) -> bool:
+        k = col.split("@", 1)[1].split(" ")[0] if "@" in col else "1"
+        return k != "1" or "." in col.split(" (")[0] or col.startswith("best-of-n")
+
+    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c))
+                                           for c in columns], rows=rows)
+
+
+PLOT_CAPTIONS = {
+    "rounds_to_success": "Share of attempts passed by each round (0 = the first answer), per agent / model.",
+    "cost_vs_score": "Model spend of each agent / model / kind group against its pass@1.",
+}
+
+
+def plot_caption(stem: str) -> str:
+    """What a plot of ``sysmo report`` shows, from its file name."""
+    if stem in PLOT_CAPTIONS:
+        return PLOT_CAPTIONS[stem]
+    if stem.startswith("heatmap_"):
+        rest = stem[len("heatmap_"):]
+        kind = next((k for k in ("uml_class", "sysml", "tla", "architecture") if rest.startswith(k + "_")), rest.split("_")[0])
+        metric = rest[len(kind) + 1:].replace("single_shot_pass_1", "single-shot pass@1").replace("pass_1", "pass@1")
+        return f"{metric} per agent (rows) and model (columns), {kind} tasks."
+    if stem.startswith("distribution_"):
+        return f"Distribution of {stem[len('distribution_'):]} per attempt, one box per agent / model."
+    return stem.replace("_", " ")
+
+
+def plots_of(experiment_dir: Path) -> list[Plot]:
+    folder = experiment_dir / "report" / "plots"
+    if not folder.is_dir():
+        return []
+    order = {"heatmap": 0, "cost": 1, "rounds": 2, "distribution": 3}
+    files = sorted(folder.glob("*.png"), key=lambda p: (order.get(p.stem.split("_")[0], 9), p.stem))
+    return [Plot(name=p.name, caption=plot_caption(p.stem)) for p in files]
+
+
+def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str]:
+    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family."""
+    from sysmo.evals.paired import display_tables, paired_rows
+    from sysmo.evals.report import LEVELS_NOTE, experiment_levels
+    from sysmo.evals.paired import CORRECTION_NAMES
+    from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
+
+    if frame.empty:
+        return [], ""
+    rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
+                       listed=experiment_levels(config))
+    tables = [PairedTable(family=family, columns=[str(c) for c in table.columns],
+                          rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)])
+              for family, table in display_tables(rows).items()]
+    return tables, LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
+
+
+def task_matrix(rows: list[AttemptRow]) -> TaskMatrix:
+    """Per task x agent / model, every sample's status and headline score (forks left out)."""
+    from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
+
+    plan = [r for r in rows if not r.parent_attempt_id]
+    columns = sorted({f"{r.agent} / {r.model}" + (f" / {r.arm}" if r.arm else "") for r in plan})
+    by_task: dict[str, dict[str, list[MatrixCell]]] = {}
+    for r in sorted(plan, key=lambda r: (r.task_id, r.sample_index)):
+        stage = DEFAULT_SELECTION_METRIC.get(r.kind, "").split(".")[0]
+        score = r.scores.get(stage)
+        title = f"sample {r.sample_index}: {r.status}" + (f", {stage} {score:.3f}" if score is not None else "") + (
+            f", {r.not_scored[stage]}" if stage in r.not_scored else "") + (f", failed at {r.failed_stage}" if r.failed_stage else "")
+        column = f"{r.agent} / {r.model}" + (f" / {r.arm}" if r.arm else "")
+        by_task.setdefault(r.task_id, {}).setdefault(column, []).append(
+            MatrixCell(attempt_id=r.id, status=r.status, score=score, title=title))
+    return TaskMatrix(columns=columns, rows=[(task, [cells.get(c, []) for c in columns])
+                                             for task, cells in sorted(by_task.items())])
+
+
+def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None = None) -> ReportView:
+    """The comparison page: ``sysmo report``'s leaderboards (``sysmo.evals.leaderboard``) with links to the attempt
+    table, CIs as bars and the best per column marked, not-scored stages as "—"; its plots; its paired tests; a
+    task x agent / model matrix of every sample."""
     from sysmo.evals.leaderboard import errored_groups_note, leaderboards, metric_lines
     from sysmo.evals.report import report_notes
     from sysmo.evals.tables import attempts_frame, summary_frame
 
     config = store.experiment(experiment_id)["config"]
-    frame = attempts_frame(store, experiment_id)
+    skipped = skipped_stages(store, experiment_id)
+    every = attempts_frame(store, experiment_id)
+    frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not every.empty else every
+    scored = scored_stages(store, experiment_id)
+    frame = _without_unscored(frame, skipped, scored)
     summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
     boards = leaderboards(summary, frame)
-    out = []
-    for kind, table in boards.items():
-        rows = []
-        for record in table.to_dict(orient="records"):
-            group = {"agent": str(record["agent"]), "model": str(record["model"]), "kind": kind}
-            cells = []
-            for col in table.columns:
-                value = record[col]
-                text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else (
-                    f"{value:.3f}" if isinstance(value, float) else str(value))
-                query: dict[str, str] | None = None
-                if col in ("agent", "model", "samples"):
-                    query = group
-                elif col.startswith("pass@1"):
-                    query = {**group, "status": "passed"}
-                elif col == "errors":
-                    query = {**group, "status": "error"}
-                cells.append(BoardCell(text=text, query=query))
-            rows.append(cells)
-        out.append(Leaderboard(kind=kind, columns=[str(c) for c in table.columns], rows=rows))
-    return ReportView(boards=out, metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
-                      notes=report_notes(store, experiment_id))
+    kinds = dict(zip(frame["id"], frame["kind"])) if not frame.empty else {}
+    unscored: dict[str, dict[str, str]] = {}
+    for (attempt_id, stage), why in skipped.items():
+        if attempt_id in kinds:
+            unscored.setdefault(str(kinds[attempt_id]), {}).setdefault(stage, why)
+    paired, paired_note = paired_tables(frame, config)
+    rows = attempt_rows(store, experiment_id) if rows is None else rows
+    never = {stage for stages in unscored.values() for stage in stages} - {stage for _, stage in scored}
+    # a plot of a stage no attempt was scored on would draw zeros: left out (the notes say why)
+    plots = [p for p in plots_of(store.path.parent)
+             if not any(p.name.endswith(f"_{stage}.png") for stage in never)]
+    return ReportView(boards=[_board(kind, table, unscored.get(kind, {}), experiment_id) for kind, table in boards.items()],
+                      metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
+                      notes=report_notes(store, experiment_id, {"scoring_provenance": scoring_provenance(store, experiment_id)}), plots=plots,
+                      plots_missing="" if plots else f"No plots yet: `sysmo report {store.path.parent}` writes them.",
+                      paired=paired, paired_note=paired_note, matrix=task_matrix(rows))
+
+
+# ---------------------------------------------------------------------------------------------- compare and progress
+def aligned_rounds(a: AttemptView, b: AttemptView) -> list[tuple[RoundView | None, RoundView | None]]:
+    """The two attempts' rounds side by side, round i beside round i."""
+    count = max(len(a.rounds), len(b.rounds))
+    return [(a.rounds[i] if i < len(a.rounds) else None, b.rounds[i] if i < len(b.rounds) else None) for i in range(count)]
+
+
+def final_diff(a: AttemptView, b: AttemptView) -> list[FileDiff]:
+    """The two final models, file by file, as a side-by-side diff (difflib)."""
+    return files_diff(a.final_files, b.final_files)
+
+
+def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
+    """Per experiment: status, done and planned attempts, passed, failed, errors, pass rate and cost (the
+    experiments page polls this to refresh running experiments)."""
+    out = {}
+    for experiment_id, directory in experiment_dirs(runs_dir).items():
+        store = Store(directory / STORE_FILE)
+        try:
+            record = store.experiment(experiment_id)
+            counts = store.query(
+                "SELECT COUNT(*) AS n, SUM(status='passed') AS passed, SUM(status='failed') AS failed, "
+                "SUM(status='error') AS errors, SUM(COALESCE(cost_usd, 0)) AS cost FROM attempts WHERE experiment_id=?",
+                (experiment_id,))[0]
+        except SysmoError:
+            continue
+        finally:
+            store.close()
+        n = counts["n"] or 0
+        out[experiment_id] = {
+            "status": record.get("status") or "", "attempts": n, "passed": counts["passed"] or 0,
+            "failed": counts["failed"] or 0, "errors": counts["errors"] or 0, "cost_usd": counts["cost"] or 0.0,
+            "pass_rate": (counts["passed"] or 0) / n if n else None,
+            "planned": (record.get("environment") or {}).get("planned_attempts")}
+    return out

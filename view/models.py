@@ -30,6 +30,23 @@ class ExperimentSummary(BaseModel):
     agents: list[str] = Field(default_factory=list)
     models: list[str] = Field(default_factory=list)
     isolation: str = "not recorded"
+    planned: int | None = None  # attempts the last run planned (None: recorded before sysmo kept the number)
+
+    @property
+    def done(self) -> int:
+        return self.passed + self.failed + self.errors
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.attempts if self.attempts else None
+
+    @property
+    def isolation_badge(self) -> str:
+        """The isolation in a word or two (the full text goes on hover)."""
+        if self.isolation == "not recorded":
+            return "not recorded"
+        kinds = sorted({part.strip() for item in self.isolation.split(";") for part in item.split(":")[-1].split(",")})
+        return ", ".join(kinds)[:24]
     # every setting of the run (sysmo.evals.tables.run_settings), as (name, text) for the experiment page
     settings: list[tuple[str, str]] = Field(default_factory=list)
     arms: int = 1  # how many arms the experiment runs (the attempt table names each attempt's when more than one)
@@ -55,6 +72,8 @@ class AttemptRow(BaseModel):
     error_kind: str = ""  # model | budget | infrastructure ("" when the attempt did not error)
     parent_attempt_id: str | None = None  # set for a fork (``sysmo fork``): the attempt it was forked from
     arm: str = ""  # the arm's varied settings, e.g. "feedback=full" ("" for an experiment of one arm)
+    scores: dict[str, float | None] = Field(default_factory=dict)  # stage -> value; None: the stage was not scored
+    not_scored: dict[str, str] = Field(default_factory=dict)  # stage -> why it was not scored (shown on hover)
 
 
 class AttemptFilters(BaseModel):
@@ -68,11 +87,20 @@ class AttemptFilters(BaseModel):
     failed_stage: str = ""
     error_kind: str = ""
     arm: str = ""
-    sort: str = "task_id"
+    q: str = ""  # text searched in the task, the prompts, the replies, the diagnostics and the error
+    sort: str = "task_id"  # a SORT_FIELDS name, or "score:<stage>"
     desc: bool = False
+    page: int = Field(default=1, ge=1)
 
     def active(self) -> dict[str, str]:
         return {k: v for k, v in self.model_dump().items() if k in FILTER_FIELDS and v}
+
+    def query(self, **changes: object) -> dict[str, object]:
+        """The query parameters of this view (filters, search, sort, page), with ``changes``; defaults left out."""
+        values = {**self.active(), "q": self.q, "sort": self.sort, "desc": "1" if self.desc else "", "page": self.page,
+                  **changes}
+        defaults = {"sort": "task_id", "page": 1, "desc": False}
+        return {k: v for k, v in values.items() if v not in ("", None) and defaults.get(k, "") != v}
 
 
 FILTER_FIELDS = ("agent", "model", "kind", "task", "arm", "status", "failed_stage", "error_kind")
@@ -158,6 +186,39 @@ class GraphStepView(BaseModel):
     checkpoint_id: str
     status: str | None = None
     round_index: int | None = None
+    source: str | None = None  # LangGraph's: input, loop, update, fork
+    state: str = ""  # the graph's state at this checkpoint, as indented JSON
+
+
+class TimeSplit(BaseModel):
+    """Where a round's time went: model calls, tool checks, and the rest (waiting for a slot, the harness)."""
+
+    round_index: int
+    kind: str
+    total_s: float
+    model_s: float
+    tool_s: float
+
+    @property
+    def queue_s(self) -> float:
+        return max(0.0, self.total_s - self.model_s - self.tool_s)
+
+
+class Outcome(BaseModel):
+    """The answer at the top of an attempt page: how it ended and the first reason it did not pass."""
+
+    status: str
+    headline: str  # "passed", "failed at stage syntax", "infrastructure error"
+    reason: str = ""  # the first failing diagnostic (file:line: message), the error, or the stage's reason
+    anchor: str = ""  # the element of the page that shows the reason in context
+
+
+class GraphDrawing(BaseModel):
+    """The agent's compiled LangGraph drawn as inline SVG, the nodes and edges this attempt took highlighted."""
+
+    svg: str
+    variant: str
+    visited: list[str]
 
 
 class RoundView(BaseModel):
@@ -254,6 +315,10 @@ class AttemptView(BaseModel):
     model_calls: list[ModelCallView] = Field(default_factory=list)  # from the event stream, in order
     fork: ForkView | None = None  # set for an attempt made by ``sysmo fork``
     forks: list[AttemptRow] = Field(default_factory=list)  # the attempts forked from this one
+    outcome: Outcome | None = None
+    times: list[TimeSplit] = Field(default_factory=list)
+    settings: list[tuple[str, str]] = Field(default_factory=list)  # the run's settings
+    graph: GraphDrawing | None = None
 
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(mode="json")
@@ -262,12 +327,51 @@ class AttemptView(BaseModel):
 class BoardCell(BaseModel):
     text: str
     query: dict[str, str] | None = None  # the attempt-table filters behind the number (None: no link)
+    value: float | None = None  # the number the cell shows (its mean), to mark the best and draw the bar
+    low: float | None = None  # its 95% CI, when it has one
+    high: float | None = None
+    scale: tuple[float, float] | None = None  # the metric's range, for the CI bar
+    best: bool = False
+    title: str = ""  # on hover: the full text, or why a stage was not scored
+
+
+class BoardColumn(BaseModel):
+    name: str  # the short header shown
+    title: str  # the full header and what it measures (on hover)
+    extra: bool = False  # shown on request ("every column"): pass@k beyond 1, sub-metrics, best-of-n
 
 
 class Leaderboard(BaseModel):
     kind: str
-    columns: list[str]
+    columns: list[BoardColumn]
     rows: list[list[BoardCell]]
+
+
+class Plot(BaseModel):
+    name: str  # the file name under <experiment>/report/plots/
+    caption: str
+
+
+class PairedTable(BaseModel):
+    family: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
+class MatrixCell(BaseModel):
+    """One sample of a task by one agent / model: its status, score and attempt."""
+
+    attempt_id: str
+    status: str
+    score: float | None
+    title: str
+
+
+class TaskMatrix(BaseModel):
+    """Per task (rows) x agent / model (columns): every sample's outcome, as inspect's epochs view."""
+
+    columns: list[str]
+    rows: list[tuple[str, list[list[MatrixCell]]]]
 
 
 class ReportView(BaseModel):
@@ -277,3 +381,8 @@ class ReportView(BaseModel):
     metric_lines: list[str]
     errored_note: str | None = None
     notes: list[str] = Field(default_factory=list)  # the report's scoring notes (``evals.report.report_notes``)
+    plots: list[Plot] = Field(default_factory=list)
+    plots_missing: str = ""  # why there are no plots (the report was not written yet)
+    paired: list[PairedTable] = Field(default_factory=list)
+    paired_note: str = ""
+    matrix: TaskMatrix | None = None

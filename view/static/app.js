@@ -1,22 +1,47 @@
-// sysmo view: filters apply on change; pick two attempts to compare them. No framework, no network.
+// sysmo view: filters apply on change; pick two attempts of one task to compare them; running experiments
+// refresh from /progress.json. No framework, no network beyond this app.
 document.addEventListener("DOMContentLoaded", () => {
   for (const el of document.querySelectorAll("[data-autosubmit]")) {
     el.addEventListener("change", () => {
       const form = el.form;
       for (const field of form.elements) {  // keep the URL short: drop empty filters
-        if (field.name && !field.value && field.tagName === "SELECT") field.disabled = true;
+        if (field.name && !field.value && (field.tagName === "SELECT" || field.type === "search")) field.disabled = true;
       }
       form.submit();
     });
   }
+  const filters = document.getElementById("filters");
+  if (filters) {
+    filters.addEventListener("submit", () => {
+      for (const field of filters.elements) {
+        if (field.name && !field.value && (field.tagName === "SELECT" || field.type === "search")) field.disabled = true;
+      }
+    });
+  }
+
+  for (const toggle of document.querySelectorAll("button.toggle-columns")) {
+    toggle.addEventListener("click", () => {  // a leaderboard's secondary columns (pass@k, sub-metrics) on request
+      const table = document.getElementById(toggle.dataset.table);
+      const compact = table.classList.toggle("compact");
+      toggle.setAttribute("aria-pressed", String(!compact));
+    });
+  }
+
   const picks = [...document.querySelectorAll("input.pick")];
   const button = document.getElementById("compare-button");
+  const why = document.getElementById("compare-why");
   const update = () => {
-    const chosen = picks.filter((p) => p.checked).map((p) => p.value);
     if (!button) return;
-    button.disabled = chosen.length !== 2;
-    document.getElementById("compare-a").value = chosen[0] || "";
-    document.getElementById("compare-b").value = chosen[1] || "";
+    const chosen = picks.filter((p) => p.checked);
+    const sameTask = chosen.length === 2 && chosen[0].dataset.task === chosen[1].dataset.task;
+    button.disabled = !sameTask;
+    if (why) {
+      why.textContent = chosen.length < 2 ? `pick ${2 - chosen.length} more attempt(s) of one task`
+        : sameTask ? `${chosen[0].dataset.task}: rounds aligned, final models diffed`
+        : `not comparable: ${chosen[0].dataset.task} and ${chosen[1].dataset.task} are different tasks`;
+    }
+    document.getElementById("compare-a").value = chosen[0] ? chosen[0].value : "";
+    document.getElementById("compare-b").value = chosen[1] ? chosen[1].value : "";
   };
   for (const p of picks) {
     p.addEventListener("change", () => {
@@ -26,4 +51,33 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
   update();
+
+  const table = document.querySelector("table[data-progress]");
+  if (table) {
+    const money = (v) => `$${Number(v).toFixed(4)}`;
+    const refresh = async () => {
+      const running = [...table.querySelectorAll("tr[data-experiment]")].filter(
+        (row) => row.querySelector('[data-field="status"]').textContent.trim() === "running");
+      if (!running.length) return;
+      try {
+        const response = await fetch(table.dataset.progress, { cache: "no-store" });
+        if (!response.ok) return;
+        const data = await response.json();
+        for (const row of running) {
+          const p = data[row.dataset.experiment];
+          if (!p) continue;
+          const set = (field, text) => { const el = row.querySelector(`[data-field="${field}"]`); if (el) el.textContent = text; };
+          set("status", p.status);
+          set("done", p.planned ? `${p.attempts} / ${p.planned}` : `${p.attempts}`);
+          set("passed", p.passed); set("failed", p.failed); set("errors", p.errors);
+          set("pass_rate", p.pass_rate === null ? "—" : `${Math.round(100 * p.pass_rate)}%`);
+          set("cost_usd", money(p.cost_usd));
+        }
+      } catch (err) {
+        // the server stopped: keep the last figures (no console noise)
+      }
+      setTimeout(refresh, 3000);
+    };
+    setTimeout(refresh, 3000);
+  }
 });
