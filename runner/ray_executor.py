@@ -14,6 +14,11 @@ budget cap stops a Ray run as early as a local one. On Ctrl-C no new unit starts
 finished and stored; a second Ctrl-C kills the actors (what was stored stays, resume runs the rest). The
 driver's environment (``SYSMO_*``, provider keys and bases, see ``driver_environment``) is set in every actor
 before it builds anything, so workers find the same tool jars, caches and API keys.
+
+On a cluster (``--ray-address``) each actor is pinned to its node, and every node is checked before the first
+unit (``ray_cluster.check_nodes``: the tools and the data paths the run needs). A node lost mid-run takes only
+its attempts in flight: what it returned is stored, and each lost unit runs once more on the other nodes (a
+unit lost twice is a failed unit, so a unit that kills its node cannot take the cluster down node by node).
 """
 
 from __future__ import annotations
@@ -22,15 +27,16 @@ import dataclasses
 import os
 import re
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from sysmo.errors import ConfigError
+from sysmo.errors import ConfigError, SysmoError
 from sysmo.log import get_logger
 from sysmo.runner.collector import fewer_collections
 from sysmo.runner.executor import RunState
+from sysmo.runner.ray_cluster import ClusterNode, check_nodes, data_paths, tools_for, unit_nodes
 from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
 
@@ -131,26 +137,36 @@ class RayExecutor:
     def __init__(self) -> None:
         self._ray: Any = None
         self._actors: list[Any] = []
+        self._nodes: list[ClusterNode] = []  # the node of each actor
 
     def start(self, config: Any, directory: Path) -> None:
         """Start Ray and the actors (asynchronously: they import and build while the driver prepares the run)."""
         ray = self._ray = start_ray(config.ray_address, config.concurrency)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = unit_nodes(ray)
+        if not nodes:
+            raise ConfigError(f"the Ray cluster at {config.ray_address or 'this machine'} has no live node with "
+                              "CPUs to run units on: start one with `ray start --address HEAD:PORT`")
         # by default one actor per node, a local executor's worth (its tool slots sized to the node's cores, one
-        # set of warm tool servers); ``ray_workers`` asks for more. Each runs its share of the ``concurrency``
-        # attempts at once.
-        cpus = max(1, int(ray.available_resources().get("CPU", 1)))
-        nodes = max(1, sum(1 for node in ray.nodes() if node.get("Alive")))
-        size = max(1, min(config.concurrency, config.ray_workers or nodes))
-        actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency,
-                                 scheduling_strategy="SPREAD")(UnitActor)
+        # set of warm tool servers); ``ray_workers`` asks for more, dealt round the nodes. Each runs its share of
+        # the ``concurrency`` attempts at once. Pinned (not soft): an actor never moves to a node unchecked.
+        size = max(1, min(config.concurrency, config.ray_workers or len(nodes)))
+        self._nodes = [nodes[index % len(nodes)] for index in range(size)]
         config_json, environment = config.model_dump_json(), driver_environment()
-        self._actors = [actor_class.remote(config_json, str(directory), environment) for _ in range(size)]
+        for node in self._nodes:
+            share = sum(1 for other in self._nodes if other.node_id == node.node_id)
+            placed = ray.remote(num_cpus=min(1, node.cpus / share), max_concurrency=config.concurrency,
+                                scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False))
+            self._actors.append(placed(UnitActor).remote(config_json, str(directory), environment))
 
     def run(self, pending: list[WorkUnit], state: RunState) -> None:
         config = state.config
         if self._ray is None:
             self.start(config, state.summary.directory)
         try:
+            if config.ray_address and pending:  # a cluster: its nodes are other machines
+                self._check_nodes(pending, config)
             self._schedule(self._ray, self._actors, pending, state)
         finally:
             self.close()
@@ -159,14 +175,27 @@ class RayExecutor:
         """Stop the actors (their tool servers go with them); Ray itself stays up for the process."""
         for actor in self._actors:
             self._ray.kill(actor)
-        self._actors = []
+        self._actors, self._nodes = [], []
+
+    def _check_nodes(self, pending: list[WorkUnit], config: Any) -> None:
+        """The tools and data paths of the pending units' tasks, on every node with an actor."""
+        from sysmo.benchmarks.datadir import resolve_data_dir
+
+        tasks = list({unit.task.id: unit.task for unit in pending}.values())
+        nodes = list({node.node_id: node for node in self._nodes}.values())
+        check_nodes(self._ray, nodes, driver_environment(), tools_for(tasks),
+                    data_paths(tasks, config.model_names, resolve_data_dir(config.data_dir)))
 
     def _schedule(self, ray: Any, actors: list[Any], pending: list[WorkUnit], state: RunState) -> None:
+        from ray.exceptions import RayActorError
+
         config = state.config
-        load = {index: 0 for index in range(len(actors))}  # attempts in flight per actor
+        load = {index: 0 for index in range(len(actors))}  # attempts in flight per live actor
         in_flight: dict[Any, tuple[WorkUnit, int]] = {}
         storing: deque[tuple[Future, Any]] = deque()  # (writer's future, attempt) in the order handed over
         queue = list(reversed(pending))
+        rerun: set[str] = set()  # units lost with their node once, and sent again
+        by_node: Counter[str] = Counter()  # attempts returned, per node (a cluster's spread, in the log)
         tasks = [ray.put({unit.task.id: unit.task for unit in pending})]  # a list: the actor fetches it once
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
@@ -178,9 +207,27 @@ class RayExecutor:
                 future.result()  # a failed write (a full disk) fails the run
                 state.finished(attempt)
 
+        def lost(unit: WorkUnit, index: int, error: Exception) -> None:
+            """The actor ``index`` died with its node (or on its own): no unit goes to it again, and ``unit``,
+            which it was running, runs again elsewhere, once."""
+            node = self._nodes[index].label
+            if load.pop(index, None) is not None:
+                log.warning("ray.node_lost", node=node, error=str(error).splitlines()[0] if str(error) else "")
+                state.bar.note(f"node {node} lost: its attempts in flight run again on the other nodes")
+            if unit.attempt_id in rerun:
+                state.failed(SysmoError(f"unit {unit.attempt_id} was lost with its node twice ({node}); "
+                                        f"resume the run to try it again"))
+                return
+            rerun.add(unit.attempt_id)
+            log.warning("ray.unit_rerun", unit=unit.attempt_id, node=node)
+            queue.append(unit)  # the next to start
+
         try:
             while queue or in_flight:
                 while queue and len(in_flight) < config.concurrency and state.may_start():
+                    if not load:
+                        raise SysmoError("every node that ran this run's units was lost: what they finished is "
+                                         "stored; `sysmo run --resume` runs the rest once the cluster is back")
                     unit = queue.pop()
                     if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
                         self._rescore(unit, state)
@@ -196,14 +243,19 @@ class RayExecutor:
                     done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 for ref in done:
                     unit, index = in_flight.pop(ref)
-                    load[index] -= 1
+                    if index in load:
+                        load[index] -= 1
                     try:
                         attempt, record, steps, card, events = self._decode(*ray.get(ref))
+                    except RayActorError as exc:  # the actor's process or node is gone
+                        lost(unit, index, exc)
+                        continue
                     except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on
                         cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's exception
                         log.warning("ray.unit_failed", unit=unit.attempt_id, error=f"{type(cause).__name__}: {cause}")
                         state.failed(cause)
                         continue
+                    by_node[self._nodes[index].label] += 1
                     state.came_back(unit, attempt)
                     future = state.writer.keep(unit, attempt, self._recorder(state, steps), record)
                     if card is not None:
@@ -218,7 +270,8 @@ class RayExecutor:
             for ref in in_flight:
                 ray.cancel(ref, force=True)
             raise
-        log.info("ray.done", seconds=round(time.monotonic() - started, 2))
+        log.info("ray.done", seconds=round(time.monotonic() - started, 2), rerun=len(rerun),
+                 by_node=dict(by_node))
 
     @staticmethod
     def _decode(record: Any, calls: list[Any] | None, card_json: str | None,
