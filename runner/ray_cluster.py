@@ -119,6 +119,12 @@ def node_readiness(environment: dict[str, str], tools: list[str], paths: list[st
     return NodeReadiness(failing=[s for s in statuses if not s.ok], missing_paths=missing).model_dump(mode="json")
 
 
+def first_sentence(message: str) -> str:
+    """A tool's failure in short: its message's first line, up to its first full stop."""
+    line = (message.splitlines() or ["failed"])[0]
+    return line.split(". ", 1)[0].rstrip(".")
+
+
 def check_nodes(ray: Any, nodes: list[ClusterNode], environment: dict[str, str], tools: list[str],
                 paths: list[str]) -> None:
     """Check every node at once (one task pinned to each); the first node that lacks a tool or a path stops the
@@ -138,8 +144,7 @@ def check_nodes(ray: Any, nodes: list[ClusterNode], environment: dict[str, str],
     for node in nodes:
         readiness = NodeReadiness.model_validate(answers[node.node_id])
         if readiness.failing:
-            lacks = "; ".join(f"{s.name}: {s.message.splitlines()[0] if s.message else 'failed'}"
-                              for s in readiness.failing)
+            lacks = "; ".join(f"{s.name}: {first_sentence(s.message)}" for s in readiness.failing)
             lacking_tools.append(f"node {node.label} cannot run the tools ({lacks})")
         if readiness.missing_paths:
             more = len(readiness.missing_paths) - SHOWN_PATHS

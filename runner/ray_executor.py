@@ -48,6 +48,7 @@ PASSED_ENV = re.compile(r"^(SYSMO_.*|LITELLM_.*|OPENAI_.*|ANTHROPIC_.*|AZURE_.*|
                         r"|TOGETHER.*|DEEPSEEK_.*|OPENROUTER_.*|OLLAMA_.*|HF_.*|XDG_CACHE_HOME|JAVA_HOME"
                         r"|.*_API_KEY|.*_API_BASE|.*_BASE_URL)$")
 WAIT_S = 0.2  # how often the driver looks at a stop request while attempts run
+UnitKey = tuple[str, str, str, int, str, Any, str, int | None]
 
 
 def driver_environment() -> dict[str, str]:
@@ -86,8 +87,10 @@ class UnitActor:
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    async def run(self, key: tuple[str, str, str, int, str],
-                  tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
+    def ready(self) -> None:
+        """Answers once the actor is built (its imports and runner): the driver sends units only to ready actors."""
+
+    async def run(self, key: UnitKey, tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
         """The attempt of the unit ``key`` (``unit_key``): its rows for the store (``AttemptRecord``), its
         recorded steps (not written here) and, if the run scores, its score. ``tasks`` holds the reference of
         the run's tasks in the object store (fetched once per actor: a unit travels as its key, not with its
@@ -100,8 +103,8 @@ class UnitActor:
 
         if self.tasks is None:
             self.tasks = await tasks[0]
-        task_id, agent, model, sample, experiment_id = key
-        unit = WorkUnit(self.tasks[task_id], agent, model, sample, experiment_id)
+        task_id, *rest = key
+        unit = WorkUnit(self.tasks[task_id], *rest)
         attempt, steps = await self.runner.arun_attempt(unit)
         card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
                         else (None, []))
@@ -116,10 +119,12 @@ class UnitActor:
         self._collections.__exit__(None, None, None)
 
 
-def unit_key(unit: WorkUnit) -> tuple[str, str, str, int, str]:
-    """What identifies a unit besides its task's content: (task id, agent, model, sample, experiment). Sent
-    instead of the unit (cloudpickle takes about 1.7 ms for a unit with its pydantic task)."""
-    return unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id
+def unit_key(unit: WorkUnit) -> UnitKey:
+    """A unit with its task named by id: (task id, then ``WorkUnit``'s other fields in order: agent, model,
+    sample, experiment, arm, arm key, seed). Sent instead of the unit (cloudpickle takes about 1.7 ms for a unit
+    with its pydantic task); the actor makes the same unit, so the attempt has the driver's id, arm and seed."""
+    return (unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id, unit.arm, unit.arm_key,
+            unit.seed)
 
 
 def start_ray(address: str | None, num_cpus: int) -> Any:
@@ -138,6 +143,8 @@ class RayExecutor:
         self._ray: Any = None
         self._actors: list[Any] = []
         self._nodes: list[ClusterNode] = []  # the node of each actor
+        self.returned: Counter[str] = Counter()  # attempts returned per node (a cluster's spread) in this run
+        self._in_flight: dict[Any, tuple[WorkUnit, int]] = {}
 
     def start(self, config: Any, directory: Path) -> None:
         """Start Ray and the actors (asynchronously: they import and build while the driver prepares the run)."""
@@ -190,15 +197,37 @@ class RayExecutor:
         from ray.exceptions import RayActorError
 
         config = state.config
-        load = {index: 0 for index in range(len(actors))}  # attempts in flight per live actor
-        in_flight: dict[Any, tuple[WorkUnit, int]] = {}
+        load: dict[int, int] = {}  # attempts in flight per live actor that is ready
+        starting = {actor.ready.remote(): index for index, actor in enumerate(actors)}  # actors being built
+        failures: list[str] = []  # actors that died before they were ready, and why
+        in_flight: dict[Any, tuple[WorkUnit, int]] = {}  # (unit, actor) of each attempt sent
+        self._in_flight = in_flight
         storing: deque[tuple[Future, Any]] = deque()  # (writer's future, attempt) in the order handed over
         queue = list(reversed(pending))
         rerun: set[str] = set()  # units lost with their node once, and sent again
-        by_node: Counter[str] = Counter()  # attempts returned, per node (a cluster's spread, in the log)
+        self.returned = Counter()
         tasks = [ray.put({unit.task.id: unit.task for unit in pending})]  # a list: the actor fetches it once
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
+
+        def look_at_starting(timeout_s: float) -> None:
+            """Actors that became ready join the pool (a unit never waits behind an actor still importing)."""
+            if not starting:
+                return
+            done, _ = ray.wait(list(starting), num_returns=len(starting), timeout=timeout_s)
+            for ref in done:
+                index = starting.pop(ref)
+                node = self._nodes[index].label
+                try:
+                    ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - its node died, or building the actor failed
+                    cause = getattr(exc, "cause", None) or exc
+                    why = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
+                    log.warning("ray.actor_failed", node=node, error=why)
+                    failures.append(f"node {node}: {why}")
+                    continue
+                load[index] = 0
+                log.info("ray.actor_ready", node=node, seconds=round(time.monotonic() - started, 2))
 
         def count_stored(block: bool = False) -> None:
             """Count the attempts the writer has committed (all of them with ``block``)."""
@@ -213,7 +242,8 @@ class RayExecutor:
             node = self._nodes[index].label
             if load.pop(index, None) is not None:
                 log.warning("ray.node_lost", node=node, error=str(error).splitlines()[0] if str(error) else "")
-                state.bar.note(f"node {node} lost: its attempts in flight run again on the other nodes")
+                state.bar.note(f"node {node} lost; its attempts in flight run again")
+                failures.append(f"node {node}: lost")
             if unit.attempt_id in rerun:
                 state.failed(SysmoError(f"unit {unit.attempt_id} was lost with its node twice ({node}); "
                                         f"resume the run to try it again"))
@@ -224,10 +254,11 @@ class RayExecutor:
 
         try:
             while queue or in_flight:
-                while queue and len(in_flight) < config.concurrency and state.may_start():
-                    if not load:
-                        raise SysmoError("every node that ran this run's units was lost: what they finished is "
-                                         "stored; `sysmo run --resume` runs the rest once the cluster is back")
+                look_at_starting(0)
+                if queue and not load and not starting:
+                    raise SysmoError("no node of the Ray cluster can run this run's units (" + "; ".join(failures[:3])
+                                     + "): what was finished is stored; `sysmo run --resume` runs the rest")
+                while queue and load and len(in_flight) < config.concurrency and state.may_start():
                     unit = queue.pop()
                     if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
                         self._rescore(unit, state)
@@ -236,6 +267,9 @@ class RayExecutor:
                     load[index] += 1
                     in_flight[actors[index].run.remote(unit_key(unit), tasks)] = (unit, index)
                 if not in_flight:
+                    if queue and state.may_start():  # no actor is ready yet
+                        look_at_starting(WAIT_S)
+                        continue
                     break
                 refs = list(in_flight)
                 done, rest = ray.wait(refs, num_returns=1, timeout=WAIT_S)
@@ -255,7 +289,7 @@ class RayExecutor:
                         log.warning("ray.unit_failed", unit=unit.attempt_id, error=f"{type(cause).__name__}: {cause}")
                         state.failed(cause)
                         continue
-                    by_node[self._nodes[index].label] += 1
+                    self.returned[self._nodes[index].label] += 1
                     state.came_back(unit, attempt)
                     future = state.writer.keep(unit, attempt, self._recorder(state, steps), record)
                     if card is not None:
@@ -266,12 +300,13 @@ class RayExecutor:
                     storing[0][0].result()
                     count_stored()
             count_stored(block=True)
-        except BaseException:  # an abort (second Ctrl-C) or a failure: stored work stays, resume runs the rest
-            for ref in in_flight:
-                ray.cancel(ref, force=True)
+        except BaseException:
+            # an abort (second Ctrl-C) or a failure: the attempts in flight end with their actors (``close``;
+            # Ray takes no forced cancel of an actor's task), stored work stays, resume runs the rest
+            log.warning("ray.aborted", in_flight=len(in_flight))
             raise
         log.info("ray.done", seconds=round(time.monotonic() - started, 2), rerun=len(rerun),
-                 by_node=dict(by_node))
+                 by_node=dict(self.returned))
 
     @staticmethod
     def _decode(record: Any, calls: list[Any] | None, card_json: str | None,

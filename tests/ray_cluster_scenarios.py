@@ -7,8 +7,10 @@ of the user). Not in a PID namespace of its own: sysmo's reaper of leftover tool
 
 1. A node without Java (its PATH lacks it): ``sysmo run --executor ray`` stops before any unit in one line
    naming that node. The node is then killed.
-2. A run on the head and the other node, answered by the fake OpenAI server with a delay, with the other node's
-   raylet process tree killed while it has attempts in flight; then the same experiment by the local executor.
+2. A run on the head and the other node (12 units, 4 at a time), answered by the fake OpenAI server with a
+   delay once both nodes' actors are ready; node B's raylet process tree is killed once B has stored two
+   attempts and has two more in flight (their model requests made). Then the same experiment by the local
+   executor.
 
 Arguments: the folder to write ``results.json`` into (the test reads and judges it) and Ray's temp folder.
 """
@@ -33,7 +35,7 @@ from pathlib import Path
 PORT = 6392
 ADDRESS = f"127.0.0.1:{PORT}"
 TASKS = ["starter/uml_class/library_loans", "starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"]
-SAMPLES = 3
+SAMPLES = 4
 DELAY_S = 1.5  # each model reply: long enough that the killed node surely has attempts in flight
 DIAGRAM = "```plantuml\n@startuml\nclass Book {\n  +title: String\n}\nclass Member\nBook --> Member\n@enduml\n```"
 
@@ -125,8 +127,8 @@ def stored_rows(directory: Path) -> list[dict]:
 
     store = Store(directory / "results.sqlite")
     try:
-        rows = store.query("SELECT id, task_id, model, sample_index, status, n_rounds FROM attempts "
-                           "ORDER BY task_id, sample_index")
+        rows = [dict(row) for row in store.query("SELECT id, task_id, model, sample_index, status, n_rounds "
+                                                 "FROM attempts ORDER BY task_id, sample_index")]
         for row in rows:
             card = store.scorecard(row["id"])
             row["scores"] = {stage.stage: stage.value for stage in card.stages} if card else None
@@ -220,27 +222,73 @@ def missing_tool(ray, out: Path, results: dict) -> None:
 def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Popen) -> None:
     from fake_openai import FakeOpenAI, reply
 
-    from sysmo.runner import run_experiment
+    from sysmo.runner import experiment, run_experiment
 
     node_b = node_with(ray, "node_b")
     results["node_b"] = node_b["NodeID"]
-    with FakeOpenAI(default=reply(DIAGRAM, delay_s=DELAY_S)) as server:
+    b_label = f"(node {node_b['NodeID'][:8]})"
+    captured = io.StringIO()
+    b_killed = threading.Event()
+    executors = []
+    make_executor = experiment.executor_for
+
+    def keep_executor(config):
+        executors.append(make_executor(config))
+        return executors[-1]
+
+    def node_running(seed: int) -> str | None:
+        """The node running the unit of ``seed`` (the executor's attempts in flight)."""
+        executor = executors[0] if executors else None
+        for unit, index in list(executor._in_flight.values()) if executor else []:
+            if unit.seed == seed:
+                return executor._nodes[index].label
+        return None
+
+    def answer(body: dict):
+        # the head's replies wait until node B is killed: B runs units while the head holds its own, so B
+        # surely stores one and starts another before it dies, whatever each node's start-up costs
+        deadline = time.monotonic() + 60
+        while (node := node_running(body.get("seed"))) is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if node is None or b_label not in node:
+            b_killed.wait(180)
+        return reply(DIAGRAM, delay_s=DELAY_S)
+
+    units = len(TASKS) * SAMPLES
+    with FakeOpenAI(default=answer) as server:
         model = {"model": "openai/fake-model", "api_base": server.base_url}
 
-        def kill_once_b_has_attempts_in_flight() -> None:
-            # 4 attempts in flight at a time, 2 per node: after the first 4 replies come the next 4 requests,
-            # two of them node B's
-            wait_for(lambda: server.calls >= 7, 120, "the second wave of requests")
-            time.sleep(0.3)
-            results["calls_at_kill"] = server.calls
-            kill_node(node_b, node_b_start)
+        def b_requested() -> int:
+            """Node B's attempts in flight whose model request the server has (it answers them after DELAY_S)."""
+            asked = {body.get("seed") for body in list(server.requests)}
+            executor = executors[0] if executors else None
+            return sum(1 for unit, index in list(executor._in_flight.values()) if executor
+                       and b_label in executor._nodes[index].label and unit.seed in asked)
 
-        killer = threading.Thread(target=kill_once_b_has_attempts_in_flight, daemon=True)
+        def kill_b_with_attempts_in_flight() -> None:
+            try:
+                wait_for(lambda: executors and executors[0].returned[node_b_label()] >= 1 and b_requested() >= 1,
+                         180, "node B to store an attempt and ask for another")
+                results["b_in_flight_at_kill"] = sum(1 for _, index in list(executors[0]._in_flight.values())
+                                                     if b_label in executors[0]._nodes[index].label)
+                results["returned_at_kill"] = dict(executors[0].returned)
+                kill_node(node_b, node_b_start)
+            finally:
+                b_killed.set()
+
+        def node_b_label() -> str:
+            return next((node.label for node in executors[0]._nodes if b_label in node.label), "")
+
+        killer = threading.Thread(target=kill_b_with_attempts_in_flight, daemon=True)
         killer.start()
-        captured = io.StringIO()
+        experiment.executor_for = keep_executor
         started = time.monotonic()
-        with contextlib.redirect_stderr(captured):
-            summary = run_experiment(config_for(out, "cluster", models=[model]), progress=True)
+        try:
+            with contextlib.redirect_stderr(captured):
+                summary = run_experiment(config_for(out, "cluster", models=[model]), progress=True)
+        finally:
+            experiment.executor_for = make_executor
+            b_killed.set()
         results["cluster_run_s"] = round(time.monotonic() - started, 1)
         killer.join(timeout=5)
         results["cluster_summary"] = {"ran": summary.ran, "passed": summary.passed, "errors": summary.errors,
@@ -257,7 +305,6 @@ def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Po
                                progress=False)
         results["local_run_s"] = round(time.monotonic() - started, 1)
         results["local_summary"] = {"ran": local.ran, "passed": local.passed, "errors": local.errors}
-        results["calls_after_local"] = server.calls
     results["cluster_rows"] = stored_rows(out / "cluster" / "cluster1")
     results["local_rows"] = stored_rows(out / "local" / "cluster1")
 

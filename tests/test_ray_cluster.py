@@ -72,7 +72,7 @@ def test_a_node_without_a_tool_stops_the_run_in_one_line_naming_the_node(cluster
 
 @pytest.mark.slow
 def test_a_node_killed_mid_run_loses_no_finished_attempt_and_its_units_run_again_once(cluster):
-    units = 3 * 3
+    units = 3 * 4
     summary = cluster["cluster_summary"]
     assert summary == {"ran": units, "passed": units, "errors": 0, "stopped": None}
     rows = cluster["cluster_rows"]
@@ -81,22 +81,26 @@ def test_a_node_killed_mid_run_loses_no_finished_attempt_and_its_units_run_again
     lost = [e for e in events if e["event"] == "ray.node_lost"]
     rerun = [e["unit"] for e in events if e["event"] == "ray.unit_rerun"]
     assert len(lost) == 1 and f"(node {cluster['node_b'][:8]})" in lost[0]["node"]
-    # the units node B had in flight, each sent once more: two requests for exactly their seeds, one for the rest
+    # the units node B had in flight, each sent once more: at most two requests per unit (seed), two only for
+    # a unit that was rerun (the one B had asked for when it was killed, at least)
+    assert len(rerun) == len(set(rerun)) == cluster["b_in_flight_at_kill"] >= 1
     per_seed = cluster["requests_per_seed"]
-    assert len(per_seed) == units and sorted(per_seed.values()) == [1] * (units - len(rerun)) + [2] * len(rerun)
-    assert 1 <= len(rerun) == len(set(rerun)) <= 2
+    assert len(per_seed) == units and set(per_seed.values()) == {1, 2}
+    assert 1 <= sum(1 for n in per_seed.values() if n == 2) <= len(rerun)
     done = next(e for e in events if e["event"] == "ray.done")
     assert done["rerun"] == len(rerun)
     # progress as locally, with the lost node noted
-    assert any(line.startswith("cluster1: 9/9 attempts (100%), passed 9") for line in cluster["cluster_stderr"])
-    assert any("lost: its attempts in flight run again on the other nodes" in line for line in cluster["cluster_stderr"])
+    assert any(line.startswith("cluster1: 12/12 attempts (100%), passed 12") for line in cluster["cluster_stderr"])
+    assert f"(node {cluster['node_b'][:8]}) lost; its attempts in flight run again" in " ".join(
+        line.strip() for line in cluster["cluster_stderr"])
 
 
 @pytest.mark.slow
 def test_a_cluster_run_stores_what_the_local_executor_stores(cluster):
-    assert cluster["local_summary"] == {"ran": 9, "passed": 9, "errors": 0}
+    assert cluster["local_summary"] == {"ran": 12, "passed": 12, "errors": 0}
     assert cluster["cluster_rows"] == cluster["local_rows"]  # the same attempts (ids, statuses, rounds) and scores
     assert all(row["scores"] for row in cluster["cluster_rows"])
-    # both nodes ran units before one was lost
+    # both nodes ran units (node B at least one before it was lost)
     done = next(e for e in cluster["cluster_events"] if e["event"] == "ray.done")
-    assert len(done["by_node"]) == 2 and all(count >= 1 for count in done["by_node"].values())
+    by_node = {label.rsplit("(node ", 1)[1][:8]: count for label, count in done["by_node"].items()}
+    assert by_node[cluster["node_b"][:8]] >= 1 and sum(by_node.values()) == 12
