@@ -35,6 +35,9 @@ TOOLS_BY_KIND: dict[TaskKind, list[str]] = {
     TaskKind.UML_CLASS: ["PlantUML"],
     TaskKind.ARCHITECTURE: ["PlantUML"],
 }
+# nodes found ready in this process, with the tools and paths they were checked for: a process that runs several
+# experiments on the cluster (``sysmo reproduce``) checks a node once for the same needs
+_READY: set[tuple[str, tuple[str, ...], tuple[str, ...]]] = set()
 CHECK_TIMEOUT_S = 300.0  # a node's doctor starts a JVM per tool; on a loaded machine that takes tens of seconds
 SHOWN_PATHS = 3  # missing paths named in the error (the rest are counted)
 
@@ -127,11 +130,13 @@ def first_sentence(message: str) -> str:
 
 def check_nodes(ray: Any, nodes: list[ClusterNode], environment: dict[str, str], tools: list[str],
                 paths: list[str]) -> None:
-    """Check every node at once (one task pinned to each); the first node that lacks a tool or a path stops the
-    run with one line naming the node and what it lacks."""
+    """Check every node at once (one task pinned to each, a node found ready earlier in this process for the same
+    needs excepted); nodes that lack a tool or a path stop the run with one line naming each and what it lacks."""
     from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
     check = ray.remote(num_cpus=0, max_retries=0)(node_readiness)
+    needs = (tuple(tools), tuple(paths))
+    nodes = [node for node in nodes if (node.node_id, *needs) not in _READY]
     pending = {check.options(scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False)).remote(
         environment, tools, paths): node for node in nodes}
     log.info("ray.check_nodes", nodes=[n.label for n in nodes], tools=tools, paths=len(paths))
@@ -150,6 +155,8 @@ def check_nodes(ray: Any, nodes: list[ClusterNode], environment: dict[str, str],
             more = len(readiness.missing_paths) - SHOWN_PATHS
             shown = ", ".join(readiness.missing_paths[:SHOWN_PATHS]) + (f" and {more} more" if more > 0 else "")
             lacking_data.append(f"node {node.label} cannot read the run's data: {shown}")
+        if not readiness.failing and not readiness.missing_paths:
+            _READY.add((node.node_id, *needs))
     if lacking_tools:
         raise ToolMissingError("; ".join(lacking_tools) + ": run `sysmo tools install` and `sysmo tools doctor` "
                                "on that node")

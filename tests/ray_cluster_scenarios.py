@@ -163,16 +163,16 @@ def main(out: Path, temp: Path) -> None:
                 "RAY_health_check_initial_delay_ms": "0"}
     started = time.monotonic()
     head = ray_start(temp, out / "head.log", "--head", f"--port={PORT}", "--include-dashboard=false", env=head_env)
-    node_b = ray_start(temp, out / "node_b.log", f"--address={ADDRESS}", '--resources={"node_b": 1}')
-    node_c = ray_start(temp, out / "node_c.log", f"--address={ADDRESS}", '--resources={"node_c": 1}',
-                       env={**os.environ, "PATH": str(no_java)})
+    node_b = node_c = None
     try:
         import ray
 
         wait_for(lambda: subprocess.run([str(Path(sys.executable).with_name("ray")), "status",
                                          f"--address={ADDRESS}"], capture_output=True).returncode == 0, 120, "the head")
         ray.init(address=ADDRESS, log_to_driver=False, configure_logging=False)
-        wait_for(lambda: len(alive_nodes(ray)) == 3, 120, "three live nodes")
+        # one node at a time: ``ray start`` gives a raylet 30 s to register, which a loaded machine can miss
+        node_b = join(ray, temp, out, "node_b", os.environ.copy())
+        node_c = join(ray, temp, out, "node_c", {**os.environ, "PATH": str(no_java)})
         results["cluster_start_s"] = round(time.monotonic() - started, 1)
         missing_tool(ray, out, results)
         node_c_info = node_with(ray, "node_c")
@@ -189,9 +189,24 @@ def main(out: Path, temp: Path) -> None:
         with contextlib.suppress(Exception):
             ray.shutdown()
         for start in (node_b, node_c, head):
-            with contextlib.suppress(ProcessLookupError):
+            with contextlib.suppress(ProcessLookupError, AttributeError):
                 os.killpg(start.pid, signal.SIGKILL)
         stop_cluster(temp)
+
+
+def join(ray, temp: Path, out: Path, name: str, env: dict[str, str]) -> subprocess.Popen:
+    """Start a worker node with the resource ``name`` (how the scenarios find it) and wait until it is live;
+    once more if its ``ray start`` gave up."""
+    for _ in range(2):
+        start = ray_start(temp, out / f"{name}.log", f"--address={ADDRESS}", f'--resources={{"{name}": 1}}', env=env)
+        deadline = time.monotonic() + 120
+        while start.poll() is None and time.monotonic() < deadline:
+            if any(name in n["Resources"] for n in alive_nodes(ray)):
+                return start
+            time.sleep(0.2)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(start.pid, signal.SIGKILL)
+    raise TimeoutError(f"{name} did not join the cluster (see {out / name}.log)")
 
 
 def config_for(out: Path, name: str, **fields):
