@@ -104,3 +104,19 @@ def test_a_cluster_run_stores_what_the_local_executor_stores(cluster):
     done = next(e for e in cluster["cluster_events"] if e["event"] == "ray.done")
     by_node = {label.rsplit("(node ", 1)[1][:8]: count for label, count in done["by_node"].items()}
     assert by_node[cluster["node_b"][:8]] >= 1 and sum(by_node.values()) == 12
+
+
+def test_the_paths_a_node_must_see_are_those_the_tasks_name_and_a_replay_models_data():
+    from sysmo.benchmarks.registry import get_task, load_tasks
+    from sysmo.contracts.task import TraceSet
+    from sysmo.runner.ray_cluster import data_paths, tools_for
+
+    uml = get_task("starter/uml_class/library_loans")
+    tla = next(t for t in load_tasks(None) if t.kind.value == "tla")
+    traced = uml.model_copy(update={"references": uml.references.model_copy(update={
+        "traces": TraceSet(files=[Path("/data/t/1.ndjson")]), "windows": Path("/data/t/windows")})})
+    assert data_paths([uml], ["mockllm/control"], Path("/data")) == []  # its text travels with the unit
+    assert data_paths([uml, traced], ["replay/designbench:gpt_4.1/direct"], Path("/data")) == [
+        "/data", "/data/t/1.ndjson", "/data/t/windows"]
+    assert tools_for([uml]) == ["java", "sandbox", "PlantUML"]
+    assert tools_for([uml, tla]) == ["java", "sandbox", "SANY", "TLC", "PlantUML"]
