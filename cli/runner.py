@@ -177,7 +177,9 @@ def register(app: typer.Typer) -> None:
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o", help="Where experiments live."),
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
-        address: Optional[str] = typer.Option(None, help="Ray cluster address for --executor ray."),
+        address: Optional[str] = typer.Option(None, "--ray-address", "--address", help="With --executor ray: the "
+                                              "cluster to run on (auto, or HEAD:PORT; docs/ray.md); default: a Ray "
+                                              "instance of this machine."),
         ray_workers: Optional[int] = typer.Option(None, help="Ray worker processes (default: one per node of "
                                                   "the cluster)."),
         checkpoints: Optional[str] = typer.Option(
@@ -265,7 +267,7 @@ def register(app: typer.Typer) -> None:
                                  ("samples", samples, "--samples"), ("max_tokens", max_tokens, "--max-tokens"),
                                  ("seed", seed, "--seed"), ("attempt_timeout", attempt_timeout, "--attempt-timeout"),
                                  ("concurrency", concurrency, "--concurrency"), ("id", exp_id, "--id"),
-                                 ("executor", executor, "--executor"), ("ray_address", address, "--address"),
+                                 ("executor", executor, "--executor"), ("ray_address", address, "--ray-address"),
                                  ("ray_workers", ray_workers, "--ray-workers"),
                                  ("checkpoints", checkpoints, "--checkpoints"),
                                  ("scoring_mode", scoring_mode, "--scoring-mode")):

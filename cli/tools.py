@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 
@@ -10,31 +9,11 @@ import typer
 from rich.console import Console
 
 from sysmo.errors import ToolMissingError
-from sysmo.tools.doctor_checks import with_isolation
-from sysmo.tools.status import ToolStatus, run_self_check
+from sysmo.tools.doctor_checks import collect_statuses
+from sysmo.tools.status import ToolStatus
 
 app = typer.Typer(no_args_is_help=True)
 console = Console()
-
-# (display name, module, function): each function returns a ToolStatus after a live check
-SELF_CHECKS: list[tuple[str, str, str]] = [
-    ("java", "sysmo.tools.doctor_checks", "java_status"),
-    ("sandbox", "sysmo.tools.doctor_checks", "sandbox_status"),
-    ("SANY", "sysmo.tools.tla.sany", "self_check"),
-    ("TLC", "sysmo.tools.tla.tlc", "self_check"),
-    ("PlantUML", "sysmo.tools.plantuml.check", "self_check"),
-    ("OpenSysML", "sysmo.tools.sysml.validate", "self_check"),
-]
-
-
-def collect_statuses() -> list[ToolStatus]:
-    statuses = []
-    for name, module_name, attr in SELF_CHECKS:
-        def check(module_name: str = module_name, attr: str = attr) -> ToolStatus:
-            return getattr(importlib.import_module(module_name), attr)()
-
-        statuses.append(with_isolation(run_self_check(name, check)))
-    return statuses
 
 
 def print_statuses(statuses: list[ToolStatus], out: Console) -> None:

@@ -14,6 +14,11 @@ budget cap stops a Ray run as early as a local one. On Ctrl-C no new unit starts
 finished and stored; a second Ctrl-C kills the actors (what was stored stays, resume runs the rest). The
 driver's environment (``SYSMO_*``, provider keys and bases, see ``driver_environment``) is set in every actor
 before it builds anything, so workers find the same tool jars, caches and API keys.
+
+On a cluster (``--ray-address``) each actor is pinned to its node, and every node is checked before the first
+unit (``ray_cluster.check_nodes``: the tools and the data paths the run needs). A node lost mid-run takes only
+its attempts in flight: what it returned is stored, and each lost unit runs once more on the other nodes (a
+unit lost twice is a failed unit, so a unit that kills its node cannot take the cluster down node by node).
 """
 
 from __future__ import annotations
@@ -22,15 +27,16 @@ import dataclasses
 import os
 import re
 import time
-from collections import deque
+from collections import Counter, deque
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
-from sysmo.errors import ConfigError
+from sysmo.errors import ConfigError, SysmoError
 from sysmo.log import get_logger
 from sysmo.runner.collector import fewer_collections
 from sysmo.runner.executor import RunState
+from sysmo.runner.ray_cluster import ClusterNode, check_nodes, data_paths, tools_for, unit_nodes
 from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
 
@@ -42,6 +48,7 @@ PASSED_ENV = re.compile(r"^(SYSMO_.*|LITELLM_.*|OPENAI_.*|ANTHROPIC_.*|AZURE_.*|
                         r"|TOGETHER.*|DEEPSEEK_.*|OPENROUTER_.*|OLLAMA_.*|HF_.*|XDG_CACHE_HOME|JAVA_HOME"
                         r"|.*_API_KEY|.*_API_BASE|.*_BASE_URL)$")
 WAIT_S = 0.2  # how often the driver looks at a stop request while attempts run
+UnitKey = tuple[str, str, str, int, str, Any, str, int | None]
 
 
 def driver_environment() -> dict[str, str]:
@@ -80,8 +87,10 @@ class UnitActor:
     def environment(self, name: str) -> str | None:
         return os.environ.get(name)
 
-    async def run(self, key: tuple[str, str, str, int, str],
-                  tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
+    def ready(self) -> None:
+        """Answers once the actor is built (its imports and runner): the driver sends units only to ready actors."""
+
+    async def run(self, key: UnitKey, tasks: list[Any]) -> tuple[Any, list[Any] | None, str | None, list[str]]:
         """The attempt of the unit ``key`` (``unit_key``): its rows for the store (``AttemptRecord``), its
         recorded steps (not written here) and, if the run scores, its score. ``tasks`` holds the reference of
         the run's tasks in the object store (fetched once per actor: a unit travels as its key, not with its
@@ -94,8 +103,8 @@ class UnitActor:
 
         if self.tasks is None:
             self.tasks = await tasks[0]
-        task_id, agent, model, sample, experiment_id = key
-        unit = WorkUnit(self.tasks[task_id], agent, model, sample, experiment_id)
+        task_id, *rest = key
+        unit = WorkUnit(self.tasks[task_id], *rest)
         attempt, steps = await self.runner.arun_attempt(unit)
         card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
                         else (None, []))
@@ -110,10 +119,12 @@ class UnitActor:
         self._collections.__exit__(None, None, None)
 
 
-def unit_key(unit: WorkUnit) -> tuple[str, str, str, int, str]:
-    """What identifies a unit besides its task's content: (task id, agent, model, sample, experiment). Sent
-    instead of the unit (cloudpickle takes about 1.7 ms for a unit with its pydantic task)."""
-    return unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id
+def unit_key(unit: WorkUnit) -> UnitKey:
+    """A unit with its task named by id: (task id, then ``WorkUnit``'s other fields in order: agent, model,
+    sample, experiment, arm, arm key, seed). Sent instead of the unit (cloudpickle takes about 1.7 ms for a unit
+    with its pydantic task); the actor makes the same unit, so the attempt has the driver's id, arm and seed."""
+    return (unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id, unit.arm, unit.arm_key,
+            unit.seed)
 
 
 def start_ray(address: str | None, num_cpus: int) -> Any:
@@ -131,26 +142,38 @@ class RayExecutor:
     def __init__(self) -> None:
         self._ray: Any = None
         self._actors: list[Any] = []
+        self._nodes: list[ClusterNode] = []  # the node of each actor
+        self.returned: Counter[str] = Counter()  # attempts returned per node (a cluster's spread) in this run
+        self._in_flight: dict[Any, tuple[WorkUnit, int]] = {}
 
     def start(self, config: Any, directory: Path) -> None:
         """Start Ray and the actors (asynchronously: they import and build while the driver prepares the run)."""
         ray = self._ray = start_ray(config.ray_address, config.concurrency)
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = unit_nodes(ray)
+        if not nodes:
+            raise ConfigError(f"the Ray cluster at {config.ray_address or 'this machine'} has no live node with "
+                              "CPUs to run units on: start one with `ray start --address HEAD:PORT`")
         # by default one actor per node, a local executor's worth (its tool slots sized to the node's cores, one
-        # set of warm tool servers); ``ray_workers`` asks for more. Each runs its share of the ``concurrency``
-        # attempts at once.
-        cpus = max(1, int(ray.available_resources().get("CPU", 1)))
-        nodes = max(1, sum(1 for node in ray.nodes() if node.get("Alive")))
-        size = max(1, min(config.concurrency, config.ray_workers or nodes))
-        actor_class = ray.remote(num_cpus=min(1, cpus / size), max_concurrency=config.concurrency,
-                                 scheduling_strategy="SPREAD")(UnitActor)
+        # set of warm tool servers); ``ray_workers`` asks for more, dealt round the nodes. Each runs its share of
+        # the ``concurrency`` attempts at once. Pinned (not soft): an actor never moves to a node unchecked.
+        size = max(1, min(config.concurrency, config.ray_workers or len(nodes)))
+        self._nodes = [nodes[index % len(nodes)] for index in range(size)]
         config_json, environment = config.model_dump_json(), driver_environment()
-        self._actors = [actor_class.remote(config_json, str(directory), environment) for _ in range(size)]
+        for node in self._nodes:
+            share = sum(1 for other in self._nodes if other.node_id == node.node_id)
+            placed = ray.remote(num_cpus=min(1, node.cpus / share), max_concurrency=config.concurrency,
+                                scheduling_strategy=NodeAffinitySchedulingStrategy(node.node_id, soft=False))
+            self._actors.append(placed(UnitActor).remote(config_json, str(directory), environment))
 
     def run(self, pending: list[WorkUnit], state: RunState) -> None:
         config = state.config
         if self._ray is None:
             self.start(config, state.summary.directory)
         try:
+            if config.ray_address and pending:  # a cluster: its nodes are other machines
+                self._check_nodes(pending, config)
             self._schedule(self._ray, self._actors, pending, state)
         finally:
             self.close()
@@ -159,17 +182,52 @@ class RayExecutor:
         """Stop the actors (their tool servers go with them); Ray itself stays up for the process."""
         for actor in self._actors:
             self._ray.kill(actor)
-        self._actors = []
+        self._actors, self._nodes = [], []
+
+    def _check_nodes(self, pending: list[WorkUnit], config: Any) -> None:
+        """The tools and data paths of the pending units' tasks, on every node with an actor."""
+        from sysmo.benchmarks.datadir import resolve_data_dir
+
+        tasks = list({unit.task.id: unit.task for unit in pending}.values())
+        nodes = list({node.node_id: node for node in self._nodes}.values())
+        check_nodes(self._ray, nodes, driver_environment(), tools_for(tasks),
+                    data_paths(tasks, config.model_names, resolve_data_dir(config.data_dir)))
 
     def _schedule(self, ray: Any, actors: list[Any], pending: list[WorkUnit], state: RunState) -> None:
+        from ray.exceptions import RayActorError
+
         config = state.config
-        load = {index: 0 for index in range(len(actors))}  # attempts in flight per actor
-        in_flight: dict[Any, tuple[WorkUnit, int]] = {}
+        load: dict[int, int] = {}  # attempts in flight per live actor that is ready
+        starting = {actor.ready.remote(): index for index, actor in enumerate(actors)}  # actors being built
+        failures: list[str] = []  # actors that died before they were ready, and why
+        in_flight: dict[Any, tuple[WorkUnit, int]] = {}  # (unit, actor) of each attempt sent
+        self._in_flight = in_flight
         storing: deque[tuple[Future, Any]] = deque()  # (writer's future, attempt) in the order handed over
         queue = list(reversed(pending))
+        rerun: set[str] = set()  # units lost with their node once, and sent again
+        self.returned = Counter()
         tasks = [ray.put({unit.task.id: unit.task for unit in pending})]  # a list: the actor fetches it once
         started = time.monotonic()
         log.info("ray.start", units=len(pending), actors=len(actors), address=config.ray_address or "local")
+
+        def look_at_starting(timeout_s: float) -> None:
+            """Actors that became ready join the pool (a unit never waits behind an actor still importing)."""
+            if not starting:
+                return
+            done, _ = ray.wait(list(starting), num_returns=len(starting), timeout=timeout_s)
+            for ref in done:
+                index = starting.pop(ref)
+                node = self._nodes[index].label
+                try:
+                    ray.get(ref)
+                except Exception as exc:  # noqa: BLE001 - its node died, or building the actor failed
+                    cause = getattr(exc, "cause", None) or exc
+                    why = f"{type(cause).__name__}: {str(cause).splitlines()[0] if str(cause) else ''}"
+                    log.warning("ray.actor_failed", node=node, error=why)
+                    failures.append(f"node {node}: {why}")
+                    continue
+                load[index] = 0
+                log.info("ray.actor_ready", node=node, seconds=round(time.monotonic() - started, 2))
 
         def count_stored(block: bool = False) -> None:
             """Count the attempts the writer has committed (all of them with ``block``)."""
@@ -178,9 +236,29 @@ class RayExecutor:
                 future.result()  # a failed write (a full disk) fails the run
                 state.finished(attempt)
 
+        def lost(unit: WorkUnit, index: int, error: Exception) -> None:
+            """The actor ``index`` died with its node (or on its own): no unit goes to it again, and ``unit``,
+            which it was running, runs again elsewhere, once."""
+            node = self._nodes[index].label
+            if load.pop(index, None) is not None:
+                log.warning("ray.node_lost", node=node, error=str(error).splitlines()[0] if str(error) else "")
+                state.bar.note(f"node {node} lost; its attempts in flight run again")
+                failures.append(f"node {node}: lost")
+            if unit.attempt_id in rerun:
+                state.failed(SysmoError(f"unit {unit.attempt_id} was lost with its node twice ({node}); "
+                                        f"resume the run to try it again"))
+                return
+            rerun.add(unit.attempt_id)
+            log.warning("ray.unit_rerun", unit=unit.attempt_id, node=node)
+            queue.append(unit)  # the next to start
+
         try:
             while queue or in_flight:
-                while queue and len(in_flight) < config.concurrency and state.may_start():
+                look_at_starting(0)
+                if queue and not load and not starting:
+                    raise SysmoError("no node of the Ray cluster can run this run's units (" + "; ".join(failures[:3])
+                                     + "): what was finished is stored; `sysmo run --resume` runs the rest")
+                while queue and load and len(in_flight) < config.concurrency and state.may_start():
                     unit = queue.pop()
                     if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
                         self._rescore(unit, state)
@@ -189,6 +267,9 @@ class RayExecutor:
                     load[index] += 1
                     in_flight[actors[index].run.remote(unit_key(unit), tasks)] = (unit, index)
                 if not in_flight:
+                    if queue and state.may_start():  # no actor is ready yet
+                        look_at_starting(WAIT_S)
+                        continue
                     break
                 refs = list(in_flight)
                 done, rest = ray.wait(refs, num_returns=1, timeout=WAIT_S)
@@ -196,14 +277,19 @@ class RayExecutor:
                     done += ray.wait(rest, num_returns=len(rest), timeout=0)[0]
                 for ref in done:
                     unit, index = in_flight.pop(ref)
-                    load[index] -= 1
+                    if index in load:
+                        load[index] -= 1
                     try:
                         attempt, record, steps, card, events = self._decode(*ray.get(ref))
+                    except RayActorError as exc:  # the actor's process or node is gone
+                        lost(unit, index, exc)
+                        continue
                     except Exception as exc:  # noqa: BLE001 - a worker failure is recorded, the run goes on
                         cause = getattr(exc, "cause", None) or exc  # a RayTaskError wraps the worker's exception
                         log.warning("ray.unit_failed", unit=unit.attempt_id, error=f"{type(cause).__name__}: {cause}")
                         state.failed(cause)
                         continue
+                    self.returned[self._nodes[index].label] += 1
                     state.came_back(unit, attempt)
                     future = state.writer.keep(unit, attempt, self._recorder(state, steps), record)
                     if card is not None:
@@ -214,11 +300,13 @@ class RayExecutor:
                     storing[0][0].result()
                     count_stored()
             count_stored(block=True)
-        except BaseException:  # an abort (second Ctrl-C) or a failure: stored work stays, resume runs the rest
-            for ref in in_flight:
-                ray.cancel(ref, force=True)
+        except BaseException:
+            # an abort (second Ctrl-C) or a failure: the attempts in flight end with their actors (``close``;
+            # Ray takes no forced cancel of an actor's task), stored work stays, resume runs the rest
+            log.warning("ray.aborted", in_flight=len(in_flight))
             raise
-        log.info("ray.done", seconds=round(time.monotonic() - started, 2))
+        log.info("ray.done", seconds=round(time.monotonic() - started, 2), rerun=len(rerun),
+                 by_node=dict(self.returned))
 
     @staticmethod
     def _decode(record: Any, calls: list[Any] | None, card_json: str | None,

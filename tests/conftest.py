@@ -25,6 +25,7 @@ MADE_TEST_HOME = pytest.StashKey[str]()
 # around them; left to itself xdist starts the files with the most tests first and a long file with one test
 # can be the last thing running while the other worker idles.
 RUN_FIRST = [
+    "test_ray_cluster.py",  # one fixture: a three-node Ray cluster's scenarios (2026-11-27: 150-270 s at load 3-25)
     "test_tla_cascade_controls.py",
     "test_tla_bug_hunt.py",
     "test_ray_executor.py",

@@ -118,3 +118,19 @@ def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_r
     monkeypatch.setattr(RunState, "came_back", came_back)
     rest = run_experiment(config_for(tmp_path), progress=False, resume=True)
     assert rest.skipped_done == 2 and rest.ran == 2 * len(UML) - 2 and len(stored(tmp_path)) == 2 * len(UML)
+
+
+def test_a_node_that_cannot_see_a_data_path_stops_the_run_in_one_line_naming_the_node_and_the_path(tmp_path):
+    from sysmo.errors import DataMissingError
+    from sysmo.runner.ray_cluster import check_nodes, unit_nodes
+
+    nodes = unit_nodes(ray)
+    present, gone = tmp_path / "traces", tmp_path / "gone" / "1.ndjson"
+    present.mkdir()
+    with pytest.raises(DataMissingError) as raised:  # the check runs on the node, in a task pinned to it
+        check_nodes(ray, nodes, {}, ["java"], [str(present), str(gone)])
+    message = str(raised.value)
+    assert "\n" not in message
+    assert f"(node {nodes[0].node_id[:8]}) cannot read the run's data: {gone}: mount the benchmark" in message
+    check_nodes(ray, nodes, {}, ["java"], [str(present)])  # everything there: no error
+

@@ -1,12 +1,29 @@
-"""Doctor checks for the ground the tools stand on: Java and the sandbox."""
+"""The doctor's live self-checks (``SELF_CHECKS``), and those of the ground the tools stand on: Java and the sandbox.
+
+``python -m sysmo.tools.doctor_checks [NAME ...]`` prints the named checks' statuses (all without a name) as JSON:
+a process of its own, so the tool servers a check starts end with it (a Ray cluster's per-node check runs it).
+"""
 
 from __future__ import annotations
 
+import importlib
+import json
 import re
 import subprocess
+import sys
 
 from sysmo.tools.install import java_binary
-from sysmo.tools.status import ToolStatus
+from sysmo.tools.status import ToolStatus, run_self_check
+
+# (display name, module, function): each function returns a ToolStatus after a live check
+SELF_CHECKS: list[tuple[str, str, str]] = [
+    ("java", "sysmo.tools.doctor_checks", "java_status"),
+    ("sandbox", "sysmo.tools.doctor_checks", "sandbox_status"),
+    ("SANY", "sysmo.tools.tla.sany", "self_check"),
+    ("TLC", "sysmo.tools.tla.tlc", "self_check"),
+    ("PlantUML", "sysmo.tools.plantuml.check", "self_check"),
+    ("OpenSysML", "sysmo.tools.sysml.validate", "self_check"),
+]
 
 
 def java_status() -> ToolStatus:
@@ -63,3 +80,24 @@ def with_isolation(status: ToolStatus) -> ToolStatus:
                           "namespaces for `unshare`; " + status.message)
     status.message = f"isolation: {status.isolation}; {status.message}"  # shown by every doctor layout
     return status
+
+
+def collect_statuses(names: list[str] | None = None) -> list[ToolStatus]:
+    """The live self-check of every tool, or of those ``names`` (``SELF_CHECKS``' display names), in order."""
+    unknown = sorted(set(names or []) - {name for name, _, _ in SELF_CHECKS})
+    if unknown:
+        raise ValueError(f"no self-check named {', '.join(unknown)}")
+    statuses = []
+    for name, module_name, attr in SELF_CHECKS:
+        if names is not None and name not in names:
+            continue
+
+        def check(module_name: str = module_name, attr: str = attr) -> ToolStatus:
+            return getattr(importlib.import_module(module_name), attr)()
+
+        statuses.append(with_isolation(run_self_check(name, check)))
+    return statuses
+
+
+if __name__ == "__main__":
+    print(json.dumps([status.model_dump() for status in collect_statuses(sys.argv[1:] or None)]))
