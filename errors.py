@@ -23,6 +23,10 @@ class TaskError(SysmoError):
     """A task file, dataset or task id is missing or invalid."""
 
 
+class DatasetEscapeError(TaskError):
+    """A dataset file (found by a scan or named by a task) leads out of its dataset, through ``..`` or a symlink."""
+
+
 class DataMissingError(TaskError):
     """A benchmark dataset is not where it was expected."""
 
