@@ -12,6 +12,8 @@ from datetime import timedelta
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
+from sysmo.terminal import escape_terminal
+
 LOG_EVERY_PERCENT = 5
 LOG_EVERY_S = 30.0
 
@@ -79,11 +81,10 @@ class RunProgress:
         self._last_line = (now, self.done)
 
     def note(self, text: str) -> None:
-        """A one-off message (an error, a stop) on stderr, with or without the bar."""
-        if self._progress is not None:
-            self._progress.console.print(text)
-        else:
-            self.console.print(text)
+        """A one-off message (an error, a stop) on stderr, with or without the bar; an error may quote model text,
+        so it is printed as plain text with control characters escaped."""
+        console = self._progress.console if self._progress is not None else self.console
+        console.print(escape_terminal(text), markup=False, highlight=False)
 
     def __exit__(self, *exc) -> None:
         if self._progress is not None:
