@@ -84,7 +84,7 @@ class RunProgress:
         """A one-off message (an error, a stop) on stderr, with or without the bar; an error may quote model text,
         so it is printed as plain text with control characters escaped."""
         console = self._progress.console if self._progress is not None else self.console
-        console.print(escape_terminal(text), markup=False, highlight=False)
+        console.print(escape_terminal(text), markup=False, highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc) -> None:
         if self._progress is not None:

@@ -32,7 +32,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sysmo.errors import SysmoError, storage_problem
+from sysmo.errors import StorageError, SysmoError, storage_problem
 from sysmo.log import get_logger
 from sysmo.view import gather
 from sysmo.view.models import FILTER_FIELDS, SORT_FIELDS, AttemptFilters
@@ -99,11 +99,17 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
     def store_of(experiment_id: str):
         try:
             return gather.open_store(runs_dir, experiment_id)
+        except StorageError as exc:
+            raise HTTPException(503, f"the experiment store cannot be read: {exc}") from exc
         except SysmoError as exc:
             raise HTTPException(404, str(exc)) from exc
 
     async def experiments_page(request: Request) -> Response:
-        return render("experiments.html", experiments=gather.experiments(runs_dir))
+        try:
+            found = gather.experiments(runs_dir)
+        except StorageError as exc:
+            raise HTTPException(503, f"the experiment store cannot be read: {exc}") from exc
+        return render("experiments.html", experiments=found)
 
     async def attempts_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
