@@ -173,6 +173,8 @@ class LiteLLMProvider:
         not JSON, becomes an ``LLMCallError`` charged what the server billed; anything else stays as it is."""
         received = guard.received if guard else 0
         model = repr(self.config.model)
+        if guard is not None and guard.connect_error is not None and guard.tripped is None:
+            return guard.connect_error  # no server answered: a connection failure (retried), not litellm's 500
         if guard is not None and guard.tripped == "size":
             message = (f"{model} sent a reply of more than {guard.max_bytes:,} bytes (max_reply_chars "
                        f"{self.config.max_reply_chars:,} in the model's settings); it was refused while it arrived "

@@ -27,6 +27,7 @@ class CallGuard:
     started: float | None = None  # when the call first reached the network (litellm's own set-up is not counted)
     received: int = 0  # bytes read from the server (headers included)
     tripped: Trip | None = None
+    connect_error: Exception | None = None  # why the server could not be reached (litellm reports it as a 500)
 
     def remaining(self) -> float:
         if self.started is None:
@@ -111,7 +112,11 @@ class _Backend(httpcore.NetworkBackend):
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
-        stream = self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address, socket_options)
+        try:
+            stream = self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address, socket_options)
+        except Exception as exc:
+            self.guard.connect_error = exc
+            raise
         return _Stream(stream, self.guard)
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
@@ -128,8 +133,12 @@ class _AsyncBackend(httpcore.AsyncNetworkBackend):
 
     async def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                           socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        stream = await self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address,
-                                              socket_options)
+        try:
+            stream = await self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address,
+                                                  socket_options)
+        except Exception as exc:
+            self.guard.connect_error = exc
+            raise
         return _AsyncStream(stream, self.guard)
 
     async def connect_unix_socket(self, path: str, timeout: float | None = None,
