@@ -72,3 +72,20 @@ def test_a_200_reply_that_is_not_json_is_recorded_as_malformed(server):
     error, event = refused(lambda: llm(server).complete(USER))
     assert error.error_class == "MalformedReply" and event.error_type == "MalformedReply"
     assert "not valid JSON" in str(error) and "InternalServerError" not in str(error)
+
+
+def test_a_cost_cap_holds_against_replies_refused_for_their_size(server, tmp_path):
+    """E4: each reply is over the cap and says it cost 400k tokens ($0.40); a $0.50 cap stops the run after two."""
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig, run_experiment
+    from sysmo.runner.config import Budget
+
+    server.default = reply("c" * 5_000, usage=(10, 400_000))
+    model = {"model": "openai/fake-model", "api_base": server.base_url, "max_reply_chars": 1_000,
+             "price_per_mtok": list(PRICE), "max_retries": 0}
+    tasks = TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"])
+    config = ExperimentConfig(id="cap", output_dir=tmp_path, agents=["base_modeling"], models=[model], samples=3,
+                              score=False, concurrency=1, tasks=tasks, budget=Budget(max_cost_usd=0.5))
+    summary = run_experiment(config, progress=False)
+    assert summary.stopped and "budget cap reached" in summary.stopped
+    assert server.calls == 2  # of the 6 attempts' first calls, before: all 6 were made and counted $0
