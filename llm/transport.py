@@ -74,7 +74,8 @@ class _Stream(httpcore.NetworkStream):
 
     def start_tls(self, ssl_context: Any, server_hostname: str | None = None,
                   timeout: float | None = None) -> httpcore.NetworkStream:
-        return _Stream(self.inner.start_tls(ssl_context, server_hostname, self.guard.read_timeout(timeout)), self.guard)
+        inner = self.inner.start_tls(ssl_context, server_hostname, self.guard.read_timeout(timeout))
+        return _Stream(inner, self.guard)
 
     def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
@@ -113,7 +114,8 @@ class _Backend(httpcore.NetworkBackend):
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
                     socket_options: Any = None) -> httpcore.NetworkStream:
         try:
-            stream = self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address, socket_options)
+            stream = self.inner.connect_tcp(host, port, self.guard.read_timeout(timeout), local_address,
+                                            socket_options)
         except Exception as exc:
             self.guard.connect_error = exc
             raise
@@ -121,7 +123,8 @@ class _Backend(httpcore.NetworkBackend):
 
     def connect_unix_socket(self, path: str, timeout: float | None = None,
                             socket_options: Any = None) -> httpcore.NetworkStream:
-        return _Stream(self.inner.connect_unix_socket(path, self.guard.read_timeout(timeout), socket_options), self.guard)
+        stream = self.inner.connect_unix_socket(path, self.guard.read_timeout(timeout), socket_options)
+        return _Stream(stream, self.guard)
 
     def sleep(self, seconds: float) -> None:
         self.inner.sleep(seconds)

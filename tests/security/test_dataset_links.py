@@ -69,7 +69,8 @@ def test_a_sysmobench_task_folder_linked_from_elsewhere_is_refused(tmp_path, hos
 
 def test_the_sysmobench_files_inside_the_dataset_still_load(tmp_path):
     root = _sysmobench(tmp_path)
-    (root / "tasks" / "spin" / "prompts" / "alias.txt").symlink_to(root / "tasks" / "spin" / "prompts" / "direct_call.txt")
+    prompts = root / "tasks" / "spin" / "prompts"
+    (prompts / "alias.txt").symlink_to(prompts / "direct_call.txt")
     (task,) = sysmobench.load(root)
     assert task.inputs.prompts == {"alias": "Model the lock.", "direct_call": "Model the lock."}
 

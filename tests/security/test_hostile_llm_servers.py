@@ -83,7 +83,8 @@ def test_a_cost_cap_holds_against_replies_refused_for_their_size(server, tmp_pat
     server.default = reply("c" * 5_000, usage=(10, 400_000))
     model = {"model": "openai/fake-model", "api_base": server.base_url, "max_reply_chars": 1_000,
              "price_per_mtok": list(PRICE), "max_retries": 0}
-    tasks = TaskSelection(benchmarks=["starter"], ids=["starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"])
+    tasks = TaskSelection(benchmarks=["starter"],
+                          ids=["starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"])
     config = ExperimentConfig(id="cap", output_dir=tmp_path, agents=["base_modeling"], models=[model], samples=3,
                               score=False, concurrency=1, tasks=tasks, budget=Budget(max_cost_usd=0.5))
     summary = run_experiment(config, progress=False)
