@@ -39,12 +39,13 @@ def refused(call) -> tuple[LLMCallError, LLMCallEvent]:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_a_dripping_server_holds_a_call_no_longer_than_its_deadline(server, mode):
-    server.push(reply("warm"), drip(reply("a" * 200), every_s=0.1))  # the drip: about 40 s at one byte per 0.1 s
+    server.push(reply("warm"), drip(reply("a" * 200), every_s=0.1))  # the drip: over 40 s at one byte per 0.1 s
     client = llm(server, timeout_s=2.0)
     client.complete([{"role": "user", "content": "warm up"}])  # litellm's first call sets itself up for seconds
     start = time.monotonic()
     error, event = refused(lambda: client.complete(USER) if mode == "sync" else asyncio.run(client.acomplete(USER)))
-    assert time.monotonic() - start < 2.0 + 3.0
+    # the deadline is kept at the socket; the rest is litellm's own work around the call (seconds on a loaded machine)
+    assert time.monotonic() - start < 2.0 + 8.0
     assert error.error_class == "DeadlineExceeded" and server.calls == 2  # a drip is not retried
     assert event.completion_tokens > 0  # what arrived before the deadline is counted
 

@@ -4,6 +4,7 @@ rebinding)."""
 from __future__ import annotations
 
 import io
+import re
 
 import pytest
 from rich.console import Console
@@ -49,10 +50,10 @@ def _clean(output: str) -> None:
 
 @pytest.mark.parametrize("args", [["ee01", "--full"], ["ee01"], ["exp", "--failed"]])
 def test_sysmo_trace_shows_escape_sequences_instead_of_obeying_them(runs, args):
-    result = run_sysmo("trace", *args, "-o", str(runs), env={"COLUMNS": "200"})
+    result = run_sysmo("trace", *args, "-o", str(runs))
     assert result.code == 0, result.output
     _clean(result.output)
-    assert "\\x1b[2J" in result.output
+    assert "\\x1b[2J" in re.sub(r"[\s│]", "", result.output)  # the escape, however the console folded it
 
 
 def test_an_error_message_quoting_model_text_is_escaped(runs):
