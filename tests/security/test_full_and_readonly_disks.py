@@ -23,48 +23,71 @@ from sysmo.runner import ExperimentConfig
 
 TESTS = Path(__file__).resolve().parent.parent
 
-# made on the small disk before it fills or turns read-only: an experiment with one stored attempt
-SETUP = """
+# one process for both disks (its imports are most of the time): on each, an experiment with one stored attempt is
+# made, the disk is filled or turned read-only, the commands run in this process (sysmo.cli.main) with their exit
+# codes and output kept, then the disk is freed again and the stored attempt read back
+SCRIPT = """
+import json, subprocess, sys
+from pathlib import Path
+sys.path.insert(0, TESTS)
 import yaml
+from starlette.testclient import TestClient
+from sysmo_cli import run_sysmo
 from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.runner import ExperimentConfig
 from sysmo.store import Store
-store = Store(DISK / "exp" / "results.sqlite")
-config = ExperimentConfig(id="exp", output_dir=DISK, models=["reference"], agents=["base_modeling"], samples=1)
-(DISK / "exp" / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json")))
-store.save_experiment("exp", {"samples": 1}, {}, is_control=True)
-store.save_attempt("exp", Attempt(id="ff01", task_id="starter/uml_class/t1", agent="base_modeling",
-                   model="reference", status=AttemptStatus.PASSED, is_control=True),
-                   {"benchmark": "starter", "kind": "uml_class"})
-store.close()
-"""
-# then the commands, each in this process (sysmo.cli.main), their exit codes and stderr kept
-COMMANDS = """
-import json, shutil, subprocess
-from sysmo_cli import run_sysmo
-from starlette.testclient import TestClient
 from sysmo.view.app import create_app
-from sysmo.store import Store
-results = {}
-for name, args in {
-    "run": ["run", "--id", "fresh", "-o", str(DISK), "--model", "reference", "-a", "base_modeling",
-            "--ids", "starter/uml_class/recipe_book", "-n", "1", "--no-report", "--no-progress"],
-    "resume": ["run", "--resume", "exp", "-o", str(DISK), "--no-report", "--no-progress"],
-    "report": ["report", "exp", "-o", str(DISK)],
-    "trace": ["trace", "ff01", "-o", str(DISK)],
-}.items():
-    result = run_sysmo(*args)
-    results[name] = {"code": result.code, "output": result.output}
-client = TestClient(create_app(DISK), base_url="http://localhost")
-results["view"] = {path: [client.get(path).status_code, client.get(path).text] for path in ("/", "/e/exp")}
-if MODE == "full":
-    (DISK / "filler").unlink()
-else:
-    subprocess.run(["mount", "-o", "remount,rw", str(DISK)], check=True)
-store = Store(DISK / "exp" / "results.sqlite")
-results["kept"] = [r["id"] for r in store.query("SELECT id FROM attempts")]
-store.close()
-print("RESULTS" + json.dumps(results))
+
+def prepare(disk):
+    store = Store(disk / "exp" / "results.sqlite")
+    config = ExperimentConfig(id="exp", output_dir=disk, models=["reference"], agents=["base_modeling"], samples=1)
+    (disk / "exp" / "config.yaml").write_text(yaml.safe_dump(config.model_dump(mode="json")))
+    store.save_experiment("exp", {"samples": 1}, {}, is_control=True)
+    store.save_attempt("exp", Attempt(id="ff01", task_id="starter/uml_class/t1", agent="base_modeling",
+                       model="reference", status=AttemptStatus.PASSED, is_control=True),
+                       {"benchmark": "starter", "kind": "uml_class"})
+    store.close()
+
+def spoil(disk, mode):
+    if mode == "readonly":
+        subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+        return
+    with open(disk / "filler", "wb") as filler:
+        try:
+            while True:
+                filler.write(b"x" * 65536)
+                filler.flush()
+        except OSError:
+            pass
+
+def attack(disk, mode):
+    results = {}
+    for name, args in {
+        "run": ["run", "--id", "fresh", "-o", str(disk), "--model", "reference", "-a", "base_modeling",
+                "--ids", "starter/uml_class/recipe_book", "-n", "1", "--no-report", "--no-progress"],
+        "resume": ["run", "--resume", "exp", "-o", str(disk), "--no-report", "--no-progress"],
+        "report": ["report", "exp", "-o", str(disk)],
+        "trace": ["trace", "ff01", "-o", str(disk)],
+    }.items():
+        result = run_sysmo(*args)
+        results[name] = {"code": result.code, "output": result.output}
+    client = TestClient(create_app(disk), base_url="http://localhost")
+    results["view"] = {path: [client.get(path).status_code, client.get(path).text] for path in ("/", "/e/exp")}
+    if mode == "full":
+        (disk / "filler").unlink()
+    else:
+        subprocess.run(["mount", "-o", "remount,rw", str(disk)], check=True)
+    store = Store(disk / "exp" / "results.sqlite")
+    results["kept"] = [r["id"] for r in store.query("SELECT id FROM attempts")]
+    store.close()
+    return results
+
+found = {}
+for mode, disk in DISKS.items():
+    prepare(Path(disk))
+    spoil(Path(disk), mode)
+    found[mode] = attack(Path(disk), mode)
+print("RESULTS" + json.dumps(found))
 """
 
 
@@ -78,26 +101,18 @@ def _mount_namespace_usable() -> bool:
 
 @pytest.fixture(scope="module")
 def disks(tmp_path_factory) -> dict[str, dict]:
-    """The commands' results on a full disk and on a read-only one (one process each, both made here)."""
+    """The commands' results on a full disk and on a read-only one: two 2 MB tmpfs in one private mount namespace."""
     if not _mount_namespace_usable():
         pytest.skip("a small disk needs root and `unshare -m` (a private mount namespace)")
-    found = {}
-    for mode in ("full", "readonly"):
-        disk = tmp_path_factory.mktemp(f"disk-{mode}")
-        spoil = ("with open(DISK / 'filler', 'wb') as f:\n    try:\n        while True:\n"
-                 "            f.write(b'x' * 65536); f.flush()\n    except OSError:\n        pass\n"
-                 if mode == "full" else
-                 "subprocess.run(['mount', '-o', 'remount,ro', str(DISK)], check=True)\n")
-        script = (f"import subprocess, sys\nfrom pathlib import Path\nsys.path.insert(0, {str(TESTS)!r})\n"
-                  f"DISK = Path({str(disk)!r}); MODE = {mode!r}\n" + textwrap.dedent(SETUP) + spoil
-                  + textwrap.dedent(COMMANDS))
-        shell = f"mount -t tmpfs -o size=2m tmpfs {disk} && exec {sys.executable} -c \"$0\""
-        done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c", shell, script],
-                              capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "400"})
-        line = next((x for x in done.stdout.splitlines() if x.startswith("RESULTS")), None)
-        assert line is not None, done.stdout[-3000:] + done.stderr[-3000:]
-        found[mode] = json.loads(line[len("RESULTS"):])
-    return found
+    paths = {mode: str(tmp_path_factory.mktemp(f"disk-{mode}")) for mode in ("full", "readonly")}
+    script = f"TESTS = {str(TESTS)!r}\nDISKS = {paths!r}\n" + textwrap.dedent(SCRIPT)
+    mounts = " && ".join(f"mount -t tmpfs -o size=2m tmpfs {path}" for path in paths.values())
+    done = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                           f"{mounts} && exec {sys.executable} -c \"$0\"", script],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "COLUMNS": "400"})
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RESULTS")), None)
+    assert line is not None, done.stdout[-3000:] + done.stderr[-3000:]
+    return json.loads(line[len("RESULTS"):])
 
 
 @pytest.mark.parametrize("mode", ["full", "readonly"])
