@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import errno
+import sqlite3
+
 
 class SysmoError(Exception):
     """Base of every user-facing error. The message says what happened and what to do."""
@@ -21,6 +24,10 @@ class ConfigError(SysmoError):
 
 class TaskError(SysmoError):
     """A task file, dataset or task id is missing or invalid."""
+
+
+class DatasetEscapeError(TaskError):
+    """A dataset file (found by a scan or named by a task) leads out of its dataset, through ``..`` or a symlink."""
 
 
 class DataMissingError(TaskError):
@@ -53,6 +60,43 @@ class AnalysisError(SysmoError):
 
 class SandboxError(SysmoError):
     """The sandbox could not run a command (not: the command failed)."""
+
+
+class StorageError(SysmoError):
+    """A file could not be written because the disk is full or the folder is read-only (the CLI exits with 3)."""
+
+
+STORAGE_EXIT_CODE = 3
+_ERRNO_PROBLEMS = {errno.ENOSPC: "the disk is full", errno.EDQUOT: "the disk quota is used up",
+                   errno.EROFS: "the file system is read-only", errno.EACCES: "permission denied",
+                   errno.EPERM: "operation not permitted"}
+_SQLITE_PROBLEMS = {"database or disk is full": "the disk is full",
+                    "attempt to write a readonly database": "the database is read-only",
+                    "unable to open database file": "the database cannot be opened (a read-only or full disk?)",
+                    "disk i/o error": "the disk failed a read or write (full or read-only?)"}
+STORAGE_HINT = ("free some space or make the folder writable (or choose another --output-dir), then run the command "
+                "again; a run continues with `sysmo run --resume ID` and keeps what it stored")
+
+
+def storage_problem(exc: BaseException) -> str | None:
+    """What went wrong with the disk in ``exc``'s chain ("the disk is full: /runs/x/results.sqlite"), or None when
+    it is not a full or read-only disk."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, StorageError):
+            return str(current)
+        if isinstance(current, OSError) and current.errno in _ERRNO_PROBLEMS:
+            where = current.filename if current.filename is not None else ""
+            return f"{_ERRNO_PROBLEMS[current.errno]}" + (f": {where}" if where else "")
+        if isinstance(current, sqlite3.OperationalError):
+            text = str(current).lower()
+            found = next((problem for message, problem in _SQLITE_PROBLEMS.items() if message in text), None)
+            if found:
+                return found
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def describe_invalid_settings(exc: Exception, model: type | None = None) -> str:

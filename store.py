@@ -27,7 +27,7 @@ from typing import Any, Iterator, Sequence
 
 from sysmo.contracts.arms import ARM_FACTORS, Arm
 from sysmo.contracts.events import EventAdapter
-from sysmo.errors import SysmoError
+from sysmo.errors import STORAGE_HINT, StorageError, SysmoError, storage_problem
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.contracts.attempt import Attempt
 from sysmo.sqlite_setup import WrittenKeys, set_up_shared
@@ -85,10 +85,14 @@ class StoreError(SysmoError):
 
 @contextmanager
 def damaged_store(path: Path) -> Iterator[None]:
-    """Turn SQLite's 'malformed' / 'not a database' errors into one line saying which file and how to recover."""
+    """Turn SQLite's 'malformed' / 'not a database' errors into one line saying which file and how to recover, and a
+    full or read-only disk into a ``StorageError`` saying so."""
     try:
         yield
     except sqlite3.DatabaseError as exc:
+        problem = storage_problem(exc)
+        if problem is not None:  # a full or read-only disk: the file is fine, the disk is not
+            raise StorageError(f"experiment store {path}: {problem}; {STORAGE_HINT}") from exc
         damaged = type(exc) is sqlite3.DatabaseError or any(
             word in str(exc) for word in ("malformed", "not a database", "disk I/O"))
         if not damaged:  # locked, a constraint, a bad query: not the file's fault

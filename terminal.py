@@ -14,6 +14,7 @@ starter/uml_class/library_loans_long_name
 
 from __future__ import annotations
 
+import re
 import textwrap
 from collections.abc import Sequence
 from typing import Any
@@ -24,6 +25,35 @@ from rich.table import Table
 from rich.text import Text
 
 WRAP_MIN = 12  # the least width a wrapping column gets in a table
+# what a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts ANSI sequences, CR and
+# BS overwrite), DEL, C1 controls (0x9b is a one-byte CSI), and the bidirectional overrides that reorder a line
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_terminal(text: str) -> str:
+    r"""``text`` (model output, or a message quoting it) safe for a terminal: every control character but newline
+    and tab is shown as an escape (``\x1b``, ``\u202e``) instead of acting on the screen.
+
+    >>> escape_terminal("ok\x1b[2J\rdone")
+    'ok\\x1b[2J\\rdone'
+    """
+    return _CONTROLS.sub(_shown, text)
+
+
+def escape_terminal_data(value: Any) -> Any:
+    """``value`` (JSON-like: dicts, lists, strings, numbers) with every string passed through ``escape_terminal``."""
+    if isinstance(value, str):
+        return escape_terminal(value)
+    if isinstance(value, dict):
+        return {escape_terminal_data(k): escape_terminal_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [escape_terminal_data(v) for v in value]
+    return value
+
+
+def _shown(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return {0x0D: "\\r", 0x08: "\\b"}.get(code) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
 
 
 def natural_width(columns: Sequence[str], rows: Sequence[dict[str, Any]]) -> int:
@@ -48,6 +78,7 @@ def print_records(console: Console, title: str, columns: Sequence[str], rows: Se
     key = key or columns[0]
     justify = justify or {}
     styles = styles or {}
+    rows = [{c: escape_terminal(v) if isinstance(v, str) else v for c, v in r.items()} for r in rows]
     if fits(columns, rows, console.width, wrap):
         table = Table(title=title)
         for col in columns:

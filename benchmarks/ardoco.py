@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field
 
+from sysmo.benchmarks.paths import dataset_file, read_dataset_text
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
@@ -122,29 +123,35 @@ def _latest(folder: Path, prefix: str) -> Path | None:
     return candidates[-1] if candidates else None
 
 
-def _csv_rows(path: Path) -> list[list[str]]:
+def _csv_rows(path: Path, root: Path, task: str) -> list[list[str]]:
     if not path.is_file():
         return []
-    with path.open(newline="", encoding="utf-8") as fh:
+    with dataset_file(root, path, task=task).open(newline="", encoding="utf-8") as fh:
         return [row for row in list(csv.reader(fh))[1:] if row]
 
 
-def load_project(folder: Path) -> Task:
-    """One project folder -> an architecture task."""
+def load_project(folder: Path, root: Path | None = None) -> Task:
+    """One project folder -> an architecture task; every file read must stay inside ``root`` (default: the folder)."""
     project = folder.name
+    root = root or folder
+    dataset_file(root, folder, task=project)
     model_dir, text_dir = _latest(folder, "model"), _latest(folder, "text")
     umls = sorted((model_dir / "uml").glob("*.uml")) if model_dir else []
     texts = sorted(text_dir.glob("*.txt")) if text_dir else []
     if not umls or not texts:
         raise TaskError(f"ardoco project {folder} needs model_<year>/uml/*.uml and text_<year>/*.txt")
+    for path in (umls[0], *texts):
+        dataset_file(root, path, task=project)
     model = parse_uml(umls[0])
     readme = folder / "README.md"
-    heading = readme.read_text(encoding="utf-8").splitlines()[0] if readme.is_file() else ""
+    heading = (read_dataset_text(root, readme, task=project).splitlines() or [""])[0] if readme.is_file() else ""
     name = re.sub(r"^#\s*|\s*Statistics.*$", "", heading).strip() or project
     sad_year, sam_year = text_dir.name.split("_", 1)[1], model_dir.name.split("_", 1)[1]  # type: ignore[union-attr]
     gold = folder / "goldstandards" / f"goldstandard_sad_{sad_year}-sam_{sam_year}.csv"
-    links = [(model.ids.get(r[0], r[0]), int(r[1])) for r in _csv_rows(gold) if len(r) >= 2 and r[1].strip().isdigit()]
-    unmentioned = sorted({model.ids.get(r[0], r[0]) for r in _csv_rows(gold.with_name(gold.stem + "_UME.csv"))})
+    links = [(model.ids.get(r[0], r[0]), int(r[1])) for r in _csv_rows(gold, root, project)
+             if len(r) >= 2 and r[1].strip().isdigit()]
+    unmentioned = sorted({model.ids.get(r[0], r[0])
+                          for r in _csv_rows(gold.with_name(gold.stem + "_UME.csv"), root, project)})
     text = "\n".join(t.read_text(encoding="utf-8").strip() for t in texts) + "\n"
     reference = Artifact(language=Language.PLANTUML, files={f"{project}.puml": to_plantuml(model, f"{name} architecture")})
     return Task(
@@ -183,6 +190,6 @@ def load_project(folder: Path) -> Task:
 def load(root: Path) -> list[Task]:
     """Every project folder under ``root`` (one with a ``model_*`` folder), sorted by id."""
     folders = sorted(p for p in root.iterdir() if p.is_dir() and any(p.glob("model_*")))
-    tasks = [load_project(f) for f in folders]
+    tasks = [load_project(f, root) for f in folders]
     log.debug("ardoco.loaded", n=len(tasks))
     return tasks

@@ -25,6 +25,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sysmo.benchmarks.paths import dataset_file, read_dataset_text
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
@@ -79,7 +80,7 @@ class OODEvalRecord(BaseModel):
         )
 
 
-def _record_from_folder(folder: Path) -> OODEvalRecord | None:
+def _record_from_folder(folder: Path, root: Path) -> OODEvalRecord | None:
     requirement = next((folder / n for n in REQUIREMENT_FILES if (folder / n).is_file()), None)
     reference = folder / REFERENCE_FILE
     if requirement is None and not reference.is_file():
@@ -88,26 +89,27 @@ def _record_from_folder(folder: Path) -> OODEvalRecord | None:
         raise TaskError(
             f"oodeval task folder {folder} needs both {' or '.join(REQUIREMENT_FILES)} and {REFERENCE_FILE}"
         )
+    dataset_file(root, folder, task=folder.name)
     meta: dict[str, Any] = {}
     if (folder / META_FILE).is_file():
         try:
-            meta = yaml.safe_load((folder / META_FILE).read_text(encoding="utf-8")) or {}
+            meta = yaml.safe_load(read_dataset_text(root, folder / META_FILE, task=folder.name)) or {}
         except yaml.YAMLError as exc:
             raise TaskError(f"{folder / META_FILE} is not valid YAML: {exc}") from exc
     try:
         return OODEvalRecord(
             id=folder.name,
-            requirement=requirement.read_text(encoding="utf-8"),
-            reference_plantuml=reference.read_text(encoding="utf-8"),
+            requirement=read_dataset_text(root, requirement, task=folder.name),
+            reference_plantuml=read_dataset_text(root, reference, task=folder.name),
             **meta,
         )
     except (ValidationError, TypeError) as exc:
         raise TaskError(f"oodeval task folder {folder} is invalid: {exc}") from exc
 
 
-def _records_from_jsonl(path: Path) -> list[OODEvalRecord]:
+def _records_from_jsonl(path: Path, root: Path) -> list[OODEvalRecord]:
     records = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_dataset_text(root, path, task=path.name).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -125,11 +127,11 @@ def load(root: Path) -> list[Task]:
     sources: list[tuple[str, OODEvalRecord]] = []
     for entry in sorted(root.iterdir()):
         if entry.is_dir():
-            record = _record_from_folder(entry)
+            record = _record_from_folder(entry, root)
             if record is not None:
                 sources.append((str(entry.relative_to(root)), record))
         elif entry.suffix == ".jsonl":
-            sources += [(entry.name, r) for r in _records_from_jsonl(entry)]
+            sources += [(entry.name, r) for r in _records_from_jsonl(entry, root)]
     for origin, record in sources:
         task = record.to_task(origin)
         if task.id in tasks:

@@ -32,6 +32,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from sysmo.benchmarks.paths import dataset_file, read_dataset_text
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
@@ -151,9 +152,12 @@ def srs_path(folder: Path) -> Path | None:
     return next(iter(sorted(folder.glob("*_srs.md"))), None)
 
 
-def load_project(folder: Path) -> list[Task]:
-    """The ablation tasks of one project folder (three, four with an SRS; the SRS task alone without a PRD)."""
+def load_project(folder: Path, root: Path | None = None) -> list[Task]:
+    """The ablation tasks of one project folder (three, four with an SRS; the SRS task alone without a PRD); every
+    file read must stay inside ``root`` (default: the project folder)."""
     project = folder.name
+    root = root or folder
+    dataset_file(root, folder, task=project)
     prd_path = folder / f"{project}_E.md"
     ref_path = reference_path(folder)
     srs = srs_path(folder)
@@ -165,8 +169,9 @@ def load_project(folder: Path) -> list[Task]:
     reference_path_ = ref_path
     if not prd_path.is_file():
         log.warning("r2abench.prd_missing", project=project, folder=str(folder), tasks="srs only")
-    prd = prd_path.read_text(encoding="utf-8") if prd_path.is_file() else ""
-    reference = Artifact(language=Language.PLANTUML, files={f"{project}.puml": reference_path_.read_text(encoding="utf-8")})
+    prd = read_dataset_text(root, prd_path, task=project) if prd_path.is_file() else ""
+    reference = Artifact(language=Language.PLANTUML,
+                         files={f"{project}.puml": read_dataset_text(root, reference_path_, task=project)})
     secs = sections(prd)
     has_arch = any(map(_is_architecture, secs))
     has_min = any(map(_is_minimal, secs))
@@ -181,7 +186,8 @@ def load_project(folder: Path) -> list[Task]:
             continue
         if ablation is not Ablation.SRS and not prd:
             continue
-        requirement = srs.read_text(encoding="utf-8") if ablation is Ablation.SRS and srs else ablate(prd, ablation)
+        requirement = read_dataset_text(root, srs, task=project) if ablation is Ablation.SRS and srs \
+            else ablate(prd, ablation)
         tasks.append(
             Task(
                 id=f"{FAMILY}/{project}/{ablation.value}",
@@ -230,7 +236,7 @@ def load(root: Path) -> list[Task]:
     """All projects under ``root``, three or four tasks each, sorted by id; none found is an error."""
     tasks: list[Task] = []
     for folder in _project_folders(root):
-        tasks += load_project(folder)
+        tasks += load_project(folder, root)
     if not tasks:
         raise TaskError(
             f"no r2abench project under {root}: expected <project>/<project>_E.md with <project>/{REFERENCE_FILE} "

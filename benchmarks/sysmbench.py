@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from sysmo.benchmarks.paths import read_dataset_text
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import DataMissingError, TaskError
@@ -56,9 +57,9 @@ class ReferenceValidation(BaseModel):
     diagnostics: str = ""
 
 
-def _jsonl(path: Path) -> list[dict[str, Any]]:
+def _jsonl(path: Path, root: Path) -> list[dict[str, Any]]:
     rows = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(read_dataset_text(root, path, task=path.name).splitlines(), 1):
         if not line.strip():
             continue
         try:
@@ -80,9 +81,9 @@ def load(root: Path) -> list[Task]:
         raise DataMissingError(f"sysmbench: {path} not found")
     validation: dict[int, ReferenceValidation] = {}
     if (root / VALIDATION_JSONL).is_file():
-        validation = {v.id: v for v in (ReferenceValidation(**r) for r in _jsonl(root / VALIDATION_JSONL))}
+        validation = {v.id: v for v in (ReferenceValidation(**r) for r in _jsonl(root / VALIDATION_JSONL, root))}
     tasks = []
-    for raw in _jsonl(path):
+    for raw in _jsonl(path, root):
         try:
             row = SysMBenchRow(**raw)
         except ValidationError as exc:

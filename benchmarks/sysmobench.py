@@ -25,7 +25,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sysmo.contracts.artifact import Artifact, Language
-from sysmo.benchmarks.paths import inside
+from sysmo.benchmarks.paths import dataset_file, inside, read_dataset_text
 from sysmo.contracts.task import (
     BuggyVariant,
     InvariantTemplate,
@@ -102,10 +102,13 @@ def _read_yaml(path: Path) -> Any:
         raise TaskError(f"{path} is not valid YAML: {exc}") from exc
 
 
-def load_invariants(path: Path) -> list[InvariantTemplate]:
-    """``invariants.yaml`` -> templates (extra keys such as ``scope`` are dropped)."""
+def load_invariants(path: Path, *, root: Path | None = None, task: str = "") -> list[InvariantTemplate]:
+    """``invariants.yaml`` -> templates (extra keys such as ``scope`` are dropped); with ``root``, the file must
+    stay inside that dataset."""
     if not path.is_file():
         return []
+    if root is not None:
+        dataset_file(root, path, task=task)
     data = _read_yaml(path) or {}
     items = data.get("invariants", []) if isinstance(data, dict) else data
     try:
@@ -118,21 +121,22 @@ def load_invariants(path: Path) -> list[InvariantTemplate]:
         raise TaskError(f"{path}: an invariant template is malformed: {exc}") from exc
 
 
-def _prompts(folder: Path) -> dict[str, str]:
+def _prompts(folder: Path, root: Path, task: str) -> dict[str, str]:
     """``prompts/direct_call.txt`` -> ``direct_call``; nested ``prompts/alloy/x.txt`` -> ``alloy/x``."""
     if not folder.is_dir():
         return {}
+    dataset_file(root, folder, task=task)
     return {
-        p.relative_to(folder).with_suffix("").as_posix(): p.read_text(encoding="utf-8")
+        p.relative_to(folder).with_suffix("").as_posix(): read_dataset_text(root, p, task=task)
         for p in sorted(folder.rglob("*.txt"))
     }
 
 
-def _artifact(tla: Path) -> Artifact:
-    files = {tla.name: tla.read_text(encoding="utf-8")}
+def _artifact(tla: Path, root: Path, task: str) -> Artifact:
+    files = {tla.name: read_dataset_text(root, tla, task=task)}
     cfg = tla.with_suffix(".cfg")
     if cfg.is_file():
-        files[cfg.name] = cfg.read_text(encoding="utf-8")
+        files[cfg.name] = read_dataset_text(root, cfg, task=task)
     return Artifact(language=Language.TLA, files=files)
 
 
@@ -147,10 +151,10 @@ def _cfg_checks(cfg_text: str) -> list[str]:
     return names
 
 
-def _buggy_variants(folder: Path, invariant_names: set[str]) -> list[BuggyVariant]:
+def _buggy_variants(folder: Path, invariant_names: set[str], root: Path, task: str) -> list[BuggyVariant]:
     variants = []
     for tla in sorted(folder.glob("*.tla")) if folder.is_dir() else []:
-        artifact = _artifact(tla)
+        artifact = _artifact(tla, root, task)
         url = _BUG_URL.search(artifact.files[tla.name])
         checks = _cfg_checks(artifact.files.get(tla.with_suffix(".cfg").name, ""))
         broken = next((n for n in checks if n in invariant_names), None)
@@ -170,11 +174,13 @@ def _buggy_variants(folder: Path, invariant_names: set[str]) -> list[BuggyVarian
     return variants
 
 
-def _traces(pgo: Path) -> TraceSet | None:
+def _traces(pgo: Path, root: Path, task: str) -> TraceSet | None:
     found = pgo / "traces_found"
     files = sorted(found.glob("*/trace-*.log")) if found.is_dir() else []
     if not files:
         return None
+    for f in files:
+        dataset_file(root, f, task=task)
     runs = len({f.parent for f in files})
     return TraceSet(
         format="pgo",
@@ -209,6 +215,7 @@ def load_task(
     """One task from ``tasks/<t>/`` and the matching invariant/PGo/bug folders under ``root``; ``windows_dir``:
     a folder whose ``<t>/`` sub-folder (when present) holds the task's recorded ``windows_<Action>.ndjson``."""
     yaml_path = folder / "task.yaml"
+    dataset_file(root, yaml_path, task=folder.name)
     try:
         spec = TaskYaml(**(_read_yaml(yaml_path) or {}))
     except ValidationError as exc:
@@ -222,29 +229,34 @@ def load_task(
     source = SourceRef(url=repo.url, branch=repo.branch, commit=commit, files=[f.path for f in files], checkout=checkout)
     source_files = _read_sources(checkout, files, name) if checkout else {}
 
+    invariants_yaml = root / "invariant_templates" / name / "invariants.yaml"
     invariants = [
         t.model_copy(update={"expected": "violated", "expected_source": KNOWN_VIOLATIONS[(name, t.name)]})
         if (name, t.name) in KNOWN_VIOLATIONS else t
-        for t in load_invariants(root / "invariant_templates" / name / "invariants.yaml")
+        for t in load_invariants(invariants_yaml, root=root, task=name)
     ]
     pgo = root / "pgo" / name
-    traces = _traces(pgo)
+    traces = _traces(pgo, root, name)
     reference_tla = pgo / f"{name}.tla"
-    reference = _artifact(reference_tla) if reference_tla.is_file() else None
+    reference = _artifact(reference_tla, root, name) if reference_tla.is_file() else None
     trace_doc = inside(root / "trace_format_docs", f"{spec.trace_format}.txt", task=name, field="trace_format") \
         if spec.trace_format else None
-    prompts = _prompts(folder / "prompts")
+    prompts = _prompts(folder / "prompts", root, name)
     tracelink = root / "tracelink_prompts" / "prompt.txt"
     if traces is not None and tracelink.is_file():
-        prompts["tracelink_mapping"] = tracelink.read_text(encoding="utf-8")
+        prompts["tracelink_mapping"] = read_dataset_text(root, tracelink, task=name)
 
     extra: dict[str, Any] = {}
     validate_cfg = pgo / f"{name}Validate.cfg"
     if validate_cfg.is_file():
+        dataset_file(root, validate_cfg, task=name)
         extra["pgo_validate_cfg"] = str(validate_cfg)
     tv_modules = root / "trace_validation_tla"
     if tv_modules.is_dir():
-        extra["trace_validation_modules"] = [str(p) for p in sorted(tv_modules.glob("*.tla"))]
+        modules = sorted(tv_modules.glob("*.tla"))
+        for module in modules:
+            dataset_file(root, module, task=name)
+        extra["trace_validation_modules"] = [str(p) for p in modules]
 
     return Task(
         id=f"{FAMILY}/{name}",
@@ -256,7 +268,7 @@ def load_task(
             source=source,
             source_files=source_files,
             traces=traces,
-            trace_format=trace_doc.read_text(encoding="utf-8") if trace_doc and trace_doc.is_file() else None,
+            trace_format=read_dataset_text(root, trace_doc, task=name) if trace_doc and trace_doc.is_file() else None,
             prompts=prompts,
             module_name=spec.specModule or name,
         ),
@@ -264,7 +276,7 @@ def load_task(
             model=reference,
             invariants=invariants,
             traces=traces,
-            buggy_variants=_buggy_variants(root / "bug_repro_specs" / name, {i.name for i in invariants}),
+            buggy_variants=_buggy_variants(root / "bug_repro_specs" / name, {i.name for i in invariants}, root, name),
             windows=windows_dir / name if windows_dir is not None and (windows_dir / name).is_dir() else None,
             extra=extra,
         ),
@@ -298,6 +310,8 @@ def load(
     if not tasks_dir.is_dir():
         raise DataMissingError(f"sysmobench: no tasks/ folder under {root}")
     folders = sorted(p for p in tasks_dir.iterdir() if (p / "task.yaml").is_file())
+    for folder in folders:  # a task folder that is a link out of the dataset is refused before anything is read
+        dataset_file(root, folder, task=folder.name)
     tasks = [load_task(f, root, sources_dir, checkouts, windows_dir) for f in folders]
     log.debug("sysmobench.loaded", n=len(tasks), with_source=sum(bool(t.inputs.source_files) for t in tasks))
     return tasks

@@ -7,8 +7,10 @@ import sys
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
-from sysmo.errors import SysmoError
+from sysmo.errors import STORAGE_EXIT_CODE, STORAGE_HINT, StorageError, SysmoError, storage_problem
+from sysmo.terminal import escape_terminal
 
 app = typer.Typer(
     name="sysmo",
@@ -93,8 +95,10 @@ def main() -> None:
     _wire(_first_word(sys.argv[1:]))
     try:
         code = app(standalone_mode=False)  # click returns a typer.Exit's code instead of exiting
+    except StorageError as exc:
+        _storage_exit(str(exc))
     except SysmoError as exc:
-        console.print(f"[bold red]error:[/] {exc}")
+        console.print(f"[bold red]error:[/] {escape(escape_terminal(str(exc)))}")
         sys.exit(2)
     except typer.Abort:
         console.print("aborted")
@@ -108,9 +112,19 @@ def main() -> None:
         if _is_usage_error(exc):
             exc.show()  # type: ignore[attr-defined]
             sys.exit(exc.exit_code)  # type: ignore[attr-defined]
+        problem = storage_problem(exc)
+        if problem is not None:
+            _storage_exit(problem)
         raise
     if isinstance(code, int) and code:
         sys.exit(code)
+
+
+def _storage_exit(problem: str) -> None:
+    """A full or read-only disk: one line saying what to do, exit code 3 (nothing stored is lost)."""
+    text = problem if "resume" in problem else f"{problem}; {STORAGE_HINT}"
+    console.print(f"[bold red]error:[/] {escape(escape_terminal(text))}")
+    sys.exit(STORAGE_EXIT_CODE)
 
 
 def _is_usage_error(exc: Exception) -> bool:

@@ -19,6 +19,9 @@ def register(app: typer.Typer) -> None:
     def view(
         runs_dir: Path = typer.Argument(Path("runs"), help="A runs directory (or one experiment's folder)."),
         port: int = typer.Option(8765, "--port", "-p", help="Port on 127.0.0.1."),
+        allow_host: list[str] | None = typer.Option(None, "--allow-host", help="Another name the browser may use for "
+                                             "this viewer (e.g. a name of this machine behind an SSH tunnel); "
+                                             "by default only 127.0.0.1, localhost and [::1] are answered."),
     ) -> None:
         from sysmo.view.app import serve
         from sysmo.view.gather import experiment_dirs
@@ -35,4 +38,4 @@ def register(app: typer.Typer) -> None:
         found = len(experiment_dirs(runs_dir))
         console.print(f"sysmo view: {found} experiment(s) in {runs_dir.resolve()} at http://127.0.0.1:{port}/ "
                       "(read-only; Ctrl-C stops)")
-        serve(runs_dir, port=port)
+        serve(runs_dir, port=port, allow_hosts=tuple(allow_host or ()))

@@ -178,7 +178,12 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
                    experiment_dir: Path | None = None, forks: list[str] | None = None,
                    settings: dict[str, Any] | None = None) -> None:
     from sysmo.llm.roles import model_kind
+    from sysmo.terminal import escape_terminal_data
 
+    # model text (replies, artifacts, diagnostics quoting them, errors) reaches the terminal only escaped
+    attempt = Attempt.model_validate(escape_terminal_data(attempt.model_dump(mode="json")))
+    card = ScoreCard.model_validate(escape_terminal_data(card.model_dump(mode="json"))) if card is not None else None
+    settings = escape_terminal_data(settings) if settings is not None else None
     kind = model_kind(attempt.model)
     control = {"control": " [CONTROL: offline provider]", "replay": " [REPLAY: published output]"}.get(kind, "")
     head = Table.grid(padding=(0, 2))

@@ -55,6 +55,9 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
         exc.failed_call = LLMCallSummary(  # type: ignore[attr-defined]
             role=role, model=str(getattr(exc, "model", "") or ""), purpose=purpose,
             latency_s=time.monotonic() - started, error=str(exc)[:2000],
+            prompt_tokens=int(getattr(exc, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(exc, "completion_tokens", 0) or 0),
+            cost_usd=float(getattr(exc, "cost_usd", 0.0) or 0.0), spend_usd=float(getattr(exc, "cost_usd", 0.0) or 0.0),
             error_type=str(getattr(exc, "error_class", None) or type(exc).__name__))
         raise
     elapsed = time.monotonic() - started

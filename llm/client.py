@@ -49,8 +49,16 @@ def checked_reply(response: LLMResponse, max_chars: int | None) -> LLMResponse:
     if max_chars is not None and len(text) > max_chars:
         raise LLMCallError(f"{response.model!r} replied with {len(text):,} characters, more than the cap of "
                            f"{max_chars:,} (max_reply_chars in the model's settings); the reply was not kept",
-                           retryable=False, error_class="ReplyTooLarge")
+                           retryable=False, error_class="ReplyTooLarge",
+                           prompt_tokens=response.usage.prompt_tokens,
+                           completion_tokens=response.usage.completion_tokens, cost_usd=response.cost_usd)
     return response if text is response.text else response.model_copy(update={"text": text})
+
+
+def charge_of(error: BaseException) -> tuple[int, int, float]:
+    """(prompt tokens, completion tokens, USD) a failed call was charged: a refused reply the server billed."""
+    return (int(getattr(error, "prompt_tokens", 0) or 0), int(getattr(error, "completion_tokens", 0) or 0),
+            float(getattr(error, "cost_usd", 0.0) or 0.0))
 
 
 class RoleSpend(BaseModel):
@@ -334,6 +342,11 @@ class LLM:
             spend.calls += 1
             if error is not None:
                 spend.failed_calls += 1
+                charged = charge_of(error)
+                spend.prompt_tokens += charged[0]
+                spend.completion_tokens += charged[1]
+                spend.cost_usd += charged[2]
+                spend.spend_usd += charged[2]
             if response is not None:
                 spend.cached_calls += int(response.cached)
                 spend.prompt_tokens += response.usage.prompt_tokens
@@ -343,6 +356,7 @@ class LLM:
         collecting = collecting_now()
         if not collecting and self.on_call is None:
             return
+        charged = charge_of(error) if error is not None else (0, 0, 0.0)
         fields: dict[str, Any] = dict(
             role=request.role,
             model=config.model,
@@ -354,10 +368,10 @@ class LLM:
             params=request.params(),
             context=request.context,
             response=response,
-            prompt_tokens=response.usage.prompt_tokens if response else 0,
-            completion_tokens=response.usage.completion_tokens if response else 0,
-            cost_usd=response.cost_usd if response else 0.0,
-            spend_usd=response.spend_usd if response else 0.0,
+            prompt_tokens=response.usage.prompt_tokens if response else charged[0],
+            completion_tokens=response.usage.completion_tokens if response else charged[1],
+            cost_usd=response.cost_usd if response else charged[2],
+            spend_usd=response.spend_usd if response else charged[2],
             latency_s=latency_s,
             cached=bool(response and response.cached),
             error=str(error) if error else None,

@@ -11,12 +11,17 @@ from typing import Any
 from sysmo.errors import LLMError, UnknownNameError
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
+from sysmo.llm.retry import LLMCallError
 from sysmo.llm.roles import RoleConfig
+from sysmo.llm.transport import CallGuard, guarded_async_client, guarded_client
 from sysmo.log import get_logger
 
 log = get_logger("sysmo.llm")
 
 NO_KEY = "sysmo-no-key"  # OpenAI clients insist on a key; self-hosted servers ignore it
+BYTES_PER_CHAR = 6  # a JSON body spells a character in at most 6 bytes (``\uXXXX``)
+BODY_SLACK = 1 << 20  # the reply's envelope (ids, usage, headers) beside its text
+BYTES_PER_TOKEN = 4  # what a refused reply is charged per byte received when it carries no usage
 
 
 def import_litellm() -> ModuleType:
@@ -115,15 +120,84 @@ class LiteLLMProvider:
         kwargs.update(request.extra)
         return kwargs
 
+    def _guard(self) -> CallGuard | None:
+        """The deadline and byte cap of one HTTP attempt, for the OpenAI-compatible endpoints (whose SDK takes
+        an httpx client); None for other providers, which keep litellm's per-read timeout."""
+        if self.name != "openai":
+            return None
+        cap = self.config.max_reply_chars
+        return CallGuard(deadline_s=self.config.timeout_s,
+                         max_bytes=None if cap is None else cap * BYTES_PER_CHAR + BODY_SLACK)
+
+    def _sdk_client(self, http: Any, is_async: bool) -> Any:
+        import openai
+
+        kind = openai.AsyncOpenAI if is_async else openai.OpenAI
+        return kind(api_key=self.api_key or os.environ.get("OPENAI_API_KEY") or NO_KEY,
+                    base_url=self.config.api_base, http_client=http, max_retries=0, timeout=self.config.timeout_s)
+
     def complete(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
-        raw = self.litellm.completion(**self._kwargs(request))
+        guard = self._guard()
+        kwargs = self._kwargs(request)
+        http = guarded_client(guard) if guard else None
+        try:
+            if http is not None:
+                kwargs["client"] = self._sdk_client(http, is_async=False)
+            raw = self.litellm.completion(**kwargs)
+        except Exception as exc:
+            raise self._refused(exc, guard, request) from exc
+        finally:
+            if http is not None:
+                http.close()
         return self._convert(raw, request, time.perf_counter() - start)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
-        raw = await self.litellm.acompletion(**self._kwargs(request))
+        guard = self._guard()
+        kwargs = self._kwargs(request)
+        http = guarded_async_client(guard) if guard else None
+        try:
+            if http is not None:
+                kwargs["client"] = self._sdk_client(http, is_async=True)
+            raw = await self.litellm.acompletion(**kwargs)
+        except Exception as exc:
+            raise self._refused(exc, guard, request) from exc
+        finally:
+            if http is not None:
+                await http.aclose()
         return self._convert(raw, request, time.perf_counter() - start)
+
+    def _refused(self, exc: Exception, guard: CallGuard | None, request: LLMRequest) -> Exception:
+        """``exc`` as the error to record: a reply cut at the byte cap or the deadline, or a 200 whose body is
+        not JSON, becomes an ``LLMCallError`` charged what the server billed; anything else stays as it is."""
+        received = guard.received if guard else 0
+        model = repr(self.config.model)
+        if guard is not None and guard.connect_error is not None and guard.tripped is None:
+            return guard.connect_error  # no server answered: a connection failure (retried), not litellm's 500
+        if guard is not None and guard.tripped == "size":
+            message = (f"{model} sent a reply of more than {guard.max_bytes:,} bytes (max_reply_chars "
+                       f"{self.config.max_reply_chars:,} in the model's settings); it was refused while it arrived "
+                       f"and not kept")
+            kind = "ReplyTooLarge"
+        elif guard is not None and guard.tripped == "deadline" and received:
+            message = (f"{model} was still sending its reply when the call's deadline of {guard.deadline_s:g} s "
+                       f"(timeout_s in the model's settings) passed, after {received:,} bytes; not retried")
+            kind = "DeadlineExceeded"
+        elif _json_error_in(exc):
+            message = (f"{model} answered with a body that is not valid JSON ({_json_error_in(exc)}); the server "
+                       "or a proxy in front of it is broken")
+            kind = "MalformedReply"
+        else:
+            return exc
+        usage = self._estimated_usage(request, "", []) if received else Usage()
+        usage = usage.model_copy(update={"completion_tokens": -(-received // BYTES_PER_TOKEN), "estimated": True})
+        cost, _ = price(self.config.model, usage, self.config)
+        log.warning("llm.reply_refused", model=self.config.model, kind=kind, bytes=received,
+                    prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=cost)
+        return LLMCallError(message, status_code=200 if kind == "MalformedReply" else None, retryable=False,
+                            error_class=kind, prompt_tokens=usage.prompt_tokens,
+                            completion_tokens=usage.completion_tokens, cost_usd=cost)
 
     def _convert(self, raw: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
         if not getattr(raw, "choices", None):
@@ -172,6 +246,18 @@ class LiteLLMProvider:
             return Usage()
         log.info("llm.usage_estimated", model=self.config.model, prompt_tokens=prompt, completion_tokens=completion)
         return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
+
+
+def _json_error_in(exc: BaseException) -> str | None:
+    """The JSON decoding error in ``exc``'s chain (litellm reports an unparsable 200 as a 500), if there is one."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, json.JSONDecodeError):
+            return str(current)
+        current = current.__cause__ or current.__context__
+    return None
 
 
 def _raw_json(raw: Any) -> dict[str, Any]:

@@ -16,17 +16,22 @@ RETRYABLE_STATUS = {408, 409, 425, 429}  # plus every 5xx
 
 
 class LLMCallError(LLMError):
-    """A model call failed for good. ``status_code`` is the HTTP status when there was one."""
+    """A model call failed for good. ``status_code`` is the HTTP status when there was one; ``prompt_tokens``,
+    ``completion_tokens`` and ``cost_usd`` what a refused reply was charged (its usage, else an estimate from the
+    bytes received), so budgets count replies the server billed although sysmo did not keep them."""
 
     def __init__(
         self, message: str, *, status_code: int | None = None, retryable: bool = False, attempts: int = 1,
-        error_class: str | None = None,
+        error_class: str | None = None, prompt_tokens: int = 0, completion_tokens: int = 0, cost_usd: float = 0.0,
     ) -> None:
         super().__init__(message)
         self.error_class = error_class or "LLMCallError"
         self.status_code = status_code
         self.retryable = retryable
         self.attempts = attempts
+        self.prompt_tokens = prompt_tokens
+        self.completion_tokens = completion_tokens
+        self.cost_usd = cost_usd
 
 
 CONNECTION_ERRORS = {"APIConnectionError", "ConnectError", "ConnectionError", "ConnectTimeout"}

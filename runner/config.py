@@ -34,6 +34,20 @@ class Budget(BaseModel):
     max_cost_usd: float | None = None
 
 
+MAX_ID_LENGTH = 100  # a folder, a lock file and a store are named after it: well under a file name's 255 bytes
+
+
+def check_experiment_id(value: str) -> None:
+    """ConfigError unless ``value`` can name an experiment's folder and be typed after ``--resume``: letters,
+    digits, '.', '_' and '-', at most ``MAX_ID_LENGTH`` characters, not starting with '.' or '-'."""
+    shown = value if len(value) <= 40 else value[:40] + "..."
+    if len(value) > MAX_ID_LENGTH:
+        raise ConfigError(f"experiment id {shown!r} has {len(value)} characters; use at most {MAX_ID_LENGTH}")
+    if not re.fullmatch(r"[A-Za-z0-9_.-]+", value) or value[0] in ".-":
+        raise ConfigError(f"experiment id {shown!r} may use only letters, digits, '.', '_' and '-', "
+                          "and may not start with '.' or '-'")
+
+
 class ExperimentConfig(BaseModel):
     """One experiment. Every field has a default; a YAML file or CLI flags override them."""
 
@@ -152,9 +166,7 @@ class ExperimentConfig(BaseModel):
 
     def experiment_id(self) -> str:
         if self.id:
-            if not re.fullmatch(r"[\w.-]+", self.id) or self.id.startswith("."):
-                raise ConfigError(f"experiment id {self.id!r} may use only letters, digits, '.', '_' and '-', "
-                                  "and may not start with '.'")
+            check_experiment_id(self.id)
             return self.id
         digest = hashlib.sha256(self.model_dump_json(exclude={"id", "output_dir"}).encode()).hexdigest()[:8]
         prefix = {"control": "control", "replay": "replay"}.get(self.kind, "exp")

@@ -30,7 +30,7 @@ from sysmo.runner.results import ResultWriter, quick_turns
 from sysmo.runner.summary import RunSummary, skipped_lines
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import environment_record, expand, load_selected_tasks, missing_inputs
-from sysmo.store import Store
+from sysmo.store import Store, StoreError
 
 log = get_logger(__name__)
 
@@ -87,6 +87,11 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
     if not resume and (directory / "results.sqlite").exists():
         raise SysmoError(f"experiment {experiment_id} already exists in {directory}; resume it with "
                          f"`sysmo run --resume {experiment_id}` or choose another --id")
+    if not resume and directory.is_dir() and any(directory.iterdir()):
+        # its store is gone but its files are not: running would redo (and pay for) everything without a word
+        raise StoreError(f"experiment folder {directory} exists but has no results.sqlite (deleted or moved?); "
+                         f"put the store back and `sysmo run --resume {experiment_id}`, or start over by removing "
+                         f"the folder (rm -r {directory}), or choose another --id")
     if resume:
         Store.check_resumable(directory / "results.sqlite", experiment_id)
     runner = UnitRunner(config, directory)

@@ -21,6 +21,8 @@ from rich.text import Text
 
 from sysmo.contracts.attempt import AttemptStatus
 
+from sysmo.terminal import escape_terminal
+
 LOG_EVERY_PERCENT = 5
 LOG_EVERY_S = 30.0
 PACE_WINDOW = 20  # attempts whose finishing times make the ETA's pace
@@ -131,11 +133,10 @@ class RunProgress:
         self._last_line = (now, self.done)
 
     def note(self, text: str) -> None:
-        """A one-off message (an error, a stop) on stderr, with or without the bar."""
-        if self._progress is not None:
-            self._progress.console.print(text)
-        else:
-            self.console.print(text)
+        """A one-off message (an error, a stop) on stderr, with or without the bar; an error may quote model text,
+        so it is printed as plain text with control characters escaped."""
+        console = self._progress.console if self._progress is not None else self.console
+        console.print(escape_terminal(text), markup=False, highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc) -> None:
         if self._progress is not None:

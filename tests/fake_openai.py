@@ -41,6 +41,8 @@ class FakeReply:
     model: str | None = None  # the "model" field of the answer; default: the requested one
     finish_reason: str | None = None
     raw_body: str | None = None  # send this body verbatim (malformed-JSON tests)
+    drip_s: float = 0.0  # send the body one byte at a time, this long apart (a server that drips its reply)
+    text_bytes: int = 0  # a reply whose text is this many bytes, written in chunks (a server that floods)
 
 
 def reply(text: str, **kwargs: Any) -> FakeReply:
@@ -63,6 +65,18 @@ def http_error(status: int, message: str = "", *, retry_after: float | None = No
     )
 
 
+def drip(answer: FakeReply | str, every_s: float = 1.0) -> FakeReply:
+    """``answer`` sent one byte every ``every_s`` seconds (each read returns within a read timeout)."""
+    base = reply(answer) if isinstance(answer, str) else answer
+    base.drip_s = every_s
+    return base
+
+
+def flood(size: int, usage: tuple[int, int] = (10, 1_000_000)) -> FakeReply:
+    """A 200 reply whose text is ``size`` bytes, streamed (the server never holds it whole)."""
+    return FakeReply(text_bytes=size, usage=usage)
+
+
 def slow(answer: FakeReply | str, delay_s: float) -> FakeReply:
     """``answer`` after ``delay_s`` seconds (longer than the client's timeout makes it a timeout)."""
     base = reply(answer) if isinstance(answer, str) else answer
@@ -81,6 +95,7 @@ class FakeOpenAI:
         self.requests: list[dict[str, Any]] = []  # every chat request body, in arrival order
         self.calls = 0  # HTTP calls to /chat/completions
         self.max_concurrent = 0
+        self.bytes_sent: list[int] = []  # body bytes written per answer (less than its size: the client hung up)
         self._in_flight = 0
         self._queue: deque[Script] = deque()
         self._lock = threading.Lock()
@@ -159,14 +174,29 @@ class FakeOpenAI:
                 raw_body: str | None = None,
             ) -> None:
                 data = (raw_body if raw_body is not None else json.dumps(payload)).encode()
+                self._send_chunks(status, [data], len(data), headers)
+
+            def _send_chunks(self, status: int, chunks: Any, length: int, headers: dict[str, str] | None = None,
+                             drip_s: float = 0.0) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
+                self.send_header("Content-Length", str(length))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
-                self.wfile.write(data)
-                self.wfile.flush()
+                sent = 0
+                try:
+                    for chunk in chunks:
+                        pieces = [chunk[i:i + 1] for i in range(len(chunk))] if drip_s else [chunk]
+                        for piece in pieces:
+                            self.wfile.write(piece)
+                            self.wfile.flush()
+                            sent += len(piece)
+                            if drip_s:
+                                time.sleep(drip_s)
+                finally:
+                    with server._lock:
+                        server.bytes_sent.append(sent)
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
@@ -221,7 +251,17 @@ class FakeOpenAI:
                 headers,
             )
             return
-        handler._send(200, self.completion(body, answer))
+        if answer.text_bytes:
+            marker = "SYSMO-FLOOD"
+            prefix, suffix = json.dumps(self.completion(body, reply(marker, usage=answer.usage))).encode().split(
+                marker.encode())
+            block = b"x" * 65536
+            full, rest = divmod(answer.text_bytes, len(block))
+            chunks = [prefix, *(block for _ in range(full)), b"x" * rest, suffix]
+            handler._send_chunks(200, iter(chunks), len(prefix) + answer.text_bytes + len(suffix))
+            return
+        data = json.dumps(self.completion(body, answer)).encode()
+        handler._send_chunks(200, [data], len(data), drip_s=answer.drip_s)
 
     def completion(self, body: dict[str, Any], answer: FakeReply) -> dict[str, Any]:
         """The OpenAI ``chat.completion`` object for ``answer``."""

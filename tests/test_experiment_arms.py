@@ -218,10 +218,11 @@ def test_every_setting_is_in_the_report_header_and_provenance(tmp_path: Path) ->
     from starlette.testclient import TestClient
     from sysmo.view.app import create_app
 
-    page = TestClient(create_app(tmp_path / "runs")).get("/e/arms").text
+    page = TestClient(create_app(tmp_path / "runs"), base_url="http://localhost").get("/e/arms").text
     assert '<details id="settings" open>' in page and "<th>attempt_timeout_s</th><td>900.0</td>" in page
     assert "<td>feedback=none</td>" in page and "<td>feedback=full</td>" in page
-    attempt_page = TestClient(create_app(tmp_path / "runs")).get(f"/e/arms/a/{one['id']}").text
+    viewer = TestClient(create_app(tmp_path / "runs"), base_url="http://localhost")
+    attempt_page = viewer.get(f"/e/arms/a/{one['id']}").text
     assert one["arm_label"] in attempt_page and f"0 / {one['seed']}" in attempt_page
 
 

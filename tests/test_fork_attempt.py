@@ -146,7 +146,7 @@ def test_sysmo_view_links_parent_and_fork_and_compares_them(parent, server: Fake
                        server.base_url, "--json", "-o", str(runs))
     assert result.code == 0, result.output
     fork_id = json.loads(result.stdout)["attempt_id"]
-    client = TestClient(create_app(runs))
+    client = TestClient(create_app(runs), base_url="http://localhost")
 
     page = client.get(f"/e/parent/a/{fork_id}").text
     assert f'href="/e/parent/a/{stored.id}"' in page

@@ -65,7 +65,7 @@ def runs(tmp_path):
 
 @pytest.fixture()
 def client(runs):
-    return TestClient(create_app(runs))
+    return TestClient(create_app(runs), base_url="http://localhost")
 
 
 def test_error_kinds_tell_the_harness_from_the_model():
@@ -187,12 +187,12 @@ def test_attempt_page_lists_every_model_call_of_the_event_stream_with_prompt_and
     store.save_score("exp", "bb01", ScoreCard(task_id="starter/uml_class/t1", cascade="uml_class", stages=[]),
                      events=[call(0, "judge", "rubric", "Grade this diagram.", "Score: 4/5", stage="score")])
     store.close()
-    view = TestClient(create_app(tmp_path)).get("/e/exp/a/bb01/json").json()
+    view = TestClient(create_app(tmp_path), base_url="http://localhost").get("/e/exp/a/bb01/json").json()
     calls = [(c["stage"], c["role"], c["purpose"], c["messages"][0]["content"], c["reply"]) for c in view["model_calls"]]
     assert calls == [("attempt", "generator", "analyst", "Analyse the requirements.", "Actors: A, B"),
                      ("attempt", "generator", "generate", "Draw A and B.", FIXED),
                      ("score", "judge", "rubric", "Grade this diagram.", "Score: 4/5")]
-    html = TestClient(create_app(tmp_path)).get("/e/exp/a/bb01").text
+    html = TestClient(create_app(tmp_path), base_url="http://localhost").get("/e/exp/a/bb01").text
     assert "Model calls, every role and stage (3)" in html and "Analyse the requirements." in html
 
 

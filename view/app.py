@@ -19,6 +19,11 @@ Pages:
 - ``/e/{experiment}/report``: the comparison page: leaderboards per task kind (every number a link to its
   attempts, CIs as bars, the best marked), the report's plots (``/e/{experiment}/plots/{file}``), the paired
   tests and a task x agent / model matrix of every sample.
+
+Only requests naming the viewer by a loopback name (``127.0.0.1``, ``localhost``, ``[::1]``, with the served port)
+or by a host passed with ``--allow-host`` are answered (400 otherwise): a web page elsewhere cannot reach the
+viewer through a DNS name that points at 127.0.0.1 (DNS rebinding). A store that cannot be read (a full or
+read-only disk, a damaged file) gives the error page saying why, never a bare 500.
 """
 
 from __future__ import annotations
@@ -31,16 +36,53 @@ from urllib.parse import urlencode
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import FileResponse, HTMLResponse, JSONResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from sysmo.errors import SysmoError
+from sysmo.errors import StorageError, SysmoError, storage_problem
+from sysmo.log import get_logger
 from sysmo.view import gather
 from sysmo.view.models import FILTER_FIELDS, SORT_FIELDS, AttemptFilters
 
 STATIC_DIR = Path(__file__).parent / "static"
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+log = get_logger(__name__)
+
+
+def split_host(header: str) -> tuple[str, str | None]:
+    """A Host header as (name, port): ``[::1]:8765`` -> (``[::1]``, ``8765``), ``localhost`` -> (``localhost``, None)."""
+    header = header.strip().lower()
+    if header.startswith("["):
+        name, _, rest = header.partition("]")
+        return name + "]", rest[1:] if rest.startswith(":") else None
+    name, colon, port = header.rpartition(":")
+    return (name, port) if colon else (header, None)
+
+
+class HostCheck:
+    """ASGI middleware answering 400 to a request whose Host header is not an allowed name (with the served port
+    when one is known)."""
+
+    def __init__(self, app, names: tuple[str, ...], port: int | None, page) -> None:
+        self.app, self.names, self.port, self.page = app, {n.lower() for n in names}, port, page
+
+    def allowed(self, header: str) -> bool:
+        name, port = split_host(header)
+        return name in self.names and (port is None or self.port is None or port == str(self.port))
+
+    async def __call__(self, scope, receive, send) -> None:
+        if scope["type"] == "http":
+            header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"host"), "")
+            if not self.allowed(header):
+                log.warning("view.host_refused", host=header[:200])
+                response = self.page(400, "this viewer answers only at 127.0.0.1, localhost or [::1] "
+                                          "(start it with --allow-host NAME to use another name)")
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
 
 
 class StoreCache:
@@ -84,9 +126,15 @@ def _templates() -> Environment:
     return env
 
 
-def create_app(runs_dir: Path) -> Starlette:
+def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[str, ...] = ()) -> Starlette:
+    """The viewer over ``runs_dir``, answering requests addressed to a loopback name or one of ``allow_hosts``
+    (with ``port``, when given)."""
     runs_dir = Path(runs_dir)
     templates = _templates()
+
+    def page(status: int, detail: str) -> HTMLResponse:
+        return HTMLResponse(templates.get_template("error.html").render(status=status, detail=detail),
+                            status_code=status)
 
     def render(name: str, **context) -> HTMLResponse:
         return HTMLResponse(templates.get_template(name).render(runs_dir=str(runs_dir), **context))
@@ -94,6 +142,8 @@ def create_app(runs_dir: Path) -> Starlette:
     def store_of(experiment_id: str):
         try:
             return gather.open_store(runs_dir, experiment_id)
+        except StorageError as exc:
+            raise HTTPException(503, f"the experiment store cannot be read: {exc}") from exc
         except SysmoError as exc:
             raise HTTPException(404, str(exc)) from exc
 
@@ -107,7 +157,11 @@ def create_app(runs_dir: Path) -> Starlette:
                          lambda: gather.experiment_summary(store, experiment_id, rows_of(store, experiment_id)))
 
     async def experiments_page(request: Request) -> Response:
-        return render("experiments.html", experiments=gather.experiments(runs_dir, summary_of))
+        try:
+            found = gather.experiments(runs_dir, summary_of)
+        except StorageError as exc:
+            raise HTTPException(503, f"the experiment store cannot be read: {exc}") from exc
+        return render("experiments.html", experiments=found)
 
     async def progress_json(request: Request) -> Response:
         return JSONResponse(gather.progress(runs_dir))
@@ -198,9 +252,14 @@ def create_app(runs_dir: Path) -> Starlette:
         return render("report.html", experiment=summary, report=report)
 
     async def error_page(request: Request, exc: Exception) -> Response:
-        status = exc.status_code if isinstance(exc, HTTPException) else 500
-        detail = exc.detail if isinstance(exc, HTTPException) else "internal error"
-        return HTMLResponse(templates.get_template("error.html").render(status=status, detail=detail), status_code=status)
+        if isinstance(exc, HTTPException):
+            return page(exc.status_code, exc.detail)
+        problem = storage_problem(exc)
+        if problem is not None or isinstance(exc, SysmoError):
+            # the runs directory's fault (a full or read-only disk, a damaged store), not the viewer's
+            return page(503, f"the experiment store cannot be read: {problem or exc}")
+        log.error("view.error", path=request.url.path, error=f"{type(exc).__name__}: {exc}"[:500])
+        return page(500, f"internal error ({type(exc).__name__}); the viewer's log on stderr has the details")
 
     return Starlette(
         routes=[
@@ -216,12 +275,13 @@ def create_app(runs_dir: Path) -> Starlette:
             Route("/e/{experiment}/a/{attempt}/json", attempt_json),
             Mount("/static", StaticFiles(directory=STATIC_DIR), name="static"),
         ],
-        exception_handlers={HTTPException: error_page},
+        exception_handlers={HTTPException: error_page, Exception: error_page},
+        middleware=[Middleware(HostCheck, names=(*LOOPBACK_NAMES, *allow_hosts), port=port, page=page)],
     )
 
 
-def serve(runs_dir: Path, port: int = 8765, host: str = "127.0.0.1") -> None:
+def serve(runs_dir: Path, port: int = 8765, host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> None:
     """Serve the app until interrupted (local only: the host is the loopback address)."""
     import uvicorn
 
-    uvicorn.run(create_app(runs_dir), host=host, port=port, log_level="warning")
+    uvicorn.run(create_app(runs_dir, port=port, allow_hosts=allow_hosts), host=host, port=port, log_level="warning")

@@ -20,7 +20,7 @@ from typing import Any
 
 from sysmo.contracts.arms import ARM_FACTORS, expand_arms, factor_values, short_label
 from sysmo.contracts.artifact import Artifact
-from sysmo.errors import SysmoError
+from sysmo.errors import StorageError, SysmoError
 from sysmo.evals.error_kinds import error_kind
 from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.tables import experiment_settings, settings_lines
@@ -146,6 +146,8 @@ def experiments(runs_dir: Path, summary: Any = None) -> list[ExperimentSummary]:
         store = Store(directory / STORE_FILE)
         try:
             out.append(summary(store, experiment_id))
+        except StorageError:
+            raise  # a full or read-only disk is the page's news, not a reason to leave the experiment out
         except SysmoError:
             continue  # a store without its experiment record (a run that never started)
         finally:

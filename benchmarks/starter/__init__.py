@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any, Literal
 
@@ -16,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sysmo.contracts.artifact import Artifact
-from sysmo.benchmarks.paths import inside
+from sysmo.benchmarks.paths import dataset_file, inside
 from sysmo.benchmarks.sysmobench import load_invariants
 from sysmo.contracts.task import (
     BuggyVariant,
@@ -91,8 +92,13 @@ class TaskFile(BaseModel):
 def _within(task_folder: Path, relative: str, what: str, start: Path | None = None) -> Path:
     """``relative`` (from ``start``, default the task folder) inside the starter dataset, ``<root>/<kind>/<id>``'s
     root: ``..`` may reach a file shared by the tasks of a kind, never anything outside the dataset."""
-    dataset = task_folder.resolve().parent.parent
-    return inside(dataset, relative, task=task_folder.name, field=what, start=start or task_folder)
+    return inside(_dataset(task_folder), relative, task=task_folder.name, field=what, start=start or task_folder)
+
+
+def _dataset(task_folder: Path) -> Path:
+    """The dataset a task folder ``<root>/<kind>/<id>`` belongs to, found from its path as written (resolving the
+    folder first would follow a linked task folder to wherever it points and take that place's grandparent)."""
+    return Path(os.path.abspath(task_folder)).parent.parent.resolve()
 
 
 def _read(folder: Path, relative: str, what: str, task_folder: Path | None = None) -> str:
@@ -127,6 +133,8 @@ def _buggy(spec: TaskFile, folder: Path, reference: Artifact | None) -> list[Bug
 def load_task_folder(folder: Path) -> Task:
     """One starter task from ``<kind>/<id>/task.yaml``; TaskError (naming the file) if anything is off."""
     path = folder / TASK_FILE
+    for own in (folder, path):  # a task folder or task file linked in from elsewhere is refused
+        dataset_file(_dataset(folder), own, task=folder.name)
     try:
         spec = TaskFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
     except (OSError, yaml.YAMLError, ValidationError) as exc:
