@@ -5,9 +5,11 @@ Run: python speed/view_speed.py [--attempts 504] [--repeat 5] [--keep DIR]
 The experiment is made by ``build_experiment`` (also the fixture of tests/test_view_browser.py): a real
 ``run_experiment`` of ``base_modeling`` with the offline ``reference`` and ``mockllm/control`` models on six starter
 tasks (three class diagrams, three architectures), one repair round at most, every LangGraph step checkpointed,
-scored by the real cascades with the score cache (each distinct final artifact is scored once, by PlantUML) and no
-judge (the architecture's judge stage is "not scored"); only the repair loop's tool check is a fake, deterministic
-by the artifact's hash, so that about a third of the artifacts fail and are repaired. ``sysmo report`` then writes its plots.
+checked in the repair loop by the real PlantUML and scored by the real cascades with the score cache (each distinct
+final artifact is scored once) and no judge (the architecture's judge stage is "not scored"). Three offline models
+answer: ``reference`` (the gold model: passes at once), ``mockllm/control`` (a scripted mistake, then the gold
+model: repaired in round 1) and ``mockllm/stubborn`` (the same mistake every round: fails after its repair, with
+PlantUML's real diagnostics). ``sysmo report`` then writes its plots.
 
 Prints the machine's load average, then per page (experiments, attempts, attempts as CSV, report, one attempt,
 compare) the time of its first request (imports, and the app's cache of this state of the store filled) and the
@@ -19,7 +21,6 @@ Target: every page under 1 s at 500 attempts once the app has seen the store.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import os
 import statistics
 import tempfile
@@ -31,38 +32,33 @@ TARGET_S = 1.0
 STARTER_TASKS = ("starter/uml_class/library_loans", "starter/uml_class/hotel_booking", "starter/uml_class/recipe_book",
                  "starter/architecture/bike_sharing_system", "starter/architecture/greenhouse_monitoring",
                  "starter/architecture/online_exam_system")
-MODELS = ("reference", "mockllm/control")
+MODELS = ("reference", "mockllm/control", "mockllm/stubborn")
 
 
-def hashed_check(artifact: Any, task: Any = None) -> Any:
-    """The repair loop's check, decided by the artifact's hash (about a third fail, with a diagnostic on line 2)."""
-    from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
+def stubborn_script() -> Any:
+    """``mockllm/stubborn``: on each task the control's scripted mistake, again at every round (never repaired)."""
+    from sysmo.agents.control_script import broken_artifact, reply
+    from sysmo.benchmarks.registry import get_task
+    from sysmo.llm.mockllm import MockAnswer, MockCondition, MockScript
 
-    digest = hashlib.sha256(artifact.main_text.encode()).digest()
-    if digest[0] % 3:
-        return CheckResult(tool="hashed-check", tool_version="0", outcome=Outcome.OK)
-    return CheckResult(tool="hashed-check", tool_version="0", outcome=Outcome.FAILED, diagnostics=[Diagnostic(
-        tool="hashed-check", message="rejected by the fixture's hash rule", line=2, code="hash-rule",
-        file=artifact.main_file)])
+    answers = [MockAnswer(text=reply(broken_artifact(get_task(task_id)), "Here is the model."),
+                          when=MockCondition(task=task_id)) for task_id in STARTER_TASKS]
+    return MockScript(mode="repeat_last", responses=answers)
 
 
 def build_experiment(output: Path, attempts: int = 504, experiment_id: str = "wide") -> Path:
     """Run the experiment described in the module's docstring into ``output``; return its folder."""
     from sysmo.benchmarks.selection import TaskSelection
     from sysmo.evals.report import write_report
+    from sysmo.llm.mockllm import register_script
     from sysmo.runner import ExperimentConfig, run_experiment
-    from sysmo.tools import checkers
 
     samples = -(-attempts // (len(STARTER_TASKS) * len(MODELS)))
     config = ExperimentConfig(id=experiment_id, output_dir=output, agents=["base_modeling"], models=list(MODELS),
                               tasks=TaskSelection(ids=list(STARTER_TASKS)), samples=samples, concurrency=8, checkpoints="steps", max_rounds=[1],
                               scoring={"embedding": "token", "similarity": "token", "text.bertscore": False})
-    real = checkers.check_artifact
-    checkers.check_artifact = hashed_check
-    try:
-        run_experiment(config, progress=False)
-    finally:
-        checkers.check_artifact = real
+    register_script("stubborn", stubborn_script)
+    run_experiment(config, progress=False)
     directory = output / experiment_id
     write_report(directory)
     return directory
@@ -84,7 +80,7 @@ def measure(runs: Path, experiment_id: str, repeat: int) -> dict[str, float]:
     from sysmo.store import Store
     from sysmo.view.app import create_app
 
-    client = TestClient(create_app(runs))
+    client = TestClient(create_app(runs), base_url="http://127.0.0.1")
     store = Store(runs / experiment_id / "results.sqlite")
     ids = [r["id"] for r in store.query("SELECT id, task_id FROM attempts WHERE experiment_id=? ORDER BY task_id",
                                          (experiment_id,))]

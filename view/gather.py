@@ -26,6 +26,7 @@ from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.tables import experiment_settings, settings_lines
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
 from sysmo.contracts.attempt import Attempt, Round
+from sysmo.log import get_logger
 from sysmo.store import Store
 from sysmo.view.models import (
     FILTER_FIELDS,
@@ -60,6 +61,8 @@ from sysmo.view.models import (
     TimelineEvent,
     TimeSplit,
 )
+
+log = get_logger(__name__)
 
 STORE_FILE = "results.sqlite"
 DIFF_CONTEXT = 3  # unchanged lines shown around each change of a side-by-side diff
@@ -477,6 +480,8 @@ def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
     """The graph's state at each checkpoint of the attempt (checkpoint id -> indented JSON, cut at a limit)."""
     from langgraph.checkpoint.sqlite import SqliteSaver
 
+    from sysmo.graphs.checkpoint_texts import TextsSerializer
+
     if not attempt.checkpoint_db:
         return {}
     recorded = Path(attempt.checkpoint_db)
@@ -485,8 +490,10 @@ def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
         return {}
     conn = sqlite3.connect(f"file:{found}?mode=ro", uri=True, check_same_thread=False)
     try:
-        tuples = list(SqliteSaver(conn).list({"configurable": {"thread_id": attempt.id}}))
-    except sqlite3.Error:
+        saver = SqliteSaver(conn, serde=TextsSerializer(path=found))  # long texts are stored once per file
+        tuples = list(saver.list({"configurable": {"thread_id": attempt.id}}))
+    except (sqlite3.Error, KeyError, NotImplementedError) as exc:  # a damaged or foreign file: no states shown
+        log.warning("view.checkpoints_unreadable", attempt=attempt.id, path=str(found), error=str(exc)[:300])
         return {}
     finally:
         conn.close()
