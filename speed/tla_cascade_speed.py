@@ -26,7 +26,7 @@ DEFAULT_DATA = Path(os.environ.get("SYSMO_TEST_DATA_DIR", Path(__file__).resolve
 TARGET_S = 60.0
 
 
-STAGE_MODULES = (  # the first module found on the calling thread's stack names the stage a JVM ran for
+STAGE_MODULES = (  # the first module (or package) on the calling thread's stack names the stage a JVM ran for
     ("sysmo.evals.metrics.tla_invariants", "invariants"),
     ("sysmo.evals.metrics.tla_conformance", "conformance"),
     ("sysmo.tools.tla.trace_validation", "conformance"),
@@ -41,7 +41,8 @@ def _stage_of_caller() -> str:
     while frame is not None:
         modules.add(frame.f_globals.get("__name__", ""))
         frame = frame.f_back
-    return next((stage for module, stage in STAGE_MODULES if module in modules), "-")
+    return next((stage for module, stage in STAGE_MODULES
+                 if any(m == module or m.startswith(f"{module}.") for m in modules)), "-")
 
 
 class JvmCounter:
