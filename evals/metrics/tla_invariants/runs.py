@@ -63,6 +63,7 @@ class TlcRuns:
     max_states: int | None
     max_states_temporal: int | None
     max_depth: int | None
+    liveness_at_end: bool = False  # temporal properties checked once, after the search (``tlc.model_check``)
     rejected: list[int] = field(default_factory=list)
 
     def bound_of(self, members: list[_Check]) -> int | None:
@@ -83,6 +84,7 @@ class TlcRuns:
             timeout_s=self.timeout_s,
             max_states=self.bound_of([check]),
             max_depth=self.max_depth,
+            liveness_at_end=self.liveness_at_end,
         )
         self.sent_back(result, check)
         return check.verdict(result, self.bounded), result.tool_version
@@ -108,7 +110,8 @@ class TlcRuns:
             "properties": [member_name(c.index) for c in members if c.as_property]})
         return tlc.model_check(Artifact(language=Language.TLA, files={**self.tla_files, f"{name}.tla": module}),
                                config_, module=name, check_deadlock=False, timeout_s=self.timeout_s,
-                               max_states=self.bound_of(members), max_depth=self.max_depth)
+                               max_states=self.bound_of(members), max_depth=self.max_depth,
+                               liveness_at_end=self.liveness_at_end)
 
     def together(self, group: list[_Check]) -> Decided:
         """One TLC run checks the group; a violated template gets its verdict and the run is repeated

@@ -35,6 +35,7 @@ from sysmo.evals.metrics.tla_invariants.settings import (
     DEFAULT_GROUP_LIVENESS,
     DEFAULT_GROUPED,
     DEFAULT_HELPER_ATTEMPTS,
+    DEFAULT_LIVENESS_AT_END,
     DEFAULT_MERGE_LIVENESS,
     DEFAULT_SANY_FIRST,
     DEFAULT_TIMEOUT_S,
@@ -68,16 +69,16 @@ def score(
     group_liveness: bool = DEFAULT_GROUP_LIVENESS,
     sany_first: bool = DEFAULT_SANY_FIRST,
     merge_liveness: bool = DEFAULT_MERGE_LIVENESS,
+    liveness_at_end: bool = DEFAULT_LIVENESS_AT_END,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
     cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
     template's example uses only the model's names, the examples go to TLC without a SANY run of their own (TLC
-    parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first."""
+    parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first.
+    ``liveness_at_end``: temporal properties are checked once, after the search (``tlc.model_check``)."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
     temporal_bound = max_states if max_states_temporal is None else max_states_temporal
-    if temporal_bound != max_states:
-        merge_liveness = False  # a safety check keeps its own bound: not in the temporal properties' run
 
     written = None if sany_first else _examples_as_written(artifact, templates)
     if written is not None:
@@ -118,7 +119,8 @@ def score(
 
     runs = TlcRuns(tla_files=tla_files, main_module=spec.main_module, reserved=reserved,
                    unchecked=written is not None, strategy=strategy, bounded=bounded, timeout_s=timeout_s,
-                   max_states=max_states, max_states_temporal=temporal_bound, max_depth=max_depth)
+                   max_states=max_states, max_states_temporal=temporal_bound, max_depth=max_depth,
+                   liveness_at_end=liveness_at_end)
 
     jobs: list[list[_Check]] = []
     if grouped and strategy != "hunt":
@@ -129,7 +131,7 @@ def score(
                 # merge_liveness: the safety and the liveness templates of one cfg make one group (``merged``)
                 key = (without_checks(check.config).render(), check.standard, live and not merge_liveness)
                 groups.setdefault(key, []).append(check)
-        jobs += [g for g in groups.values() if len(g) > 1]
+        jobs += [part for g in groups.values() for part in _shareable(g, temporal_bound != max_states) if len(part) > 1]
     in_groups = {c.index for g in jobs for c in g}
     jobs += [[c] for c in checks if c.index not in in_groups]
     # temporal checks first (they take longest: liveness over the tableau): the last one to start ends sooner
@@ -148,7 +150,7 @@ def score(
                      max_states=max_states, max_depth=max_depth, max_states_temporal=max_states_temporal,
                      helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
-                     sany_first=True, merge_liveness=merge_liveness)
+                     sany_first=True, merge_liveness=merge_liveness, liveness_at_end=liveness_at_end)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
@@ -173,3 +175,20 @@ def score(
         tlc_runs_grouped=sum(len(j) for j in jobs if len(j) > 1),
     )
     return score_
+
+
+def _shareable(group: list[_Check], own_temporal_bound: bool) -> list[list[_Check]]:
+    """The checks of one cfg that share TLC runs: the group itself, or its safety and its liveness part apart.
+
+    With a state bound of their own for temporal properties (``max_states_temporal``), the shared run is bounded
+    by it, and what it decides for a safety template is still the verdict of the safety group's own run: a complete
+    run is the whole state space under either bound, and a state predicate violated is violated whatever the bound
+    (the first violating state comes in the same place of the same breadth-first order); a bounded or timed-out
+    run decides only the liveness templates (``TlcRuns.merged``). A temporal safety formula (``[][A]_v``) violated
+    beyond the temporal bound would be inconclusive there and violated in its own run: with one, the parts run
+    apart."""
+    safety = [c for c in group if c.template.type != "liveness"]
+    liveness = [c for c in group if c.template.type == "liveness"]
+    if own_temporal_bound and safety and liveness and any(c.as_property for c in safety):
+        return [safety, liveness]
+    return [group]
