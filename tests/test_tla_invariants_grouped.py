@@ -126,7 +126,7 @@ def test_sany_checks_the_candidates_in_one_module_and_falls_back_on_a_rejected_o
         calls.append(sorted(modules))
         return original(modules, extra, timeout_s)
 
-    monkeypatch.setattr(tla_invariants, "check_modules", counted)
+    monkeypatch.setattr(tla_invariants.concretisation, "check_modules", counted)
     fits = [TEMPLATES[0], TEMPLATES[7]]
     results, _, _ = tla_invariants.concretise(artifact, fits)
     assert calls == [["SysmoInvAll"]] and all(r[1] is not None for r in results)

@@ -80,6 +80,35 @@ def test_a_bounded_shared_run_decides_the_liveness_templates_and_the_safety_grou
     assert {v.outcome for v in merged.verdicts} == {Outcome.INCONCLUSIVE} and (runs, apart) == (2, 2)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize(("bounds", "runs"), [
+    ((300, 60), 1),  # both bounds above the 21 states: the shared run is complete and decides all three
+    ((300, 5), 2),  # the shared run stops at the temporal bound: it decides YReaches, the safety group runs alone
+])
+def test_a_temporal_bound_of_its_own_still_shares_the_run_with_the_state_predicates(
+        monkeypatch: pytest.MonkeyPatch, bounds: tuple[int, int], runs: int) -> None:
+    merged, merged_runs, apart_runs = _score(HOLDS, monkeypatch, max_states=bounds[0], max_states_temporal=bounds[1],
+                                             bounded="sysmo")
+    assert merged.value == 1.0 and (merged_runs, apart_runs) == (runs, 2)
+
+
+@pytest.mark.slow
+def test_a_temporal_safety_formula_keeps_the_safety_bound_apart(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = _template("XSteps", "safety", "[][x' >= x]_x")  # violated past a temporal bound: inconclusive there
+    _, merged_runs, apart_runs = _score([*HOLDS, steps], monkeypatch, max_states=300, max_states_temporal=60,
+                                        bounded="sysmo")
+    assert merged_runs == apart_runs == 2
+
+
+@pytest.mark.slow
+def test_liveness_checked_after_the_search_gives_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
+    templates = [*LIVENESS_BROKEN_OF_TWO, _template("YAlways", "liveness", "[]<>(y = 2)")]
+    at_end, _, _ = _score(templates, monkeypatch, liveness_at_end=True)
+    periodic, _, _ = _score(templates, monkeypatch, liveness_at_end=False)
+    assert [_key(v) for v in at_end.verdicts] == [_key(v) for v in periodic.verdicts]
+    assert {v.name for v in at_end.verdicts if v.outcome == Outcome.FAILED} == {"XReturns"}
+
+
 def test_the_option_reaches_the_stage() -> None:
     task = load_task_folder(STARTER_DIR / "tla" / "spinlock")
     with pytest.raises(ConfigError, match="invariants.merge_liveness"):

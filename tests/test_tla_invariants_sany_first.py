@@ -61,7 +61,7 @@ def _scored(templates: list[InvariantTemplate], monkeypatch: pytest.MonkeyPatch,
         runs.append("tlc")
         return model_check(*args, **kwargs)
 
-    monkeypatch.setattr(tla_invariants, "check_modules", counted_sany)
+    monkeypatch.setattr(tla_invariants.concretisation, "check_modules", counted_sany)
     monkeypatch.setattr(tlc, "model_check", counted_tlc)
     config = tla_runtime.model_config(ARTIFACT, None)
     return tla_invariants.score(ARTIFACT, templates, config, parallel=1, **options), runs

@@ -211,6 +211,7 @@ def _run(
     dump_states: bool,
     limits: Limits | None,
     printed_marker: str | None = None,
+    liveness_at_end: bool = False,
 ) -> CheckResult:
     spec = prepare(source, module)
     compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
@@ -227,6 +228,8 @@ def _run(
         args += ["-fp", str(fp)]
     if dump_states:
         args += ["-dump", DUMP_FILE.removesuffix(".dump")]
+    if liveness_at_end and not mode_args:
+        args += ["-lncheck", "final"]
     args += mode_args + [main]
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     limits = limits or Limits(timeout_s=timeout_s, cpu_s=int(timeout_s * 4) + 60, memory_mb=heap + 1024)
@@ -305,10 +308,14 @@ def model_check(
     dump_states: bool = False,
     limits: Limits | None = None,
     printed_marker: str | None = None,
+    liveness_at_end: bool = False,
 ) -> CheckResult:
     """Breadth-first model checking of ``module`` under ``cfg`` (text or ``TlcConfig``; default: ``<Main>.cfg``).
 
     ``max_states``/``max_depth`` bound the search (hitting one makes a clean run inconclusive);
+    ``liveness_at_end``: temporal properties are checked once, on the explored graph, after the search
+    (``-lncheck final``) instead of also every minute of wall time on the graph so far: the verdict then depends on
+    the explored graph alone, not on when the clock ticked (a bounded check's use; docs/tla-cascade-speed.md);
     ``check_deadlock`` overrides the cfg's CHECK_DEADLOCK (TLC's default is to report deadlocks);
     ``printed_marker``: the output lines holding it (what the spec printed with ``PrintT``) are kept whole in
     ``details["printed"]``.
@@ -316,7 +323,7 @@ def model_check(
     return _run(source, cfg, module=module, mode_args=[], check_deadlock=check_deadlock, workers=workers,
                 coverage=coverage, seed=seed, fp=fp, max_states=max_states, max_depth=max_depth,
                 timeout_s=timeout_s, heap_mb=heap_mb, find_violation=False, dump_states=dump_states, limits=limits,
-                printed_marker=printed_marker)
+                printed_marker=printed_marker, liveness_at_end=liveness_at_end)
 
 
 def simulate(
