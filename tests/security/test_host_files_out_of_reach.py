@@ -122,4 +122,4 @@ def test_a_readonly_path_under_the_home_is_shown_without_the_home(tmp_path):
         (library / "Mod.tla").unlink()
         library.rmdir()
     assert "MODULE Mod" in result.stdout  # argv and env were rewritten to where the jail shows it
-    assert "/opt/sysmo/ro/" in result.stdout and "No such file" in result.stdout
+    assert "/opt/sysmo-tools/" in result.stdout and "No such file" in result.stdout
