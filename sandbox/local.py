@@ -130,7 +130,7 @@ def bwrap_base(*, network: bool, etc: list[Path] | None = None) -> BwrapLine:
             line.args += ["--symlink", os.readlink(target), f"/{link}"]
         elif target.exists():
             line.args += ["--ro-bind", str(target), f"/{link}"]
-    line.args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    line.args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # nobody writes there
     # bwrap leaves /proc/sys writable for uid 0, and host-wide sysctls (vm.*, kernel.*) check
     # only the uid, not capabilities: cover them read-only (net.* still resolves per netns).
     for entry in PROC_COVERED:
