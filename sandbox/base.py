@@ -150,6 +150,8 @@ def hand_to_nobody(folder: Path) -> None:
     if not drops_to_nobody():
         return
     os.chown(folder, NOBODY, NOBODY)
+    # bubblewrap enters it before it becomes nobody, with no capability left: it needs the "other" search bit
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) | 0o111)
     for dirpath, dirs, files in os.walk(folder, followlinks=False):
         for name in dirs + files:
             os.chown(os.path.join(dirpath, name), NOBODY, NOBODY, follow_symlinks=False)

@@ -326,7 +326,7 @@ def _make(path: Path, java: str, classpath: list[Path], library: Path) -> None:
     readonly = [*classpath, library] + ([] if java_home.is_relative_to("/usr") else [java_home])
     with tempfile.TemporaryDirectory(prefix="sysmo-cds-") as work:
         folder = Path(work)
-        argv = [java, "-XX:ArchiveClassesAtExit=archive.jsa", "-Xlog:disable", "-Xlog:all=off",
+        argv = [java, "-XX:ArchiveClassesAtExit=archive.jsa", "-Xmx1g", "-Xlog:disable", "-Xlog:all=off",
                 f"-DTLA-Library={library}", "-cp", os.pathsep.join(str(p) for p in classpath),
                 main, "-workers", "1", "-metadir", "states", "-coverage", "1", "SysmoWarmUp"]
         try:  # TLC also runs SANY, so both tools' classes are loaded (parsing, BFS, liveness)
