@@ -36,12 +36,13 @@ from sysmo.sandbox.base import (
     hand_to_nobody,
     write_files,
 )
-from sysmo.sandbox.reaper import mark_owner
+from sysmo.sandbox.reaper import mark_owner, start_time
 
 log = get_logger(__name__)
 
 STDIN_FILE = ".sysmo-stdin"  # stdin is handed over as a file: attaching a socket is engine-specific
 LABEL = "sysmo.sandbox"
+OWNER_LABEL = "sysmo.owner"  # "<pid> <start time>" of the sysmo process that made the container
 _engine_lock = threading.Lock()
 _engine_cache: dict[str, bool] = {}
 
@@ -69,6 +70,21 @@ class DockerSandbox:
         self.image = image or settings().sandbox.docker_image
         self.cpus = cpus
         self.user = user
+        self._sweep_orphans()
+
+    def _sweep_orphans(self) -> None:
+        """Remove the containers of sysmo processes that died mid-run (a container outlives a SIGKILLed sysmo)."""
+        try:
+            containers = self.client.containers.list(all=True, filters={"label": LABEL})
+        except Exception:  # noqa: BLE001 - a fake or failing engine: nothing to sweep
+            return
+        for container in containers:
+            owner = (getattr(container, "labels", None) or {}).get(OWNER_LABEL, "")
+            pid, _, started = owner.partition(" ")
+            if pid.isdigit() and start_time(int(pid)) == started:
+                continue  # its sysmo still runs
+            log.warning("docker.orphan_removed", container=getattr(container, "id", "?"))
+            self._remove(container)
 
     # ------------------------------------------------------------------ engine detection
     @classmethod
@@ -185,7 +201,7 @@ class DockerSandbox:
             "security_opt": ["no-new-privileges"],
             "init": True,  # a real pid 1 reaps orphans and lets rlimit signals reach the command
             "nano_cpus": int(self.cpus * 1e9),
-            "labels": {LABEL: "1"},
+            "labels": {LABEL: "1", OWNER_LABEL: f"{os.getpid()} {start_time(os.getpid())}"},
             "log_config": {"type": "json-file",
                            "config": {"max-size": str(2 * limits.output_limit_bytes + 1_000_000), "max-file": "1"}},
             "ulimits": self._ulimits(limits),

@@ -75,18 +75,28 @@ def _box_started(tmp: Path) -> Path | None:
     return None
 
 
-def test_a_box_left_by_a_killed_check_is_removed_at_the_next_start(tmp_path):
-    from sysmo.sandbox.local import LocalSandbox
+@pytest.mark.parametrize("kind", ["local", "docker"])
+def test_a_box_left_by_a_killed_check_is_removed_at_the_next_start(kind, tmp_path, skip_missing, monkeypatch):
+    from sandbox_backends import make_backend
 
-    if LocalSandbox.detect_mode() == "none":
-        pytest.skip("no confinement here")
-    code = ("from sysmo.sandbox.local import LocalSandbox\nfrom sysmo.sandbox.base import Limits\n"
-            "LocalSandbox().run(['sh', '-c', 'mkdir states && touch started && sleep 60'], "
+    if kind == "docker" and os.environ.get("SYSMO_TEST_DOCKER_HOST"):
+        monkeypatch.setenv("DOCKER_HOST", os.environ["SYSMO_TEST_DOCKER_HOST"])
+    if kind == "docker":
+        make_backend("docker", skip_missing)
+    else:
+        from sysmo.sandbox.local import LocalSandbox
+
+        if LocalSandbox.detect_mode() == "none":
+            pytest.skip("no confinement here")
+    made = "DockerSandbox()" if kind == "docker" else "LocalSandbox()"
+    code = ("from sysmo.sandbox.local import LocalSandbox\nfrom sysmo.sandbox.docker_backend import DockerSandbox\n"
+            "from sysmo.sandbox.base import Limits\n"
+            f"{made}.run(['sh', '-c', 'mkdir states && touch started && sleep 60'], "
             "files={'Spec.tla': 'UNTRUSTED'}, limits=Limits(timeout_s=90))\n")
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     proc = subprocess.Popen([sys.executable, "-c", code], env=env, start_new_session=True)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         while (box := _box_started(tmp_path)) is None and time.monotonic() < deadline:
             assert proc.poll() is None, "the check ended before it started its command"
             time.sleep(0.05)
@@ -97,6 +107,15 @@ def test_a_box_left_by_a_killed_check_is_removed_at_the_next_start(tmp_path):
     assert box.exists()  # the killed check had no chance to clean up
     assert box.name in sweep_stale(tmp_path)  # what the next sysmo does when it starts
     assert not box.exists()
+    if kind == "docker":  # and its container, which outlives the process that made it, is removed too
+        import docker
+
+        from sysmo.sandbox.docker_backend import OWNER_LABEL, DockerSandbox
+
+        DockerSandbox()
+        left = [c for c in docker.from_env().containers.list(all=True)
+                if c.labels.get(OWNER_LABEL, "").split(" ")[0] == str(proc.pid)]
+        assert not left
 
 
 def _host_tcp_listeners() -> set[int]:
