@@ -140,8 +140,9 @@ def log_missing(path: Path) -> None:
 
 
 def drops_to_nobody() -> bool:
-    """True when sysmo runs as root: commands then run as the host's nobody (not root mapped to a uid)."""
-    return os.geteuid() == 0
+    """True when sysmo runs as root: commands then run as the host's nobody (not root mapped to a uid), started
+    through util-linux ``setpriv`` under bubblewrap."""
+    return os.geteuid() == 0 and os.access("/usr/bin/setpriv", os.X_OK)
 
 
 def hand_to_nobody(folder: Path) -> None:

@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -177,6 +178,9 @@ class PlantUMLServer(ToolServer):
             line.args += ["--bind", str(box), BOX, "--chdir", BOX, "--clearenv"]
             relay = JailSpec(root="", files={}, cwd=BOX, env={**env, "HOME": BOX, "TMPDIR": "/tmp"},
                              argv=server_argv, relay=[(f"{BOX}/{SOCKET_NAME}", self.port)])
+            python = Path(jail_python())
+            if not python.is_relative_to("/usr"):  # no system Python: show ours (its standard library) read-only
+                line.args += ["--ro-bind", sys.base_prefix, sys.base_prefix]
             line.data(JAIL_SCRIPT.read_text(), f"{TOOLS_INSIDE}/jail.py")
             line.data(relay.model_dump_json(), f"{TOOLS_INSIDE}/jail.json")
             launch = line.launch(as_nobody([jail_python(), "-I", "-S", f"{TOOLS_INSIDE}/jail.py",
