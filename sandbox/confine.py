@@ -35,7 +35,8 @@ from sysmo.sandbox.base import NOBODY, SYNTHETIC_ETC, drops_to_nobody
 log = get_logger(__name__)
 
 JAIL_SCRIPT = Path(__file__).with_name("jail.py")
-JAIL_ISOLATION = ["unshare", "userns", "pidns", "minimal-root", "netns", "no-caps"]
+# as root the jail needs no user namespace: it runs the command as the host's nobody
+JAIL_ISOLATION = ["unshare", "nobody" if drops_to_nobody() else "userns", "pidns", "minimal-root", "netns", "no-caps"]
 NAMESPACES = ["--user", "--map-root-user", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child"]
 # what programs read of the host's /etc (passwd, group, nsswitch.conf and hosts are synthesized: SYNTHETIC_ETC)
 ETC_FOR_PROGRAMS = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
