@@ -23,7 +23,7 @@ DEFAULT_CONFIG_PATHS = (Path("sysmo.yaml"), Path.home() / ".config" / "sysmo" / 
 
 class SandboxSettings(BaseModel):
     backend: Literal["auto", "local", "docker"] = "auto"
-    docker_image: str = "eclipse-temurin:17-jre"
+    docker_image: str = "sysmo-tools:local"  # built here from the host's Java: `sysmo tools image build`
     # per-command defaults; tools may lower or raise them per call
     timeout_s: float = 120.0
     cpu_s: int = 600

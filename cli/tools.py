@@ -65,6 +65,32 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
     console.print(f"OpenSysML kernel: {inst.opensysml_kernel()}")
 
 
+image_app = typer.Typer(no_args_is_help=True, help="The tools image of the docker sandbox backend.")
+app.add_typer(image_app, name="image")
+
+
+@image_app.command("build")
+def image_build(
+    tag: str | None = typer.Option(None, help="Image name (default: sandbox.docker_image, sysmo-tools:local)."),
+) -> None:
+    """Build the docker backend's tools image from this machine's Java, libraries and fonts (no registry needed);
+    the engine is the one DOCKER_HOST names (default: /var/run/docker.sock). See docs/sandbox.md."""
+    from sysmo.config import settings
+    from sysmo.errors import SandboxError
+    from sysmo.sandbox.docker_image import build_image
+    from sysmo.tools.install import java_binary
+
+    try:
+        import docker
+
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - DockerException or a connection error: no engine answers
+        raise SandboxError(f"no Docker engine answers ({exc}); start dockerd or set DOCKER_HOST") from exc
+    built = build_image(client, tag or settings().sandbox.docker_image, java=java_binary())
+    console.print(f"built {built}; use it with sandbox.backend: docker (SYSMO_SANDBOX__BACKEND=docker)")
+
+
 def check(
     paths: list[Path] = typer.Argument(None, help="Files: .tla (its .cfg beside it), .sysml, .puml.",
                                        show_default=False),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fnmatch
+import hashlib
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -12,7 +13,18 @@ from pydantic import BaseModel, Field
 
 from sysmo.errors import SandboxError
 
-BOX = "/box"  # where the work dir appears inside bubblewrap and inside a container
+BOX = "/box"  # where the work dir appears inside every sandbox
+TOOLS_INSIDE = "/opt/sysmo-tools"  # where read-only tool paths appear (a name that says nothing of the host)
+NOBODY = 65534  # the uid and gid commands run as: no host file is theirs, no capability is left
+# The only users and groups a command sees (the host's /etc/passwd names its accounts and homes);
+# also what the JVM and fontconfig ask the name service for
+SYNTHETIC_ETC = {
+    "/etc/passwd": f"root:x:0:0:root:/nonexistent:/usr/sbin/nologin\n"
+                   f"nobody:x:{NOBODY}:{NOBODY}:nobody:{BOX}:/usr/sbin/nologin\n",
+    "/etc/group": f"root:x:0:\nnogroup:x:{NOBODY}:\n",
+    "/etc/nsswitch.conf": "passwd: files\ngroup: files\nhosts: files\n",
+    "/etc/hosts": "127.0.0.1 localhost\n::1 localhost\n",
+}
 
 
 class Limits(BaseModel):
@@ -74,6 +86,76 @@ class Sandbox(Protocol):
         ``collect`` names work-dir files to read back into ``RunResult.files_out``.
         """
         ...
+
+
+def inner_tool_path(path: Path) -> str:
+    """Where the read-only host path ``path`` appears inside a sandbox: same name, a neutral folder."""
+    digest = hashlib.sha256(str(path).encode()).hexdigest()[:10]
+    return f"{TOOLS_INSIDE}/{digest}-{path.name}"
+
+
+class ToolView:
+    """The read-only paths of one run as the sandbox shows them, and the rewriting of argv and env to match.
+
+    A path under ``/usr`` stays where it is (the system is visible anyway); any other path (a jar under the
+    host's home, our TLA+ library in the checkout) appears at ``inner_tool_path``, and the work dir at
+    ``/box``, so that no command line or environment inside names a host folder.
+    """
+
+    def __init__(self, readonly: list[Path], work: Path, system: tuple[str, ...] = ("/usr",)) -> None:
+        self.work = work
+        self.binds: list[tuple[str, str]] = []  # (host path, path inside) to bind read-only
+        self._spellings: list[tuple[str, str]] = []
+        for given in readonly:
+            path = given.resolve()
+            if not path.exists():
+                log_missing(path)
+                continue
+            if path.is_relative_to(work):
+                continue
+            inner = str(path) if any(path.is_relative_to(s) for s in system) else inner_tool_path(path)
+            if inner != str(path):
+                self.binds.append((str(path), inner))
+            for spelling in {str(given), str(path)}:
+                self._spellings.append((spelling, inner))
+        self._spellings.sort(key=lambda pair: len(pair[0]), reverse=True)  # a nested path before its parent
+
+    def rewrite(self, value: str) -> str:
+        """``value`` with every host spelling of a read-only path or of the work dir replaced by its path inside."""
+        for host, inner in self._spellings:
+            value = to_inner_path(value, Path(host), inner)
+        return to_inner_path(value, self.work, BOX)
+
+    def argv(self, argv: list[str]) -> list[str]:
+        return [self.rewrite(a) for a in argv]
+
+    def env(self, env: dict[str, str]) -> dict[str, str]:
+        return {k: self.rewrite(v) for k, v in env.items()}
+
+
+def log_missing(path: Path) -> None:
+    from sysmo.log import get_logger
+
+    get_logger(__name__).warning("sandbox.readonly_missing", path=str(path))
+
+
+def drops_to_nobody() -> bool:
+    """True when sysmo runs as root: commands then run as the host's nobody (not root mapped to a uid), started
+    through util-linux ``setpriv`` under bubblewrap."""
+    return os.geteuid() == 0 and os.access("/usr/bin/setpriv", os.X_OK)
+
+
+def hand_to_nobody(folder: Path) -> None:
+    """Give ``folder`` and what is in it to nobody, so a command running as nobody can write its outputs there
+    (TLC's ``states/``, PlantUML's ``out/``). Only as root; otherwise the command runs as our own user."""
+    if not drops_to_nobody():
+        return
+    os.chown(folder, NOBODY, NOBODY)
+    # bubblewrap enters it before it becomes nobody, with no capability left: it needs the "other" search bit
+    os.chmod(folder, stat.S_IMODE(os.stat(folder).st_mode) | 0o111)
+    for dirpath, dirs, files in os.walk(folder, followlinks=False):
+        for name in dirs + files:
+            os.chown(os.path.join(dirpath, name), NOBODY, NOBODY, follow_symlinks=False)
 
 
 def write_files(work: Path, files: dict[str, str | bytes] | None) -> None:

@@ -24,19 +24,23 @@ import tempfile
 from collections.abc import Iterable
 from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
 from pydantic import BaseModel, Field
 
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
+from sysmo.sandbox.base import NOBODY, SYNTHETIC_ETC, drops_to_nobody
 
 log = get_logger(__name__)
 
 JAIL_SCRIPT = Path(__file__).with_name("jail.py")
-JAIL_ISOLATION = ["unshare", "userns", "pidns", "minimal-root", "netns", "no-caps"]
+# as root the jail needs no user namespace: it runs the command as the host's nobody
+JAIL_ISOLATION = ["unshare", "nobody" if drops_to_nobody() else "userns", "pidns", "minimal-root", "netns", "no-caps"]
 NAMESPACES = ["--user", "--map-root-user", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child"]
+# what programs read of the host's /etc (passwd, group, nsswitch.conf and hosts are synthesized: SYNTHETIC_ETC)
 ETC_FOR_PROGRAMS = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
-                    "fonts", "passwd", "group", "nsswitch.conf")
+                    "fonts")
 PR_SET_PDEATHSIG = 1
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -53,6 +57,31 @@ class JailSpec(BaseModel):
     argv: list[str]
     relay: list[tuple[str, int]] = Field(default_factory=list)  # (socket path inside, loopback port)
     own_network: bool = True  # False only for trusted commands that must reach the host's loopback
+    uid: int | None = None  # switch to this uid/gid (the host's nobody) after building the root; as root only
+    files: dict[str, str] = Field(default_factory=lambda: dict(SYNTHETIC_ETC))  # written into the new root
+
+
+class Launch(NamedTuple):
+    """A confined command line and the descriptors it reads its setup from (its arguments, synthesized files)."""
+
+    argv: list[str]
+    pass_fds: tuple[int, ...] = ()
+
+    def close(self) -> None:
+        """Close our copies of the descriptors once the process has started (it keeps its own)."""
+        for fd in self.pass_fds:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def memfd(data: bytes) -> int:
+    """An anonymous in-memory file holding ``data``, read from its start by the process it is handed to."""
+    fd = os.memfd_create("sysmo-setup", 0)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
 
 
 def set_parent_death_signal() -> None:
@@ -108,10 +137,26 @@ def java_view() -> list[tuple[str, str]]:
     return binds
 
 
-def jail_argv(spec: JailSpec) -> list[str]:
-    """The command that runs ``spec.argv`` confined (start it with ``parent_death_preexec`` in preexec)."""
-    namespaces = [n for n in NAMESPACES if spec.own_network or n != "--net"]
-    return ["unshare", *namespaces, "--", sys.executable, "-I", "-S", str(JAIL_SCRIPT), spec.model_dump_json()]
+def jail_python() -> str:
+    """The interpreter of the jail's pid 1: the system's (its path names no host folder), else ours."""
+    system = Path("/usr/bin/python3")
+    return str(system) if os.access(system, os.X_OK) else sys.executable
+
+
+def jail_launch(spec: JailSpec) -> Launch:
+    """The command that runs ``spec.argv`` confined (start it with ``pass_fds=launch.pass_fds`` and the
+    parent-death signal in preexec). The script and the spec are handed over as in-memory files, so pid 1's
+    command line inside (``/proc/1/cmdline``) names no host path. As root no user namespace is made: the jail
+    builds its root with our privileges and then becomes the host's nobody (``spec.uid``)."""
+    own_user = drops_to_nobody()
+    namespaces = [n for n in NAMESPACES if (spec.own_network or n != "--net")
+                  and not (own_user and n in ("--user", "--map-root-user"))]
+    if own_user and spec.uid is None:
+        spec = spec.model_copy(update={"uid": NOBODY})
+    script = memfd(JAIL_SCRIPT.read_bytes())
+    data = memfd(spec.model_dump_json().encode())
+    return Launch(["unshare", *namespaces, "--", jail_python(), "-I", "-S", f"/proc/self/fd/{script}", str(data)],
+                  (script, data))
 
 
 def new_root_dir() -> Path:
@@ -133,7 +178,11 @@ def jail_usable() -> bool:
     try:
         ro, links = system_view()
         spec = JailSpec(root=str(root), ro=ro, symlinks=links, argv=["true"], env={"PATH": "/usr/bin:/bin"})
-        probe = subprocess.run(jail_argv(spec), capture_output=True, timeout=20)
+        launch = jail_launch(spec)
+        try:
+            probe = subprocess.run(launch.argv, capture_output=True, timeout=20, pass_fds=launch.pass_fds)
+        finally:
+            launch.close()
     except (OSError, subprocess.TimeoutExpired):
         return False
     finally:

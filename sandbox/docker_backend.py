@@ -1,8 +1,11 @@
 """Docker backend: each command runs in a fresh container with no network, bounded memory/pids/CPU and a wall clock.
 
 The work dir is bind-mounted at ``/box`` (so the engine must see this machine's file system: a local
-engine), ``readonly_paths`` at their own path read-only, the root file system is read-only with a
-private ``/tmp``, all capabilities are dropped, and the container is killed and removed at the end.
+engine), ``readonly_paths`` read-only under ``/opt/sysmo-tools`` as the local backends show them (argv and
+env rewritten), the root file system is read-only with a private ``/tmp``, the command runs as nobody
+(uid 65534, the work dir handed to it) with all capabilities dropped, and the container is killed and
+removed at the end. The image is the tools image built from this machine (``sandbox.docker_image``,
+``sysmo tools image build``).
 
 >>> box = DockerSandbox()                     # needs an engine: see DockerSandbox.engine_available()
 >>> box.run(["java", "-Xmx256m", "-version"]).returncode
@@ -22,12 +25,24 @@ from typing import Any
 from sysmo.config import settings
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, to_inner_path, write_files
+from sysmo.sandbox.base import (
+    BOX,
+    NOBODY,
+    TOOLS_INSIDE,
+    Limits,
+    RunResult,
+    ToolView,
+    collect_files,
+    hand_to_nobody,
+    write_files,
+)
+from sysmo.sandbox.reaper import mark_owner, start_time
 
 log = get_logger(__name__)
 
 STDIN_FILE = ".sysmo-stdin"  # stdin is handed over as a file: attaching a socket is engine-specific
 LABEL = "sysmo.sandbox"
+OWNER_LABEL = "sysmo.owner"  # "<pid> <start time>" of the sysmo process that made the container
 _engine_lock = threading.Lock()
 _engine_cache: dict[str, bool] = {}
 
@@ -42,7 +57,7 @@ class DockerSandbox:
     name = "docker"
 
     def __init__(self, client: Any | None = None, image: str | None = None, cpus: float = 1.0,
-                 user: str | None = None) -> None:
+                 user: str | None = f"{NOBODY}:{NOBODY}") -> None:
         if client is None:
             try:
                 import docker
@@ -55,6 +70,21 @@ class DockerSandbox:
         self.image = image or settings().sandbox.docker_image
         self.cpus = cpus
         self.user = user
+        self._sweep_orphans()
+
+    def _sweep_orphans(self) -> None:
+        """Remove the containers of sysmo processes that died mid-run (a container outlives a SIGKILLed sysmo)."""
+        try:
+            containers = self.client.containers.list(all=True, filters={"label": LABEL})
+        except Exception:  # noqa: BLE001 - a fake or failing engine: nothing to sweep
+            return
+        for container in containers:
+            owner = (getattr(container, "labels", None) or {}).get(OWNER_LABEL, "")
+            pid, _, started = owner.partition(" ")
+            if pid.isdigit() and start_time(int(pid)) == started:
+                continue  # its sysmo still runs
+            log.warning("docker.orphan_removed", container=getattr(container, "id", "?"))
+            self._remove(container)
 
     # ------------------------------------------------------------------ engine detection
     @classmethod
@@ -80,6 +110,23 @@ class DockerSandbox:
         except Exception:  # noqa: BLE001 - any failure means: no usable engine
             return False
 
+    @classmethod
+    def image_available(cls, image: str | None = None) -> bool:
+        """True if the engine answers and holds ``image`` (default: the configured tools image)."""
+        if not cls.engine_available():
+            return False
+        try:
+            import docker
+
+            client = docker.from_env(timeout=10)
+            try:
+                client.images.get(image or settings().sandbox.docker_image)
+                return True
+            finally:
+                client.close()
+        except Exception:  # noqa: BLE001 - ImageNotFound or any engine failure: not usable
+            return False
+
     @staticmethod
     def forget_engine() -> None:
         """Drop the cached engine answer (after starting or stopping dockerd, or in tests)."""
@@ -102,43 +149,46 @@ class DockerSandbox:
         if not argv:
             raise SandboxError("nothing to run: argv is empty")
         limits = limits or Limits()
-        own_dir = workdir is None
-        work = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else Path(workdir)
+        outer = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if workdir is None else None
+        if outer is not None:
+            mark_owner(outer)  # beside the work dir: the reaper removes the folder if this process is killed
+        work = outer / "box" if outer is not None else Path(workdir)
         work.mkdir(parents=True, exist_ok=True)
         work = work.resolve()
         try:
             write_files(work, files)
-            readonly = [p.resolve() for p in readonly_paths or []]
-            command = self._command(argv, work, readonly)
+            view = ToolView(list(readonly_paths or []), work, system=())  # the host's /usr is not the image's
+            command = self._command(argv, view)
             if stdin is not None:
                 (work / STDIN_FILE).write_text(stdin)
                 command = ["sh", "-c", f'exec "$@" < {BOX}/{STDIN_FILE}', "sh", *command]
+            if self.user:
+                hand_to_nobody(work)
             environment = {"LANG": "C.UTF-8", "HOME": BOX, "TMPDIR": "/tmp"}
-            environment.update({k: to_inner_path(v, work) for k, v in (env or {}).items()})
-            result = self._run_container(command, argv, work, readonly, limits, environment)
+            environment.update(view.env(env or {}))
+            result = self._run_container(command, argv, work, view.binds, limits, environment)
             result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
             return result
         finally:
-            if own_dir:
-                shutil.rmtree(work, ignore_errors=True)
+            if outer is not None:
+                shutil.rmtree(outer, ignore_errors=True)
 
     @staticmethod
-    def _command(argv: list[str], work: Path, readonly: list[Path]) -> list[str]:
-        """Rewrite work-dir paths to /box; a host binary path (``/usr/lib/jvm/.../java``) becomes its name,
-        found on the image's PATH, unless it lies in a mounted path."""
-        command = [to_inner_path(a, work) for a in argv]
-        head = Path(argv[0])
-        if head.is_absolute() and not head.is_relative_to(work) and not any(head.is_relative_to(p) for p in readonly):
-            command[0] = head.name
+    def _command(argv: list[str], view: ToolView) -> list[str]:
+        """Rewrite work-dir and tool paths to where the container shows them; a host binary path
+        (``/usr/lib/jvm/.../java``) becomes its name, found on the image's PATH."""
+        command = view.argv(argv)
+        head = command[0]
+        if head.startswith("/") and not head.startswith((BOX + "/", TOOLS_INSIDE + "/")):
+            command[0] = Path(head).name
         return command
 
-    def create_kwargs(self, command: list[str], work: Path, readonly: list[Path], limits: Limits,
+    def create_kwargs(self, command: list[str], work: Path, binds: list[tuple[str, str]], limits: Limits,
                       environment: dict[str, str]) -> dict[str, Any]:
         """The ``containers.create`` arguments: every limit and isolation setting in one place."""
         volumes = {str(work): {"bind": BOX, "mode": "rw"}}
-        for path in readonly:
-            if path.exists() and path != work:
-                volumes[str(path)] = {"bind": str(path), "mode": "ro"}
+        for host, inner in binds:
+            volumes[host] = {"bind": inner, "mode": "ro"}
         kwargs: dict[str, Any] = {
             "command": command,
             "detach": True,
@@ -151,7 +201,7 @@ class DockerSandbox:
             "security_opt": ["no-new-privileges"],
             "init": True,  # a real pid 1 reaps orphans and lets rlimit signals reach the command
             "nano_cpus": int(self.cpus * 1e9),
-            "labels": {LABEL: "1"},
+            "labels": {LABEL: "1", OWNER_LABEL: f"{os.getpid()} {start_time(os.getpid())}"},
             "log_config": {"type": "json-file",
                            "config": {"max-size": str(2 * limits.output_limit_bytes + 1_000_000), "max-file": "1"}},
             "ulimits": self._ulimits(limits),
@@ -180,18 +230,18 @@ class DockerSandbox:
             ulimits.append(Ulimit(name="fsize", soft=size, hard=size))
         return ulimits
 
-    def _run_container(self, command: list[str], argv: list[str], work: Path, readonly: list[Path],
+    def _run_container(self, command: list[str], argv: list[str], work: Path, binds: list[tuple[str, str]],
                        limits: Limits, environment: dict[str, str]) -> RunResult:
         import docker.errors
         import requests.exceptions
 
-        kwargs = self.create_kwargs(command, work, readonly, limits, environment)
+        kwargs = self.create_kwargs(command, work, binds, limits, environment)
         start = time.monotonic()
         try:
             container = self.client.containers.create(self.image, **kwargs)
         except docker.errors.ImageNotFound as exc:
-            raise SandboxError(f"docker image {self.image!r} is not available: run `docker pull {self.image}` "
-                               "or set sandbox.docker_image") from exc
+            raise SandboxError(f"docker image {self.image!r} is not available: build it with "
+                               "`sysmo tools image build` (or set sandbox.docker_image)") from exc
         except (docker.errors.APIError, requests.exceptions.RequestException) as exc:
             raise SandboxError(f"the Docker engine refused to create the container: {exc}") from exc
         timed_out = False

@@ -1,22 +1,27 @@
 """Confinement without bubblewrap: a new root of read-only binds, no capabilities, only a private loopback.
 
-Run as the first process of fresh user/mount/pid/net/ipc/uts namespaces made by util-linux ``unshare``
-(see ``jail_command``), this script (standard library only: it is started with ``python -I -S``)
+Run as the first process of fresh mount/pid/net/ipc/uts namespaces (and a user namespace unless sysmo is
+root) made by util-linux ``unshare`` (see ``confine.jail_launch``), this script (standard library only: it is
+started with ``python -I -S /proc/self/fd/N M``, read from an in-memory file, its spec from descriptor M, so
+that no host path shows in pid 1's command line)
 - brings up the namespace's own loopback (the only network there is);
 - mounts a tmpfs on an empty host folder and builds the new root in it: read-only binds of what the
   command needs (``/usr``, the loader's links, a few ``/etc`` entries, a jar, a binary), the work dir
   read-write, a private ``/tmp``, a small ``/dev`` and a fresh ``/proc`` (``/proc/sys`` and friends
   read-only); nothing else of the host, not its home nor the work area, exists in it;
 - ``pivot_root``s into it, detaches the old root and makes the new root read-only;
-- drops every capability (bounding, ambient, inheritable, permitted, effective) and sets no-new-privs;
+- drops every capability (bounding, ambient, inheritable, permitted, effective), sets no-new-privs and,
+  given ``uid``, becomes that user and group (the host's nobody) with no supplementary groups;
 - forks the command (cwd and environment from the spec) and stays as its pid 1: reaps orphans, relays
   Unix sockets of the work dir to TCP ports of the private loopback (so a server with no network is
   still reachable by sysmo), and exits with the command's status. When pid 1 dies the kernel kills
   every process of the namespace; ``unshare --kill-child`` and the parent-death signal sysmo sets on
   ``unshare`` make that happen when sysmo dies, even of SIGKILL.
 
-The spec is one JSON argument: ``root`` (empty host folder), ``ro``/``rw`` ([host path, inner path]),
-``symlinks`` ([target, inner path]), ``cwd``, ``env``, ``argv``, ``relay``, ``own_network`` (false: keep the host's network) ([inner socket path, port]).
+The spec is JSON: ``root`` (empty host folder; empty: the namespaces and root are made already, as under
+bubblewrap, and only the relays and pid 1's duties remain), ``ro``/``rw`` ([host path, inner path]),
+``symlinks`` ([target, inner path]), ``files`` ({inner path: text}), ``cwd``, ``env``, ``argv``, ``relay``
+([inner socket path, port]), ``own_network`` (false: keep the host's network), ``uid``.
 """
 
 from __future__ import annotations
@@ -92,6 +97,11 @@ def build_root(spec: dict) -> None:
     for source, dest, readonly in sorted(binds, key=lambda b: b[1].count("/")):
         if os.path.lexists(source):
             bind(source, inner(dest), readonly=readonly)
+    for path, text in (spec.get("files") or {}).items():
+        os.makedirs(os.path.dirname(inner(path)), exist_ok=True)
+        with open(inner(path), "w") as handle:
+            handle.write(text)
+        os.chmod(inner(path), 0o644)
     for target, path in spec.get("symlinks", []):
         if not os.path.lexists(inner(path)):
             os.makedirs(os.path.dirname(inner(path)), exist_ok=True)
@@ -130,7 +140,7 @@ def enter_root(root: str) -> None:
     mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
-def drop_capabilities() -> None:
+def drop_capabilities(uid: int | None) -> None:
     try:
         last = int(open("/proc/sys/kernel/cap_last_cap").read())
     except (OSError, ValueError):
@@ -139,6 +149,12 @@ def drop_capabilities() -> None:
         libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
     libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    if uid is not None:  # still allowed: dropping the bounding set leaves the effective capabilities
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+        # a change of user clears the parent-death signal `unshare --kill-child` set: ask again
+        _check(libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "parent death signal")
     header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
     data = ctypes.create_string_buffer(24)  # effective, permitted, inheritable (x2 words): all zero
     _check(libc.capset(ctypes.c_char_p(header), data), "capset")
@@ -188,13 +204,16 @@ def start_relays(relays: list[list]) -> None:
 
 
 def main() -> int:
-    spec = json.loads(sys.argv[1])
+    # a descriptor from confine.jail_launch, or a file under bubblewrap, which built the namespaces already
+    with (os.fdopen(int(sys.argv[1]), "rb") if sys.argv[1].isdigit() else open(sys.argv[1], "rb")) as handle:
+        spec = json.loads(handle.read())
     try:
-        if spec.get("own_network", True):
-            loopback_up()
-        build_root(spec)
-        enter_root(spec["root"])
-        drop_capabilities()
+        if spec.get("root"):
+            if spec.get("own_network", True):
+                loopback_up()
+            build_root(spec)
+            enter_root(spec["root"])
+            drop_capabilities(spec.get("uid"))
     except OSError as exc:
         print(f"sysmo-jail: cannot confine the command: {exc}", file=sys.stderr, flush=True)
         return 125
@@ -202,6 +221,7 @@ def main() -> int:
     if child == 0:
         try:
             os.setsid()
+            os.closerange(3, 1 << 16)  # the script's descriptor, relays: nothing of pid 1 reaches the command
             os.chdir(spec.get("cwd", "/"))
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
             os.execvpe(spec["argv"][0], spec["argv"], spec.get("env", {}))

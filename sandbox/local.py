@@ -1,12 +1,16 @@
 """Local backend: bubblewrap (else ``unshare``) for no network and confined writes, rlimits, cgroups, timeouts.
 
 Isolation, strongest available first:
-- ``bwrap``: new pid/net/ipc/uts namespaces, no capabilities, read-only /usr and /etc, a private /tmp,
-  only the work dir writable (it appears as ``/box``; work-dir paths in argv and env are rewritten);
-- ``unshare``: the jail of ``sandbox.jail``: new user/mount/pid/net/ipc/uts namespaces, a new root holding
-  only /usr, the loader links, a few /etc entries, the read-only paths (those under the host's home at
-  /opt/sysmo/ro, argv and env rewritten) and the work dir (at its host path), a private /tmp and
-  loopback, every capability dropped;
+- ``bwrap``: new pid/net/ipc/uts namespaces, no capabilities, read-only /usr and the few /etc entries tools
+  read (passwd/group synthesized), a private /tmp, only the work dir writable;
+- ``unshare``: the jail of ``sandbox.jail``: new mount/pid/net/ipc/uts namespaces (and a user namespace
+  when not root), a new root holding only /usr, the loader links, a few /etc entries, the read-only paths
+  and the work dir, a private /tmp and loopback, every capability dropped;
+In both the work dir appears at ``/box`` and read-only tool paths under ``/opt/sysmo-tools`` (argv and env
+are rewritten: no command line inside names a host folder), and the command runs as nobody: as root, the
+host's uid 65534 (a file only root may read stays unreadable), else uid 65534 of a user namespace mapped
+to our own user. A work dir made here sits in a ``sysmo-box-*`` folder with an owner file, so the reaper
+removes it at the next start if sysmo is killed mid-run.
 - ``none``: only when explicitly allowed (no network isolation at all).
 Memory and pids are bounded through cgroup v1/v2 when writable; the process joins its cgroup before
 exec, so grandchildren cannot escape. RLIMIT_AS is never used because it breaks the JVM.
@@ -28,63 +32,116 @@ from typing import IO
 
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import BOX, Limits, RunResult, collect_files, to_inner_path, write_files
+from sysmo.sandbox.base import (
+    BOX,
+    NOBODY,
+    SYNTHETIC_ETC,
+    TOOLS_INSIDE,
+    Limits,
+    RunResult,
+    ToolView,
+    collect_files,
+    drops_to_nobody,
+    hand_to_nobody,
+    write_files,
+)
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
 from sysmo.sandbox.confine import (
+    ETC_FOR_PROGRAMS,
     JAIL_ISOLATION,
     JailSpec,
-    jail_argv,
+    Launch,
+    etc_entries_for_java,
+    jail_launch,
     jail_usable,
+    java_view,
+    memfd,
     new_root_dir,
     require_confinement,
-    java_view,
     set_parent_death_signal,
     system_view,
 )
-from sysmo.sandbox.reaper import sweep_once
+from sysmo.sandbox.reaper import mark_owner, sweep_once
 
 log = get_logger(__name__)
 
 MODES = ("bwrap", "unshare", "none")
-READONLY_INSIDE = "/opt/sysmo/ro"  # where the unshare jail shows read-only paths that live under the host's home
 PROC_COVERED = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus")
 
-# Run by `sh` inside fresh mount/pid/net namespaces: a private /tmp and /dev/shm; the work dir and
-# read-only paths that lived under the host /tmp carried over (the shell's cwd still names the old
-# /tmp after the tmpfs covers it); the work dir bound on itself so it stays writable; /proc/sys and
-# friends read-only (root without capabilities could still write them); every other mount read-only;
-# then exec with no capabilities and no new privileges, so nothing can be remounted. The command runs
-# as a child of a small pid 1 (the namespace's init ignores default-action signals such as SIGXCPU).
-def bwrap_base(*, network: bool, etc: list[Path] | None = None) -> list[str]:
+SETPRIV = ["/usr/bin/setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--inh-caps=-all",
+           "--bounding-set=-all", "--"]
+
+
+class BwrapLine:
+    """A bwrap command line under construction; ``launch()`` hands its options to bwrap through ``--args FD``,
+    so that bwrap's own command line (pid 1 inside, readable by the command) shows only the command, whose
+    paths are those inside."""
+
+    def __init__(self, args: list[str] | None = None) -> None:
+        self.args = list(args or [])
+        self._fds: list[int] = []
+
+    def data(self, content: str, dest: str) -> None:
+        """A read-only file at ``dest`` holding ``content`` (not a host file)."""
+        fd = memfd(content.encode())
+        self._fds.append(fd)
+        self.args += ["--perms", "0444", "--ro-bind-data", str(fd), dest]
+
+    def launch(self, command: list[str]) -> Launch:
+        fd = memfd(b"".join(a.encode() + b"\0" for a in self.args))
+        return Launch(["bwrap", "--args", str(fd), "--", *command], (*self._fds, fd))
+
+
+def etc_for_tools() -> list[Path]:
+    """The host /etc entries a tool reads (loader cache, time zone, fonts, the JVM's conf), never the rest."""
+    found = set(etc_entries_for_java(Path(shutil.which("java") or "/usr/bin/java"))) if shutil.which("java") else set()
+    found |= {Path("/etc") / e for e in ETC_FOR_PROGRAMS}
+    return sorted(p for p in found if p.exists())
+
+
+def bwrap_base(*, network: bool, etc: list[Path] | None = None) -> BwrapLine:
     """The part of every bwrap line we use: own namespaces (the network one unless ``network``), a read-only
-    system (all of /etc, or only the ``etc`` entries), private /tmp, and /proc/sys & co. read-only.
+    /usr, only the ``etc`` entries of the host's /etc (default ``etc_for_tools()``) beside synthesized
+    passwd/group/hosts files, a private /tmp, /proc/sys & co. read-only, and an unprivileged user: as root
+    the command is started through ``setpriv`` as the host's nobody (prefix it with ``SETPRIV``: bwrap keeps
+    only the capabilities to switch user), otherwise as uid 65534 of a user namespace mapped to our user.
 
     Shared by the sandbox and the long-lived tool servers, so a hardening lands everywhere at once.
     """
-    cmd = ["bwrap", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-           "--unshare-user-try", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try"]
-    if not network:
-        cmd.append("--unshare-net")
-    cmd += ["--ro-bind", "/usr", "/usr"]
-    if etc is None:
-        cmd += ["--ro-bind", "/etc", "/etc"]
+    line = BwrapLine(["--die-with-parent", "--new-session", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
+                      "--unshare-cgroup-try"])
+    if drops_to_nobody():
+        line.args += ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID",
+                      "--cap-add", "CAP_SETPCAP"]
     else:
-        cmd += ["--dir", "/etc"]
-        for entry in etc:
-            cmd += ["--ro-bind", str(entry), str(entry)]
+        line.args += ["--unshare-user", "--uid", str(NOBODY), "--gid", str(NOBODY), "--cap-drop", "ALL"]
+    if not network:
+        line.args.append("--unshare-net")
+    # made here so it is 0755: bwrap makes the missing parents of a bind target 0700, closed to nobody
+    line.args += ["--ro-bind", "/usr", "/usr", "--dir", "/etc", "--dir", TOOLS_INSIDE]
+    for entry in etc if etc is not None else etc_for_tools():
+        if Path(entry).exists() and str(entry) not in SYNTHETIC_ETC:
+            line.args += ["--ro-bind", str(entry), str(entry)]
+    for dest, content in SYNTHETIC_ETC.items():
+        line.data(content, dest)
     for link in ("lib", "lib64", "lib32", "bin", "sbin"):
         target = Path("/") / link
         if target.is_symlink():
-            cmd += ["--symlink", os.readlink(target), f"/{link}"]
+            line.args += ["--symlink", os.readlink(target), f"/{link}"]
         elif target.exists():
-            cmd += ["--ro-bind", str(target), f"/{link}"]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+            line.args += ["--ro-bind", str(target), f"/{link}"]
+    line.args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]  # nobody writes there
     # bwrap leaves /proc/sys writable for uid 0, and host-wide sysctls (vm.*, kernel.*) check
     # only the uid, not capabilities: cover them read-only (net.* still resolves per netns).
     for entry in PROC_COVERED:
         if Path(entry).exists():
-            cmd += ["--ro-bind", entry, entry]
-    return cmd
+            line.args += ["--ro-bind", entry, entry]
+    return line
+
+
+def as_nobody(argv: list[str]) -> list[str]:
+    """``argv`` as bwrap must run it to drop to nobody (see ``bwrap_base``)."""
+    return [*SETPRIV, *argv] if drops_to_nobody() else argv
 
 
 def _drain(stream: IO[bytes], limit: int, sink: list[bytes], truncated: list[bool]) -> None:
@@ -186,7 +243,7 @@ class LocalSandbox:
 
     # ------------------------------------------------------------------ wrapping
     def _wrap(self, argv: list[str], work: Path, readonly: list[Path], limits: Limits,
-              env: dict[str, str], root: Path | None = None) -> tuple[list[str], dict[str, str]]:
+              env: dict[str, str], root: Path | None = None) -> tuple[Launch, dict[str, str]]:
         """The command line that runs ``argv`` isolated, and the environment to start it with."""
         if self.mode == "bwrap":
             return self._wrap_bwrap(argv, work, readonly, limits, env), {"PATH": env["PATH"]}
@@ -194,52 +251,35 @@ class LocalSandbox:
             if root is None:
                 raise SandboxError("the unshare jail needs an empty folder for its root")
             return self._wrap_jail(argv, work, readonly, limits, env, root), {"PATH": "/usr/bin:/bin"}
-        return argv, env
+        return Launch(argv), env
 
     @staticmethod
     def _wrap_jail(argv: list[str], work: Path, readonly: list[Path], limits: Limits,
-                   env: dict[str, str], root: Path) -> list[str]:
-        """The unshare jail: a root of /usr, the loader links, a few /etc entries, the read-only paths and
-        the work dir at its host path; nothing else of the host (see ``sandbox.jail``)."""
+                   env: dict[str, str], root: Path) -> Launch:
+        """The unshare jail: a root of /usr, the loader links, a few /etc entries, the read-only paths at
+        ``/opt/sysmo-tools`` and the work dir at ``/box``; nothing else of the host (see ``sandbox.jail``)."""
         ro, links = system_view()
         ro += java_view()
-        home = Path.home().resolve()
-        env = dict(env)
-        for index, given in enumerate(readonly):
-            path = given.resolve()
-            if not path.exists():
-                log.warning("sandbox.readonly_missing", path=str(path))
-            elif path.is_relative_to(home) and not work.is_relative_to(home):
-                # a jar or library under the host's home gets a neutral path: no trace of the home inside
-                inner = f"{READONLY_INSIDE}/{index}-{path.name}"
-                ro.append((str(path), inner))
-                for spelling in {given, path}:
-                    argv = [to_inner_path(a, spelling, inner) for a in argv]
-                    env = {k: to_inner_path(v, spelling, inner) for k, v in env.items()}
-            elif not path.is_relative_to(work):
-                ro.append((str(path), str(path)))
-        spec = JailSpec(root=str(root), ro=ro, rw=[(str(work), str(work))], symlinks=links,
-                        cwd=str(work), env={"HOME": str(work), "TMPDIR": "/tmp", **env}, argv=argv,
-                        own_network=not limits.network)
-        return jail_argv(spec)
+        view = ToolView(readonly, work)
+        ro += view.binds
+        spec = JailSpec(root=str(root), ro=ro, rw=[(str(work), BOX)], symlinks=links, cwd=BOX,
+                        env={**view.env(env), "HOME": BOX, "TMPDIR": "/tmp"}, argv=view.argv(argv),
+                        own_network=not limits.network, uid=NOBODY if drops_to_nobody() else None,
+                        files=SYNTHETIC_ETC)
+        return jail_launch(spec)
 
     @staticmethod
     def _wrap_bwrap(argv: list[str], work: Path, readonly: list[Path], limits: Limits,
-                    env: dict[str, str]) -> list[str]:
-        cmd = bwrap_base(network=limits.network)
-        for path in readonly:
-            path = path.resolve()
-            if not path.exists():
-                log.warning("sandbox.readonly_missing", path=str(path))
-                continue
-            if path.is_relative_to("/usr") or path.is_relative_to("/etc") or path.is_relative_to(work):
-                continue  # already visible
-            cmd += ["--ro-bind", str(path), str(path)]
-        cmd += ["--bind", str(work), BOX, "--chdir", BOX, "--clearenv"]
-        for key, value in env.items():
-            cmd += ["--setenv", key, to_inner_path(value, work)]
-        cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
-        return cmd + [to_inner_path(a, work) for a in argv]
+                    env: dict[str, str]) -> Launch:
+        line = bwrap_base(network=limits.network)
+        view = ToolView(readonly, work)
+        for host, inner in view.binds:
+            line.args += ["--ro-bind", host, inner]
+        line.args += ["--bind", str(work), BOX, "--chdir", BOX, "--clearenv"]
+        for key, value in view.env(env).items():
+            line.args += ["--setenv", key, value]
+        line.args += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp"]
+        return line.launch(as_nobody(view.argv(argv)))
 
     # ------------------------------------------------------------------ run
     def run(
@@ -262,11 +302,18 @@ class LocalSandbox:
             log.warning("sandbox.java_without_xmx", hint="pass -Xmx below limits.memory_mb")
         own_dir = workdir is None
         jail_root: Path | None = None
-        work = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else Path(workdir)
+        outer = Path(tempfile.mkdtemp(prefix="sysmo-box-")) if own_dir else None
+        if outer is not None:
+            # the owner file sits beside the work dir, out of the command's reach: a later sysmo deletes the
+            # folder if this process is killed before it does (sandbox.reaper)
+            mark_owner(outer)
+        work = outer / "box" if outer is not None else Path(workdir)
         work.mkdir(parents=True, exist_ok=True)
         work = work.resolve()
         try:
             write_files(work, files)
+            if self.mode != "none":
+                hand_to_nobody(work)
             base_env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
             if "JAVA_HOME" in os.environ:
                 base_env["JAVA_HOME"] = os.environ["JAVA_HOME"]
@@ -288,10 +335,10 @@ class LocalSandbox:
         finally:
             if jail_root is not None:
                 shutil.rmtree(jail_root, ignore_errors=True)
-            if own_dir:
-                shutil.rmtree(work, ignore_errors=True)
+            if outer is not None:
+                shutil.rmtree(outer, ignore_errors=True)
 
-    def _execute(self, wrapped: list[str], argv: list[str], work: Path, limits: Limits,
+    def _execute(self, wrapped: Launch, argv: list[str], work: Path, limits: Limits,
                  env: dict[str, str], stdin: str | None) -> RunResult:
         group: CgroupGroup | None = None
         if self.cgroups is not None and (limits.memory_mb or limits.pids):
@@ -313,13 +360,16 @@ class LocalSandbox:
         start = time.monotonic()
         try:
             proc = subprocess.Popen(
-                wrapped, cwd=str(work), env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                wrapped.argv, cwd=str(work), env=env, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, preexec_fn=preexec,
+                pass_fds=wrapped.pass_fds,
             )
         except (OSError, subprocess.SubprocessError) as exc:
             if group is not None:
                 group.remove()
-            raise SandboxError(f"cannot start {wrapped[0]!r} in the sandbox: {exc}") from exc
+            raise SandboxError(f"cannot start {wrapped.argv[0]!r} in the sandbox: {exc}") from exc
+        finally:
+            wrapped.close()
         out: list[bytes] = []
         err: list[bytes] = []
         out_cut, err_cut = [False], [False]

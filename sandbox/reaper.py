@@ -1,8 +1,10 @@
 """Leftovers of a sysmo that died: tool servers still running, their temp folders and empty cgroups.
 
-Each server folder (``sysmo-plantuml-server-*``, ``sysmo-opensysml-*``) and sandbox work dir
-(``sysmo-box-*``, ``sysmo-root-*``) holds an ``owner`` file: the pid and start time of the sysmo process
-that made it; a server folder also names the server's process (``server.json``). ``sweep_stale()``, run
+Each server folder (``sysmo-plantuml-server-*``, ``sysmo-opensysml-*``), sandbox folder (``sysmo-box-*``:
+the owner file beside the ``box`` work dir, where the command cannot touch it) and jail root
+(``sysmo-root-*``) holds an ``owner`` file: the pid and start time of the sysmo process that made it; a
+server folder also names the server's process (``server.json``). Containers of the docker backend carry
+the same as a label and are removed by the next ``DockerSandbox``. ``sweep_stale()``, run
 once per process before the first server starts, stops the server of every folder whose owner is gone
 and deletes the folder; cgroups are swept by ``CgroupLimiter.sweep_stale``. The parent-death signal
 makes leftovers rare (a SIGKILLed sysmo takes its servers with it); this catches the rest.

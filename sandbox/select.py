@@ -16,8 +16,8 @@ log = get_logger(__name__)
 def get_sandbox(backend: str | None = None) -> Sandbox:
     """The process-wide sandbox for ``backend`` (default: ``settings().sandbox.backend``).
 
-    ``auto`` takes docker if an engine answers and falls back to local; ``docker`` without an engine
-    is an error rather than a silent downgrade.
+    ``auto`` takes docker if an engine answers and holds the tools image, and falls back to local; ``docker``
+    without an engine is an error rather than a silent downgrade.
     """
     choice = backend or settings().sandbox.backend
     if choice not in ("auto", "local", "docker"):
@@ -25,7 +25,7 @@ def get_sandbox(backend: str | None = None) -> Sandbox:
     if choice in ("docker", "auto"):
         from sysmo.sandbox.docker_backend import DockerSandbox
 
-        if DockerSandbox.engine_available():
+        if DockerSandbox.engine_available() and (choice == "docker" or DockerSandbox.image_available()):
             try:
                 sandbox = DockerSandbox()
                 log.info("sandbox.selected", backend="docker", image=sandbox.image)

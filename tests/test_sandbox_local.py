@@ -15,6 +15,7 @@ import pytest
 from sysmo.errors import SandboxError
 from sysmo.sandbox.base import Limits
 from sysmo.sandbox.cgroups import CgroupLimiter
+from sysmo.sandbox.confine import Launch
 from sysmo.sandbox.local import LocalSandbox
 
 REPO = Path(__file__).resolve().parents[1]
@@ -145,7 +146,7 @@ def test_given_work_dir_is_kept_and_collect_accepts_inner_and_host_paths(box, tm
     assert (work / "one.txt").read_text() == "one\n"
     assert result.files_out == {"one.txt": "one\n", "d/two.txt": "two\n"}
     inner = result.stdout.strip()
-    assert inner == ("/box" if box.mode == "bwrap" else str(work.resolve()))
+    assert inner == "/box"  # in every mode: no host path inside
 
 
 def test_work_dir_paths_in_argv_and_env_reach_the_command(box, tmp_path):
@@ -360,7 +361,7 @@ def test_cgroup_dirs_are_removed_after_each_run(box):
 def _raise_start_failure(box: LocalSandbox) -> None:
     # Make Popen itself fail (a missing binary), after the cgroup was created: it must still be removed.
     original = box._wrap
-    box._wrap = lambda *a, **k: (["/nonexistent/sysmo-binary"], {"PATH": "/usr/bin"})  # type: ignore[method-assign]
+    box._wrap = lambda *a, **k: (Launch(["/nonexistent/sysmo-binary"]), {"PATH": "/usr/bin"})  # type: ignore[method-assign]
     try:
         box.run(["true"], limits=FAST)
     finally:

@@ -105,6 +105,18 @@ def test_java_is_asked_its_version_once_and_a_vanished_archive_is_made_again(tmp
         return real_run(argv, *args, **kwargs)
 
     monkeypatch.setattr(jvm_startup.subprocess, "run", counting_run)
+    import sysmo.sandbox
+
+    box = sysmo.sandbox.get_sandbox()
+
+    class CountingSandbox:  # the archive is dumped inside the sandbox the runs use
+        name, mode = box.name, getattr(box, "mode", "")
+
+        def run(self, argv, **kwargs):
+            calls.append(list(argv))
+            return box.run(argv, **kwargs)
+
+    monkeypatch.setattr(sysmo.sandbox, "get_sandbox", lambda *_: CountingSandbox())
     try:
         first = jvm_startup.archive(LIBRARY_DIR)
         assert first is not None and first.is_file() and first.is_relative_to(tmp_path / "home" / "jvm")
@@ -194,9 +206,7 @@ def test_tlc_started_through_the_launcher_reports_what_tlc2_tlc_reports(monkeypa
     assert seen[0][1][:3] == ("ok", 0, 7)
 
 
-def test_sany_and_tlc_runs_share_the_class_path_their_archive_was_made_with(tmp_path) -> None:
-    import subprocess
-
+def test_sany_and_tlc_runs_share_the_class_path_their_archive_was_made_with() -> None:
     from sysmo.tools.tla.jvm import LIBRARY_DIR
 
     sany_start = jvm_startup.start_up("tla2sany.SANY", ["M.tla"], [], LIBRARY_DIR)
@@ -204,12 +214,14 @@ def test_sany_and_tlc_runs_share_the_class_path_their_archive_was_made_with(tmp_
     assert sany_start.classpath == tlc_start.classpath and sany_start.flags == tlc_start.flags
     if sany_start.archive is None:
         return  # no archive could be made here: nothing to share
-    # -Xshare:on makes a class path that does not match the archive's an error instead of a silent cold start
-    strict = [f for f in sany_start.flags if f not in jvm_startup.QUIET] + ["-Xshare:on"]
-    (tmp_path / "Walk.tla").write_text(SPEC, encoding="utf-8")
-    ran = subprocess.run([sany_start.java, *strict, "-cp", os.pathsep.join(map(str, sany_start.classpath)),
-                          "tla2sany.SANY", "Walk.tla"], cwd=tmp_path, capture_output=True, text=True, timeout=60,
-                         check=False)
+    # -Xshare:on makes a class path that does not match the archive's an error instead of a silent cold start; the
+    # runs see the class path as the sandbox shows it, so that is where the archive must match
+    from sysmo.sandbox import Limits, get_sandbox
+
+    strict = [f for f in sany_start.flags if f not in jvm_startup.QUIET] + ["-Xshare:on", "-Xmx512m"]
+    ran = get_sandbox().run([sany_start.java, *strict, "-cp", os.pathsep.join(map(str, sany_start.classpath)),
+                             "tla2sany.SANY", "Walk.tla"], files={"Walk.tla": SPEC},
+                            readonly_paths=[*sany_start.classpath, *sany_start.readonly], limits=Limits(timeout_s=60))
     assert ran.returncode == 0 and "Semantic processing of module Walk" in ran.stdout, ran.stdout + ran.stderr
 
 

@@ -4,13 +4,13 @@
 >>> response.error is None, response.svg.startswith("<svg")
 (True, True)
 
-Confinement (``sandbox.confine.confinement_level``): under bubblewrap the JVM gets every namespace but the
-network one (it listens on the host's 127.0.0.1). Without bubblewrap it runs in the ``unshare`` jail: its
-own user/mount/pid/net namespaces, a root holding only ``/usr``, the ``/etc`` entries Java needs, the jar and
-an empty work dir, no capabilities, and a network namespace with nothing but its own loopback; sysmo
-reaches it through a Unix socket in that work dir, relayed by the jail's pid 1 (a Unix socket crosses
-network namespaces through the file system, needs no privilege to reach and only sysmo's user may open
-it). With no confinement at all the server is refused unless ``--allow-unconfined``. Always: a cleared
+Confinement (``sandbox.confine.confinement_level``): under bubblewrap or, without it, in the ``unshare``
+jail the JVM gets its own mount/pid/net namespaces, a root holding only ``/usr``, the ``/etc`` entries Java
+needs, the jar and an empty work dir, no capabilities, runs as nobody, and has a network namespace with
+nothing but its own loopback; sysmo reaches it through a Unix socket in that work dir, relayed to the
+loopback port by a small pid 1 (``sandbox.jail``; a Unix socket crosses network namespaces through the
+file system, needs no privilege to reach and only its owner and root may open it). Nothing listens on the
+host's 127.0.0.1. With no confinement at all the server is refused unless ``--allow-unconfined``. Always: a cleared
 environment, ``PLANTUML_SECURITY_PROFILE=SANDBOX`` (``!include``, ``%getenv``, URLs and file functions cannot
 read the host), a heap bound, cgroup limits and the parent-death signal.
 """
@@ -25,6 +25,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -35,19 +36,22 @@ from pydantic import BaseModel
 from sysmo.config import settings
 from sysmo.errors import ConfigError, ToolCrashError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import Limits
+from sysmo.sandbox.base import TOOLS_INSIDE, Limits, hand_to_nobody
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
 from sysmo.sandbox.confine import (
     JAIL_ISOLATION,
     JailSpec,
     confinement_level,
     etc_entries_for_java,
-    jail_argv,
+    JAIL_SCRIPT,
+    Launch,
+    jail_launch,
+    jail_python,
     require_confinement,
     set_parent_death_signal,
     system_view,
 )
-from sysmo.sandbox.local import bwrap_base
+from sysmo.sandbox.local import as_nobody, bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
 from sysmo.sandbox.server import ToolServer, free_port
 
@@ -57,7 +61,7 @@ log = get_logger(__name__)
 ALLOWED_SECURITY_PROFILES = ("SANDBOX",)
 HEALTH_PROBE = "@startuml\nclass HealthProbe\n@enduml\n"
 BOX = "/box"
-JAR_INSIDE = "/opt/plantuml/plantuml.jar"
+JAR_INSIDE = "/opt/sysmo-tools/plantuml.jar"
 JAIL_PORT = 8080  # inside the server's own network namespace: no other process can hold it
 SOCKET_NAME = "plantuml.sock"
 # The C1 compiler alone and the serial collector: PlantUML's code is large and each diagram takes another path
@@ -91,18 +95,6 @@ def security_profile() -> str:
 
 
 _etc_entries_for_java = etc_entries_for_java
-
-
-def _bwrap_prefix(
-    workdir: Path, binds: list[tuple[Path, str]] | None = None, etc: list[Path] | None = None
-) -> list[str]:
-    """A bwrap command line: all namespaces but the network, read-only system, private /tmp, one writable dir."""
-    # every namespace but the network one: the server must be reachable on the host's 127.0.0.1
-    cmd = bwrap_base(network=True, etc=etc or [])
-    for source, inside in binds or []:
-        cmd += ["--ro-bind", str(source), inside]
-    cmd += ["--bind", str(workdir), BOX, "--chdir", BOX, "--clearenv"]
-    return cmd
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):
@@ -170,36 +162,45 @@ class PlantUMLServer(ToolServer):
         java_argv = [f"-Xmx{self.heap_mb}m", "-Xss4m", *JVM_FLAGS, "-jar"]
         env = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "PLANTUML_SECURITY_PROFILE": profile}
         self.socket_path = None
-        if level == "bwrap":
-            self.port = free_port()
-            cmd = _bwrap_prefix(box, binds=[(jar, JAR_INSIDE)], etc=_etc_entries_for_java(java))
-            for key, value in env.items():
-                cmd += ["--setenv", key, value]
-            cmd += ["--setenv", "HOME", BOX, "--setenv", "TMPDIR", "/tmp", "--"]
-            cmd += [str(java), *java_argv, JAR_INSIDE, f"-picoweb:{self.port}:127.0.0.1"]
-            self.isolation = ["bwrap", "host-netns-loopback-only"]
-            popen_env = {}
-        elif level == "unshare":
+        server_argv = [str(java), *java_argv, JAR_INSIDE, f"-picoweb:{JAIL_PORT}:127.0.0.1"]
+        java_home = [] if java.is_relative_to("/usr") else [(str(java.parent.parent), str(java.parent.parent))]
+        if level in ("bwrap", "unshare"):
             # its own network namespace (nothing but a private loopback): sysmo talks to it through a
             # Unix socket in its work dir that the jail's pid 1 relays to the loopback port
             self.port = JAIL_PORT
             self.socket_path = box / SOCKET_NAME
+            hand_to_nobody(box)  # the server runs as nobody and makes its socket there
+        if level == "bwrap":
+            line = bwrap_base(network=False)
+            line.args += ["--ro-bind", str(jar), JAR_INSIDE]
+            for host, inner in java_home:
+                line.args += ["--ro-bind", host, inner]
+            line.args += ["--bind", str(box), BOX, "--chdir", BOX, "--clearenv"]
+            relay = JailSpec(root="", files={}, cwd=BOX, env={**env, "HOME": BOX, "TMPDIR": "/tmp"},
+                             argv=server_argv, relay=[(f"{BOX}/{SOCKET_NAME}", self.port)])
+            python = Path(jail_python())
+            if not python.is_relative_to("/usr"):  # no system Python: show ours (its standard library) read-only
+                line.args += ["--ro-bind", sys.base_prefix, sys.base_prefix]
+            line.data(JAIL_SCRIPT.read_text(), f"{TOOLS_INSIDE}/jail.py")
+            line.data(relay.model_dump_json(), f"{TOOLS_INSIDE}/jail.json")
+            launch = line.launch(as_nobody([jail_python(), "-I", "-S", f"{TOOLS_INSIDE}/jail.py",
+                                            f"{TOOLS_INSIDE}/jail.json"]))
+            self.isolation = ["bwrap", "netns", "unix-socket"]
+            popen_env = {}
+        elif level == "unshare":
             ro, links = system_view(_etc_entries_for_java(java))
-            ro.append((str(jar), JAR_INSIDE))
-            if not java.is_relative_to("/usr"):
-                ro.append((str(java.parent.parent), str(java.parent.parent)))
+            ro += [(str(jar), JAR_INSIDE), *java_home]
             spec = JailSpec(root=str(self._dir / "root"), ro=ro, symlinks=links, rw=[(str(box), BOX)], cwd=BOX,
-                            env={**env, "HOME": BOX, "TMPDIR": "/tmp"},
-                            argv=[str(java), *java_argv, JAR_INSIDE, f"-picoweb:{self.port}:127.0.0.1"],
+                            env={**env, "HOME": BOX, "TMPDIR": "/tmp"}, argv=server_argv,
                             relay=[(f"{BOX}/{SOCKET_NAME}", self.port)])
             (self._dir / "root").mkdir()
-            cmd = jail_argv(spec)
+            launch = jail_launch(spec)
             self.isolation = list(JAIL_ISOLATION)
             popen_env = {}
         else:
             log.warning("plantuml_server.unconfined", hint="install bubblewrap to confine the PlantUML server")
             self.port = free_port()
-            cmd = [str(java), *java_argv, str(jar), f"-picoweb:{self.port}:127.0.0.1"]
+            launch = Launch([str(java), *java_argv, str(jar), f"-picoweb:{self.port}:127.0.0.1"])
             self.isolation = ["none"]
             popen_env = {**env, "HOME": str(box), "TMPDIR": str(box)}
         limiter = CgroupLimiter.detect()
@@ -219,16 +220,20 @@ class PlantUMLServer(ToolServer):
 
         self._log_file = open(self._dir / "server.log", "wb")  # noqa: SIM115 - kept open for the process's life
         log.info("plantuml_server.start", port=self.port, jar=str(jar), isolation=self.isolation)
-        proc = subprocess.Popen(
-            cmd,
-            cwd=str(box),
-            env=popen_env,
-            stdin=subprocess.DEVNULL,
-            stdout=self._log_file,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            preexec_fn=preexec,
-        )
+        try:
+            proc = subprocess.Popen(
+                launch.argv,
+                cwd=str(box),
+                env=popen_env,
+                stdin=subprocess.DEVNULL,
+                stdout=self._log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=preexec,
+                pass_fds=launch.pass_fds,
+            )
+        finally:
+            launch.close()
         record_server(self._dir, proc.pid, self._cgroup)
         return proc
 

@@ -1,13 +1,11 @@
 """The OpenSysML kernel as a supervised long-lived server: confined, health-checked, restarted, one cell at a time.
 
 The kernel is the static Go binary of PyPI ``jupyter-opensysml-kernel`` spoken to over Jupyter's ZMQ
-protocol (``jupyter_client``). Under bubblewrap it keeps the host network namespace (ZMQ over TCP on
-127.0.0.1) and gets everything else: a read-only system, its own pid/ipc/uts namespaces, a tmpfs ``/tmp``,
-and one scratch root that it can read (model folders we write) with one writable sub-folder for ``%save``
-exports. Without bubblewrap it runs in the ``unshare`` jail (``sandbox.confine``): its own user/mount/pid/
-net namespaces, a root with only ``/usr``, the binary and that scratch root, no capabilities, and ZMQ
-over Unix sockets (transport ``ipc``) in a writable ``sockets`` folder of the scratch root, so it needs
-no network at all. With no confinement possible it is refused unless ``--allow-unconfined``. A cgroup
+protocol (``jupyter_client``) on Unix sockets (transport ``ipc``) in a writable ``sockets`` folder of its
+scratch root, so it needs no network at all: under bubblewrap and in the ``unshare`` jail
+(``sandbox.confine``) it gets its own network namespace with nothing in it, its own pid/ipc/uts (and mount)
+namespaces, a read-only system, a tmpfs ``/tmp``, the scratch root that it can read (model folders we write)
+with one writable sub-folder for ``%save`` exports, no capabilities, and runs as nobody. With no confinement possible it is refused unless ``--allow-unconfined``. A cgroup
 bounds memory and processes where writable; the parent-death signal ends it with sysmo.
 
 >>> run = shared_kernel().load({"m.sysml": "package P { part def A; }"}, exports=("model.json",))
@@ -38,18 +36,19 @@ from pydantic import BaseModel, Field
 from sysmo.contracts.check import Diagnostic
 from sysmo.errors import SysmoError, ToolCrashError
 from sysmo.log import get_logger
-from sysmo.sandbox.base import Limits
+from sysmo.sandbox.base import Limits, hand_to_nobody
 from sysmo.sandbox.cgroups import CgroupGroup, CgroupLimiter
 from sysmo.sandbox.confine import (
     JAIL_ISOLATION,
     JailSpec,
     confinement_level,
-    jail_argv,
+    jail_launch,
     require_confinement,
     set_parent_death_signal,
     system_view,
 )
-from sysmo.sandbox.local import bwrap_base
+from sysmo.sandbox.confine import Launch
+from sysmo.sandbox.local import as_nobody, bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
 from sysmo.sandbox.server import ToolServer
 from sysmo.tools.install import opensysml_kernel
@@ -66,7 +65,7 @@ KERNEL_MEMORY_MB = 3072  # the whole OMG examples folder at once stays well belo
 KERNEL_PIDS = 256
 KERNEL_FILE_SIZE_MB = 512
 CLEARED = "session cleared\n"  # what %clear prints before the %load output
-BINARY_INSIDE = "/opt/sysmo/sysml-jupyter-kernel"  # the binary lives under the host's home: not its path
+BINARY_INSIDE = "/opt/sysmo-tools/sysml-jupyter-kernel"  # the binary lives under the host's home: not its path
 HEALTH_CELL = "1+1"  # evaluates to 2 without touching the session model
 # The kernel is a Go program: collecting garbage at 4x the live heap instead of 2x (GOGC=400) cuts its CPU
 # time by about a quarter on DesignBench's reference models (151 loads with exports: 18.5 s -> 14.3 s of
@@ -125,7 +124,7 @@ class OpenSysMLKernel(ToolServer):
         self._key = b""
 
     # ------------------------------------------------------------------ process
-    def _command(self, connection_file: Path) -> list[str]:
+    def _command(self, connection_file: Path) -> Launch:
         kernel = [str(self.binary), "-connection-file", str(connection_file)]
         assert self.scratch is not None
         if self.level == "unshare":
@@ -140,19 +139,20 @@ class OpenSysMLKernel(ToolServer):
                             env={"HOME": "/tmp", "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PATH": "/usr/bin:/bin",
                                  **KERNEL_GO_ENV},
                             argv=[BINARY_INSIDE, "-connection-file", str(connection_file)])
-            return jail_argv(spec)
+            return jail_launch(spec)
         if self.level != "bwrap":
-            return kernel
-        # no network namespace: the kernel's ZMQ sockets must be reachable on the host's 127.0.0.1
-        cmd = bwrap_base(network=True)
-        cmd += ["--ro-bind", str(self.binary), BINARY_INSIDE,  # not at its host path: no host home inside
-                "--ro-bind", str(self.scratch), str(self.scratch),
-                "--bind", str(self.scratch / "exports"), str(self.scratch / "exports"),
-                "--chdir", str(self.scratch / "exports"), "--clearenv",
-                "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
-        cmd += [arg for name, value in KERNEL_GO_ENV.items() for arg in ("--setenv", name, value)]
-        cmd += ["--"]
-        return cmd + [BINARY_INSIDE, *kernel[1:]]
+            return Launch(kernel)
+        line = bwrap_base(network=False)  # ZMQ over the Unix sockets of the scratch root: no network at all
+        line.args += ["--ro-bind", str(self.binary), BINARY_INSIDE,  # not at its host path: no host home inside
+                      "--ro-bind", str(self.scratch), str(self.scratch)]
+        for sub in ("exports", "sockets"):
+            line.args += ["--bind", str(self.scratch / sub), str(self.scratch / sub)]
+        # not the exports folder: bwrap changes into it before it drops to nobody, with no capability left to
+        # enter a folder of nobody's (the kernel's %save targets are absolute paths)
+        line.args += ["--chdir", "/tmp", "--clearenv",
+                      "--setenv", "HOME", "/tmp", "--setenv", "TMPDIR", "/tmp", "--setenv", "LANG", "C.UTF-8"]
+        line.args += [arg for name, value in KERNEL_GO_ENV.items() for arg in ("--setenv", name, value)]
+        return line.launch(as_nobody([BINARY_INSIDE, *kernel[1:]]))
 
     def _start(self) -> subprocess.Popen:
         from jupyter_client import BlockingKernelClient
@@ -167,9 +167,11 @@ class OpenSysMLKernel(ToolServer):
             (self.scratch / sub).mkdir()
         self._key = secrets.token_hex(16).encode()  # signed messages: other local users cannot inject cells
         connection_file = self.scratch / "connection.json"
-        if self.level == "unshare":
+        if self.level in ("unshare", "bwrap"):
             write_connection_file(str(connection_file), ip=str(self.scratch / "sockets" / "k"), key=self._key,
                                   transport="ipc")
+            # the kernel runs as nobody: it must read its connection file and make its sockets and exports
+            hand_to_nobody(self.scratch)
         else:
             write_connection_file(str(connection_file), ip="127.0.0.1", key=self._key, transport="tcp")
         limiter = CgroupLimiter.detect()
@@ -185,14 +187,19 @@ class OpenSysMLKernel(ToolServer):
             size = KERNEL_FILE_SIZE_MB * 1024 * 1024  # bounds what a %save can write
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
-        argv = self._command(connection_file)
+        launch = self._command(connection_file)
         levels = {"bwrap": ["bwrap"], "unshare": list(JAIL_ISOLATION), "none": ["none"]}
         self.isolation = levels[self.level] + ([f"cgroup-{limiter.version}"] if group else [])
         if self.level == "none":
             log.warning("opensysml.unconfined", hint="apt-get install bubblewrap to confine the kernel")
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                cwd=str(self.scratch / "exports"), start_new_session=True, preexec_fn=preexec,
-                                env={"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "LANG": "C.UTF-8", **KERNEL_GO_ENV})
+        try:
+            proc = subprocess.Popen(launch.argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL, cwd=str(self.scratch / "exports"), start_new_session=True,
+                                    preexec_fn=preexec, pass_fds=launch.pass_fds,
+                                    env={"PATH": "/usr/bin:/bin", "HOME": str(self.scratch), "LANG": "C.UTF-8",
+                                         **KERNEL_GO_ENV})
+        finally:
+            launch.close()
         record_server(self.scratch, proc.pid, group)
         client = BlockingKernelClient(connection_file=str(connection_file))
         client.load_connection_file()
@@ -337,6 +344,7 @@ class OpenSysMLKernel(ToolServer):
                         target.write_text(text, encoding="utf-8", errors="replace")  # lone surrogates: "?"
                     folder.mkdir(parents=True, exist_ok=True)
                     out.mkdir()
+                    hand_to_nobody(out)  # where the kernel, running as nobody, writes its %save exports
                     code = f"%clear\n%load {folder}"
                     reply = self._execute(code, timeout_s)
                     reply.stdout = reply.stdout.removeprefix(CLEARED)

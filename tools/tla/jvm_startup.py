@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from sysmo.config import settings
+from sysmo.errors import SysmoError
 from sysmo.log import get_logger
 from sysmo.tools.install import java_binary, tla2tools_jar
 
@@ -286,6 +287,15 @@ def _make_launcher(path: Path, javac: Path) -> None:
     log.info("jvm_startup.launcher_made", path=str(path))
 
 
+def _sandbox_view() -> str:
+    """How the sandbox shows the tools (an archive made in one view is unusable in another)."""
+    from sysmo.sandbox import get_sandbox
+    from sysmo.sandbox.base import TOOLS_INSIDE
+
+    box = get_sandbox()
+    return f"{box.name}:{getattr(box, 'mode', getattr(box, 'image', ''))}:{TOOLS_INSIDE}"
+
+
 def archive(library: Path, runtime: str | None = None, classpath: list[Path] | None = None) -> Path | None:
     """The CDS archive for this Java runtime (default ``java()``) and class path (default tla2tools.jar alone; a
     run's class path must be the archive's), made on first use (None if it cannot be made)."""
@@ -293,8 +303,8 @@ def archive(library: Path, runtime: str | None = None, classpath: list[Path] | N
     classpath = classpath or [jar]
     with _lock:
         stat = jar.stat()
-        tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{_identity(runtime)}:{classpath[1:]}"
-                             .encode()).hexdigest()
+        tag = hashlib.sha256(f"{jar}:{stat.st_size}:{stat.st_mtime_ns}:{_identity(runtime)}:{classpath[1:]}:"
+                             f"{_sandbox_view()}".encode()).hexdigest()
         known = _archive.get(tag, False)
         if known is None or (known and known.is_file()):  # made (or failed) before in this process
             return known
@@ -306,22 +316,28 @@ def archive(library: Path, runtime: str | None = None, classpath: list[Path] | N
 
 
 def _make(path: Path, java: str, classpath: list[Path], library: Path) -> None:
+    """Dump the archive by running TLC in the sandbox the runs use: the archive records the class path and the
+    runtime's own archive by their paths, which inside the sandbox are not the host's (``ToolView``)."""
+    from sysmo.sandbox import Limits, get_sandbox
+
     path.parent.mkdir(parents=True, exist_ok=True)
     main = LAUNCHER_CLASS if len(classpath) > 1 else TLC_MAIN  # the launcher's jar follows tla2tools.jar
+    java_home = Path(os.path.realpath(java)).parent.parent
+    readonly = [*classpath, library] + ([] if java_home.is_relative_to("/usr") else [java_home])
     with tempfile.TemporaryDirectory(prefix="sysmo-cds-") as work:
         folder = Path(work)
-        (folder / "SysmoWarmUp.tla").write_text(WARM_UP_SPEC, encoding="utf-8")
-        (folder / "SysmoWarmUp.cfg").write_text(WARM_UP_CFG, encoding="utf-8")
-        staged = folder / "archive.jsa"
-        base = [java, f"-XX:ArchiveClassesAtExit={staged}", "-Xlog:disable", "-Xlog:all=off",
-                f"-DTLA-Library={library}", "-cp", os.pathsep.join(str(p) for p in classpath)]
+        argv = [java, "-XX:ArchiveClassesAtExit=archive.jsa", "-Xmx1g", "-Xlog:disable", "-Xlog:all=off",
+                f"-DTLA-Library={library}", "-cp", os.pathsep.join(str(p) for p in classpath),
+                main, "-workers", "1", "-metadir", "states", "-coverage", "1", "SysmoWarmUp"]
         try:  # TLC also runs SANY, so both tools' classes are loaded (parsing, BFS, liveness)
-            subprocess.run([*base, main, "-workers", "1", "-metadir", "states", "-coverage", "1",
-                            "SysmoWarmUp"], cwd=folder, capture_output=True, timeout=120, check=False)
-        except (OSError, subprocess.SubprocessError) as exc:
+            get_sandbox().run(argv, workdir=folder, readonly_paths=readonly,
+                              files={"SysmoWarmUp.tla": WARM_UP_SPEC, "SysmoWarmUp.cfg": WARM_UP_CFG},
+                              limits=Limits(timeout_s=120, memory_mb=2048))
+        except SysmoError as exc:
             log.warning("jvm_startup.archive_failed", error=str(exc))
             return
-        if staged.is_file() and staged.stat().st_size > 0:
+        staged = folder / "archive.jsa"
+        if staged.is_file() and not staged.is_symlink() and staged.stat().st_size > 0:
             os.replace(staged, path)  # atomic: a parallel maker's archive is as good as ours
             log.info("jvm_startup.archive_made", path=str(path), bytes=path.stat().st_size)
         else:
