@@ -174,7 +174,7 @@ def register(app: typer.Typer) -> None:
         max_cost: Optional[float] = typer.Option(None, help="Stop scheduling once this many USD are spent."),
         max_tokens_total: Optional[int] = typer.Option(None, "--max-total-tokens", help="Stop once this many tokens are used."),
         exp_id: Optional[str] = typer.Option(None, "--id", help="Experiment id (default: derived)."),
-        output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o", help="Where experiments live."),
+        output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="Where experiments live (default: the experiment file's output_dir, else runs/)."),
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
         address: Optional[str] = typer.Option(None, "--ray-address", "--address", help="With --executor ray: the "
@@ -211,7 +211,7 @@ def register(app: typer.Typer) -> None:
         if resume:
             if config_file is not None:
                 raise ConfigError(f"--resume {resume} reads the experiment's own config.yaml: give no config file")
-            directory = _find_experiment(resume, output_dir)
+            directory = _find_experiment(resume, output_dir or DEFAULT_OUTPUT)
             stored = ExperimentConfig.model_validate(yaml.safe_load((directory / "config.yaml").read_text()))
             stored.output_dir, stored.id = directory.parent, directory.name
             data = stored.model_dump()
@@ -282,8 +282,8 @@ def register(app: typer.Typer) -> None:
         if max_cost is not None or max_tokens_total is not None:
             data["budget"] = {"max_cost_usd": max_cost, "max_tokens": max_tokens_total}
             given("budget", "--max-cost/--max-total-tokens")
-        if stored is None:
-            data["output_dir"] = output_dir
+        if stored is None:  # --output-dir, else the experiment file's output_dir, else runs/
+            data["output_dir"] = output_dir or data.get("output_dir") or DEFAULT_OUTPUT
         try:
             config = ExperimentConfig.model_validate(data)
         except Exception as exc:  # pydantic ValidationError: say which field
@@ -329,14 +329,14 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]note:[/] {note}")  # prose: wrapped at the terminal's width
         if summary.stopped:
             console.print(f"[yellow]stopped early:[/] {summary.stopped}. Continue with "
-                          f"`sysmo run --resume {summary.experiment_id} -o {output_dir}`")
+                          f"`sysmo run --resume {summary.experiment_id} -o {config.output_dir}`")
         if warned:
             console.print(f"warnings: {len(warned)}, in {directory / 'run.log'}", soft_wrap=True)
         if not no_report:
             console.print(f"report: {paths.get('markdown')}", soft_wrap=True)
             console.print(f"html: {paths.get('html')}", soft_wrap=True)
-        console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {output_dir}")
-        console.print(f"or in a browser: sysmo view {output_dir}")
+        console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {config.output_dir}")
+        console.print(f"or in a browser: sysmo view {config.output_dir}")
 
     @app.command(help="Show one attempt round by round (prompt, reply, diff, diagnostics by line, scores); "
                       "or, given an experiment id and --failed/--all, list its attempts.")
