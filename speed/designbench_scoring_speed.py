@@ -1,18 +1,19 @@
 """Scoring every published DesignBench prediction without a judge: validity, BLEU, ROUGE, element P/R.
 
 Run: ``python speed/designbench_scoring_speed.py [--data-dir DIR] [--sample N | --files N --per-file N]
-[--workers W]``. The predictions of all 72 files (10,872) are read first and identical texts scored once (their
-verdict and metrics are the text's: 10,189 distinct). ``--sample N`` scores a seeded random sample of N distinct
+[--workers W]``. The predictions of all 72 files (10,872) are read first and each distinct text loaded once (its
+OpenSysML verdict and element tree are the text's: 10,189 distinct). ``--sample N`` scores a seeded random sample of N distinct
 predictions (every sample id equally likely); ``--files`` / ``--per-file`` the first N of each of the first files;
 neither: every distinct prediction. The work is split evenly over ``--workers`` processes (default: the cores),
-each with its own warm OpenSysML kernel, which first loads the SysMBench references its predictions need (a
-fixed cost: 151 references per kernel for the whole set, whatever the number of predictions) and then scores
-its predictions. Per prediction: one OpenSysML load gives the validity and the element tree
+each with its own warm OpenSysML kernel; a text goes to the worker of its sample id, so each kernel first loads
+the SysMBench references of its share (a fixed cost: 151 / workers references per kernel for the whole set,
+whatever the number of predictions; a reference's load with its element-tree exports costs 10-20 plain
+validations) and then scores its texts. Per prediction: one OpenSysML load gives the validity and the element tree
 (``sysmo.evals.cascades.sysml``'s path); BLEU (paper: NLTK sentence, method3), character ROUGE-L (paper) and word
 ROUGE-L against the reference; element precision/recall/F1 against the reference's tree (cached).
 
-Projection for all 10,872: kernel start + 151 reference loads (measured mean) + the distinct predictions at the
-measured time per prediction, divided over the workers. A sample of a few hundred holds none of the seven
+Projection for all 10,872: kernel start + 151 / workers reference loads (measured mean) + the distinct texts
+at the measured time per text, divided over the workers. A sample of a few hundred holds none of the seven
 predictions that hang the parser (each costs the whole OpenSysML limit and a kernel restart): their cost is
 printed beside the projection. Target on 2 cores: all 10,872 in at most 3 minutes (idle). The machine is
 shared: the load average is printed at the start and the end, and the baseline measured in the same run is one
@@ -171,7 +172,10 @@ def main() -> None:
     print(f"{total} predictions in {len(all_files[: args.files or None] if not args.sample else all_files)} files, "
           f"{distinct} distinct texts (each loaded once); scoring {len(jobs)} texts "
           f"({sum(len(w) for _, w in jobs)} predictions) on {args.workers} workers")
-    chunks = [jobs[w:: args.workers] for w in range(args.workers)]
+    # by sample id: each kernel loads (and exports) only the references of its share, half of them on 2 workers
+    chunks: list[list[Job]] = [[] for _ in range(args.workers)]
+    for job in jobs:
+        chunks[job[1][0][1] % args.workers].append(job)
     started = time.perf_counter()
     merged: dict[str, list[float]] = {}
     slow: list[SlowLoad] = []
@@ -199,14 +203,14 @@ def main() -> None:
                   f"{1000 * _percentile(values, 0.95):7.1f} ms   mean {1000 * statistics.mean(values):7.1f} ms")
     if n:
         per_prediction = statistics.mean(merged["total"])
-        fixed = statistics.mean(starts) + 151 * statistics.mean(references)  # every kernel loads every reference
+        fixed = statistics.mean(starts) + 151 / args.workers * statistics.mean(references)  # its share each
         full_distinct = distinct if not (args.files or args.per_file) or args.sample else round(
             distinct / total * FULL_SET)
         projected = fixed + full_distinct * per_prediction / args.workers
         hangs = HANGS * (limit + statistics.mean(starts)) / args.workers
         met = "met" if projected + hangs <= TARGET_S else "NOT met"
         print(f"projected for all 10,872 predictions: {(projected + hangs) / 60:.1f} min (target <= "
-              f"{TARGET_S / 60:.0f} min on 2 cores: {met}): per kernel start and 151 references {fixed:.0f} s, "
+              f"{TARGET_S / 60:.0f} min on 2 cores: {met}): per kernel start and 151 / {args.workers} references {fixed:.0f} s, "
               f"{full_distinct} distinct texts x {1000 * per_prediction:.1f} ms / {args.workers} workers "
               f"{full_distinct * per_prediction / args.workers:.0f} s, {HANGS} hangs x ({limit:g} s limit + restart) "
               f"/ {args.workers} {hangs:.0f} s; {load_average()}")
