@@ -135,8 +135,8 @@ def paper_characters(text: str) -> str:
 
 class _MemoStemmer:
     """A stemmer that answers each word once: Porter stemming is a pure function of the word, and models repeat
-    their few hundred words (``part``, ``attribute``, their names) many times, so stemming every occurrence was
-    nine tenths of the word-level ROUGE-L."""
+    their few hundred words (``part``, ``attribute``, their names) many times, and stemming every occurrence
+    would be nine tenths of the word-level ROUGE-L's time."""
 
     def __init__(self, stemmer: Any, size: int = 1 << 16) -> None:
         self._stem = lru_cache(maxsize=size)(stemmer.stem)
