@@ -188,7 +188,12 @@ def _load_all() -> None:
 
 
 def get_agent(name: str) -> AgentSpec:
-    _load_all()
+    if name not in _REGISTRY and name in AGENT_NAMES:
+        # each module registers the agent of its own name: a run of one agent imports that agent alone (the
+        # others bring the TLA+ trace checks, MetaGPT's documents, OpenHands' tools: a second at start-up)
+        importlib.import_module(f"sysmo.agents.{name}")
+    if name not in _REGISTRY:
+        _load_all()
     if name not in _REGISTRY:
         raise UnknownNameError(f"unknown agent {name!r}; available: {', '.join(sorted(_REGISTRY))}")
     return _REGISTRY[name]

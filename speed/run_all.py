@@ -78,7 +78,7 @@ SCRIPTS: list[Script] = [
         Figure("sysmo reproduce: start-up to first data read", r"sysmo reproduce \S+ --from-files: ([\d.]+) s", "s",
                1.0, "<", r"bare interpreter \(baseline\): ([\d.]+) s"),
     ]),
-    Script("designbench_scoring", ["designbench_scoring_speed.py", "--files", "2", "--per-file", "20",
+    Script("designbench_scoring", ["designbench_scoring_speed.py", "--sample", "200",
                                    "--baseline", "10"], [
         Figure("DesignBench 10,872 predictions, projected", r"projected for all 10,872 predictions: ([\d.]+) min",
                "min", 3.0, "<=", r"warm OpenSysML load of a reference ([\d.]+) ms"),

@@ -343,8 +343,6 @@ class OpenSysMLKernel(ToolServer):
                         target.parent.mkdir(parents=True, exist_ok=True)
                         target.write_text(text, encoding="utf-8", errors="replace")  # lone surrogates: "?"
                     folder.mkdir(parents=True, exist_ok=True)
-                    out.mkdir()
-                    hand_to_nobody(out)  # where the kernel, running as nobody, writes its %save exports
                     code = f"%clear\n%load {folder}"
                     reply = self._execute(code, timeout_s)
                     reply.stdout = reply.stdout.removeprefix(CLEARED)
@@ -370,6 +368,9 @@ class OpenSysMLKernel(ToolServer):
 
     def _save(self, run: KernelRun, exports: tuple[str, ...], out: Path, timeout_s: float) -> bool:
         """``%save`` each export of the loaded model into ``run.exports``; True if a request failed (restarted)."""
+        if exports:  # made only when asked for: most models that do not parse get no export (a directory less)
+            out.mkdir(exist_ok=True)
+            hand_to_nobody(out)  # where the kernel, running as nobody, writes its %save exports
         for name in exports:
             target = out / PurePosixPath(name).name
             saved = self._execute(f"%save {target}", timeout_s)
