@@ -181,7 +181,13 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     from sysmo.terminal import escape_terminal_data
 
     # model text (replies, artifacts, diagnostics quoting them, errors) reaches the terminal only escaped
+    from sysmo.contracts.events import EventAdapter
+
+    # (the event stream is not part of the attempt's dump: it is escaped event by event and put back)
+    events = [EventAdapter.validate_python(escape_terminal_data(EventAdapter.dump_python(event, mode="json")))
+              for event in attempt.events]
     attempt = Attempt.model_validate(escape_terminal_data(attempt.model_dump(mode="json")))
+    attempt.events = events
     card = ScoreCard.model_validate(escape_terminal_data(card.model_dump(mode="json"))) if card is not None else None
     settings = escape_terminal_data(settings) if settings is not None else None
     kind = model_kind(attempt.model)

@@ -108,6 +108,12 @@ SCRIPTS: list[Script] = [
     Script("executor_parity", ["executor_parity.py", "--kinds", "uml_class", "--samples", "1"], [
         Figure("Ray / local wall time", r"ray / local = ([\d.]+)", "x", 1.5, "<="),
     ], heavy=True),
+    Script("view", ["view_speed.py", "--repeat", "3"], [
+        Figure("sysmo view report page, 504 attempts", r"\n  report\s+([\d.]+) ms", "ms", 1000, "<",
+               baseline=r"baseline \(attempt list query\)\s+([\d.]+) ms"),
+        Figure("sysmo view report page, first request", r"\n  report \(first request\)\s+([\d.]+) ms", "ms", 1000, "<"),
+        Figure("sysmo view attempt page, 504 attempts", r"\n  attempt\s+([\d.]+) ms", "ms", 1000, "<"),
+    ], heavy=True),
     Script("tla_cascade", ["tla_cascade_speed.py", "--system", "locksvc", "--kind", "gold"], [
         Figure("TLA+ cascade, max per spec", r"max / mean per spec\s+([\d.]+)", "s", 60, "<="),
     ], heavy=True),

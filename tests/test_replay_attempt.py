@@ -83,6 +83,7 @@ def test_replay_of_a_three_round_attempt_reproduces_artifacts_and_scores_with_no
         ("generate", BROKEN), ("repair", BROKEN), ("repair", FIXED)]
     assert [c["messages"] for c in calls] == [r["messages"] for r in server.requests]
     shown = CliRunner().invoke(app, ["trace", attempt_id, "-o", str(tmp_path / "runs")], env={"COLUMNS": "200"})
+    assert shown.exit_code == 0, (shown.output, shown.exception)
     assert shown.output.count("model call #") == 3 and "generator repair round 2" in shown.output
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import RUN_FIRST
+from tests.conftest import RUN_FIRST
 
 
 def test_every_file_named_to_run_first_exists() -> None:

@@ -121,14 +121,32 @@ def test_a_box_left_by_a_killed_check_is_removed_at_the_next_start(kind, tmp_pat
 
 
 def _host_tcp_listeners() -> set[int]:
-    """Ports listening on TCP in sysmo's own network namespace."""
-    ports = set()
+    """Socket inodes listening on TCP in sysmo's own network namespace."""
+    inodes = set()
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         for line in Path(table).read_text().splitlines()[1:]:
             fields = line.split()
             if fields[3] == "0A":  # LISTEN
-                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
-    return ports
+                inodes.add(int(fields[9]))
+    return inodes
+
+
+def _socket_inodes(pids: list[int]) -> set[int]:
+    """The socket inodes the processes ``pids`` hold open."""
+    inodes = set()
+    for pid in pids:
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:  # gone, or not ours to read
+            continue
+        for fd in fds:
+            try:
+                link = os.readlink(fd)
+            except OSError:  # closed meanwhile (the listing's own descriptor, for one)
+                continue
+            if link.startswith("socket:["):
+                inodes.add(int(link[8:-1]))
+    return inodes
 
 
 @pytest.fixture(params=["bwrap", "unshare"])
@@ -156,13 +174,13 @@ def test_the_tool_servers_listen_on_unix_sockets_as_nobody(server_level):
     from sysmo.tools.plantuml.server import PlantUMLServer
     from sysmo.tools.sysml.kernel import OpenSysMLKernel
 
-    before = _host_tcp_listeners()
     plantuml, kernel = PlantUMLServer(), OpenSysMLKernel()
     try:
         assert "<svg" in plantuml.render("@startuml\nclass A\n@enduml").svg
         assert kernel.execute("1+1").status == "ok"
         assert plantuml.socket_path is not None and plantuml.socket_path.is_socket()
-        assert not _host_tcp_listeners() - before  # nothing of theirs on the host's 127.0.0.1
+        # nothing of theirs listens on the host's 127.0.0.1 (other tests' listeners, running beside, do not count)
+        assert not _host_tcp_listeners() & _socket_inodes([*plantuml.pids(), *kernel.kernel_pids()])
         own_net = os.readlink("/proc/self/ns/net")
         for pids in (plantuml.pids(), kernel.kernel_pids()):
             inside = _inside(pids)
