@@ -25,7 +25,7 @@ MADE_TEST_HOME = pytest.StashKey[str]()
 # around them; left to itself xdist starts the files with the most tests first and a long file with one test
 # can be the last thing running while the other worker idles.
 RUN_FIRST = [
-    "test_ray_cluster.py",  # one fixture: a three-node Ray cluster's scenarios (2026-11-27: 150-270 s at load 3-25)
+    "test_ray_cluster.py",  # one fixture: a three-node Ray cluster's scenarios, minutes under load
     "test_tla_cascade_controls.py",
     "test_tla_bug_hunt.py",
     "test_ray_executor.py",
@@ -48,6 +48,7 @@ RUN_FIRST = [
     "test_trace_validation.py",
     "test_trace_learning_loop.py",
     "test_view_browser.py",
+    "test_run_terminal.py",
     "test_agents_repair_loop.py",
     "test_check_command.py",
     "test_agents_robustness.py",
