@@ -3,7 +3,7 @@
 - ``index.md``: the README (one text for both).
 - ``cli.md``: the CLI reference, from the Typer app (``cli_reference.py`` beside this file).
 - ``<!-- divergences: FAMILY -->``: the rows of docs/scoring-modes.md's divergence table for one family.
-- ``<!-- agent: NAME -->``: an agent's description, inputs, options, in-loop checks and LangGraph (Mermaid),
+- ``<!-- agent: NAME -->``: an agent's description, inputs, options, in-loop checks, prompts and LangGraph (SVG),
   from ``sysmo.agents.describe``.
 """
 
@@ -82,10 +82,13 @@ def agent_block(name: str) -> str:
             body = prompt.read_text().rstrip().replace("```", "` ` `")
             lines += [f'??? note "{prompt.name}"', "    ```text", *("    " + line for line in body.splitlines()),
                       "    ```", ""]
+    from sysmo.view.graph_svg import draw  # the drawing `sysmo view` shows on an attempt's page
+
     for graph in info.graphs:
         title = f"Graph ({graph.variant})" if graph.variant else "Graph"
-        lines += [f"**{title}**, drawn from the compiled LangGraph (`sysmo agents show {name}`):", "",
-                  "```mermaid", graph.mermaid.rstrip(), "```", ""]
+        svg = draw(list(graph.nodes), [tuple(edge) for edge in graph.edges], [])
+        lines += [f"**{title}**, drawn from the compiled LangGraph (`sysmo agents show {name}` prints it as Mermaid):",
+                  "", f'<div class="agent-graph">{svg}</div>', ""]
     return "\n".join(lines)
 
 
