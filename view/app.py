@@ -280,8 +280,24 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
     )
 
 
+def warm_up() -> None:
+    """What the first report and attempt pages would otherwise pay for (the report's modules with matplotlib, every
+    agent's compiled graph), done in the background while the user opens the browser."""
+    from sysmo.agents.registry import AGENT_NAMES
+    from sysmo.view.graph_svg import _variants
+
+    try:
+        import sysmo.evals.report  # noqa: F401  (the report page's notes and levels; imports matplotlib)
+
+        for agent in AGENT_NAMES:
+            _variants(agent)
+    except Exception as exc:  # noqa: BLE001 - a page that needs it computes it then, and says why if it fails
+        log.warning("view.warm_up_failed", error=f"{type(exc).__name__}: {exc}")
+
+
 def serve(runs_dir: Path, port: int = 8765, host: str = "127.0.0.1", allow_hosts: tuple[str, ...] = ()) -> None:
     """Serve the app until interrupted (local only: the host is the loopback address)."""
     import uvicorn
 
+    threading.Thread(target=warm_up, name="sysmo-view-warm-up", daemon=True).start()
     uvicorn.run(create_app(runs_dir, port=port, allow_hosts=allow_hosts), host=host, port=port, log_level="warning")
