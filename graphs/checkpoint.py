@@ -413,6 +413,18 @@ UPDATE_STATE = "update_state"
 FORK_COPY = "fork"
 
 
+def checkpoint_tuples(path: Path, thread_id: str, read_only: bool = False) -> list[Any]:
+    """LangGraph's checkpoint tuples of one attempt (thread) in a checkpoint file, newest first, long texts put back
+    from the file's texts table (``read_only``: the file is opened read-only, for a viewer)."""
+    uri = f"file:{path}?mode=ro" if read_only else str(path)
+    conn = sqlite3.connect(uri, uri=read_only, check_same_thread=False)
+    try:
+        saver = SqliteSaver(conn, serde=TextsSerializer(path=path))
+        return list(saver.list({"configurable": {"thread_id": thread_id}}))
+    finally:
+        conn.close()
+
+
 def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     """Every checkpoint of an attempt, oldest first (forks included): which node ran, what comes next.
 
@@ -420,12 +432,7 @@ def history(path: Path, thread_id: str) -> list[CheckpointStep]:
     read, a field of LangGraph's ``Checkpoint``) changed from its parent checkpoint; ``update_state`` for one
     that ``(a)update_state`` wrote (a fork's changes), ``fork`` for LangGraph's copy of a resumed one; ``next`` holds the nodes of its children (empty for the
     last one)."""
-    conn = sqlite3.connect(str(path), check_same_thread=False)
-    try:
-        saver = SqliteSaver(conn, serde=TextsSerializer(path=path))
-        tuples = list(saver.list({"configurable": {"thread_id": thread_id}}))
-    finally:
-        conn.close()
+    tuples = checkpoint_tuples(path, thread_id)
     by_id = {t.checkpoint["id"]: t for t in tuples}
     steps: dict[str, CheckpointStep] = {}
     children: dict[str, list[str]] = {}

@@ -46,37 +46,36 @@ def digest(text: str) -> str:
     return found
 
 
-def swap_out(value: Any, found: dict[str, str]) -> Any:
-    """``value`` with each long string (in dicts, lists and tuples) replaced by its reference; the texts are
-    added to ``found`` (digest -> text). Other objects are kept as they are (their serializer stores them)."""
+def _map_strings(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` with ``change`` applied to every string in its dicts, lists and tuples; other objects are kept as
+    they are (their serializer stores them)."""
     kind = type(value)
     if kind is str:
-        if len(value) < MIN_CHARS:
-            return value
-        key = digest(value)
-        found[key] = value
-        return REF_PREFIX + key
+        return change(value)
     if kind is dict:
-        return {k: swap_out(v, found) for k, v in value.items()}
+        return {k: _map_strings(v, change) for k, v in value.items()}
     if kind is list:
-        return [swap_out(v, found) for v in value]
+        return [_map_strings(v, change) for v in value]
     if kind is tuple:
-        return tuple(swap_out(v, found) for v in value)
+        return tuple(_map_strings(v, change) for v in value)
     return value
+
+
+def swap_out(value: Any, found: dict[str, str]) -> Any:
+    """``value`` with each long string replaced by its reference; the texts are added to ``found`` (digest -> text)."""
+    def out(text: str) -> str:
+        if len(text) < MIN_CHARS:
+            return text
+        key = digest(text)
+        found[key] = text
+        return REF_PREFIX + key
+
+    return _map_strings(value, out)
 
 
 def swap_in(value: Any, text_of: Callable[[str], str]) -> Any:
     """``value`` with each reference replaced by its text (``text_of(digest)``)."""
-    kind = type(value)
-    if kind is str:
-        return text_of(value[len(REF_PREFIX):]) if value.startswith(REF_PREFIX) else value
-    if kind is dict:
-        return {k: swap_in(v, text_of) for k, v in value.items()}
-    if kind is list:
-        return [swap_in(v, text_of) for v in value]
-    if kind is tuple:
-        return tuple(swap_in(v, text_of) for v in value)
-    return value
+    return _map_strings(value, lambda text: text_of(text[len(REF_PREFIX):]) if text.startswith(REF_PREFIX) else text)
 
 
 class TextsSerializer(JsonPlusSerializer):

@@ -284,13 +284,13 @@ def warm_up() -> None:
     """What the first report and attempt pages would otherwise pay for (the report's modules with matplotlib, every
     agent's compiled graph), done in the background while the user opens the browser."""
     from sysmo.agents.registry import AGENT_NAMES
-    from sysmo.view.graph_svg import _variants
+    from sysmo.view.graph_svg import agent_graph
 
     try:
         import sysmo.evals.report  # noqa: F401  (the report page's notes and levels; imports matplotlib)
 
         for agent in AGENT_NAMES:
-            _variants(agent)
+            agent_graph(agent, [])  # builds and keeps each variant of the agent's graph
     except Exception as exc:  # noqa: BLE001 - a page that needs it computes it then, and says why if it fails
         log.warning("view.warm_up_failed", error=f"{type(exc).__name__}: {exc}")
 

@@ -478,9 +478,7 @@ def model_calls(store: Store, attempt_id: str) -> list[ModelCallView]:
 
 def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
     """The graph's state at each checkpoint of the attempt (checkpoint id -> indented JSON, cut at a limit)."""
-    from langgraph.checkpoint.sqlite import SqliteSaver
-
-    from sysmo.graphs.checkpoint_texts import TextsSerializer
+    from sysmo.graphs.checkpoint import checkpoint_tuples
 
     if not attempt.checkpoint_db:
         return {}
@@ -488,15 +486,11 @@ def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
     found = next((c for c in (recorded, experiment_dir / recorded.name) if c.is_file()), None)
     if found is None:
         return {}
-    conn = sqlite3.connect(f"file:{found}?mode=ro", uri=True, check_same_thread=False)
     try:
-        saver = SqliteSaver(conn, serde=TextsSerializer(path=found))  # long texts are stored once per file
-        tuples = list(saver.list({"configurable": {"thread_id": attempt.id}}))
+        tuples = checkpoint_tuples(found, attempt.id, read_only=True)
     except (sqlite3.Error, KeyError, NotImplementedError) as exc:  # a damaged or foreign file: no states shown
         log.warning("view.checkpoints_unreadable", attempt=attempt.id, path=str(found), error=str(exc)[:300])
         return {}
-    finally:
-        conn.close()
     out = {}
     for t in tuples:
         values = {k: v for k, v in t.checkpoint.get("channel_values", {}).items() if not k.startswith("branch:")}
