@@ -1,7 +1,7 @@
 """Conformance that a wrong model cannot pass (``sysmo`` mode), on SysMoBench's PGo locksvc and its real traces and
 on the starter TLA+ tasks: the gold keeps 1.0; a renamed variable, a model unrelated to the system and an action
 left out of ``Next`` lose points; ``harness`` mode keeps the reference harness's values (documented divergence,
-docs/conformance.md). The mutants come from ``sysmo.evals.mutants_tla``."""
+docs/conformance.md). The mutants come from the sensitivity suite's operators (``sysmo.evals.sensitivity.tla``)."""
 
 from __future__ import annotations
 
@@ -15,9 +15,10 @@ from sysmo.benchmarks.starter import STARTER_DIR, load_task_folder
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.scorecard import StageResult
 from sysmo.contracts.task import Task
-from sysmo.evals import mutants_tla
 from sysmo.evals.cascade import ScoringContext
 from sysmo.evals.cascades import tla
+from sysmo.evals.sensitivity import MutationError
+from sysmo.evals.sensitivity import tla as mutants_tla
 from sysmo.evals.metrics import tla_next_relation
 from sysmo.evals.trace_view import mapping_lines
 from sysmo.cli.tools import _stage_notes
@@ -35,7 +36,7 @@ def _mutant(gold: Artifact, name: str, variable: str, action: str) -> Artifact:
     files = {
         "gold": gold.files,
         "q renamed queue": {**gold.files, main: mutants_tla.rename_variable(text, variable, f"{variable}_renamed")},
-        "unrelated": {main: mutants_tla.trivial_unrelated_spec(main.removesuffix(".tla"))},
+        "unrelated": {main: mutants_tla.trivial_unrelated_spec(text)},
         "unlock not in Next": {**gold.files, main: mutants_tla.drop_action_from_next(text, action)},
     }[name]
     return Artifact(language=Language.TLA, files=files)
@@ -199,24 +200,30 @@ def test_the_replay_checks_every_step_against_the_relation_only_when_asked() -> 
 
 def test_mutants_rename_drop_and_noop_real_specs_and_refuse_what_is_not_there(shared_benchmarks: Path) -> None:
     locksvc = (shared_benchmarks / "sysmobench/pgo/locksvc/locksvc.tla").read_text()
+    # a PGo process: Next reaches unlock through client(self), whose disjunction loses it
     dropped = mutants_tla.drop_action_from_next(locksvc, "unlock")
     assert "client(self) == acquireLock(self) \\/ criticalSection(self)\n" in dropped
     assert "unlock(self) == /\\ pc[self] = \"unlock\"" in dropped  # the definition stays, only Next loses it
     renamed = mutants_tla.rename_variable(locksvc, "q", "queue")
     assert "VARIABLES msg, queue" in renamed and "queue' = [queue EXCEPT" in renamed
-    assert renamed.count("\"unlock\"") == locksvc.count("\"unlock\"")  # strings and comments untouched
+    assert renamed.count("\"unlock\"") == locksvc.count("\"unlock\"")  # string literals untouched
     spin = (STARTER_DIR / "tla/spinlock/Spinlock.tla").read_text()
     assert "Next == \\E p \\in Procs : Acquire(p) \\/ Spin(p) \\/ Release(p)" in \
         mutants_tla.drop_action_from_next(spin, "Request")
     buffer = (STARTER_DIR / "tla/bounded_buffer/BoundedBuffer.tla").read_text()
-    assert "(\\E c \\in ConsumerIds : FALSE)" in mutants_tla.drop_action_from_next(buffer, "Get")
+    assert "ConsumerIds" not in mutants_tla.drop_action_from_next(buffer, "Get").split("Next ==")[1].split("Spec")[0]
     two_pc = (STARTER_DIR / "tla/two_phase_commit/TwoPhaseCommit.tla").read_text()
-    assert "\n    \\/ Abort\n" in mutants_tla.drop_action_from_next(two_pc, "Commit")
-    assert "Release(p) == UNCHANGED <<locked, pc>>" in mutants_tla.noop_action(spin, "Release")
-    assert len(mutants_tla.trivial_unrelated_spec("locksvc").splitlines()) == 7
-    with pytest.raises(ValueError):
+    # '\/ Commit \/ Abort' as one bullet: the bullet keeps its column
+    assert "\n    \\/ Abort\n    \\/ Terminated\n" in mutants_tla.drop_action_from_next(two_pc, "Commit")
+    assert "\n    \\/ Commit\n    \\/ Terminated\n" in mutants_tla.drop_action_from_next(two_pc, "Abort")
+    nooped = mutants_tla.noop_action(spin, "Release")
+    assert "Release(p) ==\n    /\\ pc[p] = \"cs\"\n    /\\ UNCHANGED <<locked, pc>>" in nooped
+    unrelated = mutants_tla.trivial_unrelated_spec(locksvc)
+    assert unrelated.startswith("---- MODULE locksvc ----") and "CONSTANTS NumClients" in unrelated
+    assert len(unrelated.splitlines()) == 8
+    with pytest.raises(MutationError, match="not a declared variable"):
         mutants_tla.rename_variable(spin, "nothing", "x")
-    with pytest.raises(ValueError):
+    with pytest.raises(MutationError, match="no disjunction reachable from Next"):
         mutants_tla.drop_action_from_next(spin, "Nothing")
 
 

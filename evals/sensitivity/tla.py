@@ -276,14 +276,43 @@ def next_actions(spec: str, next_name: str = "Next") -> list[str]:
     return found
 
 
+def _reachable(module: Module, root: str) -> list[str]:
+    """The top-level definitions ``root`` names, directly or through others, breadth-first (``root`` first)."""
+    defined = set(module.names())
+    seen, queue = [root], [root]
+    while queue:
+        _, body = _body(module.definition(queue.pop(0)))
+        for word in dict.fromkeys(re.findall(IDENT, re.sub(r'"(?:[^"\\]|\\.)*"', '""', body))):
+            if word in defined and word not in seen:
+                seen.append(word)
+                queue.append(word)
+    return seen
+
+
+def _disjunction_holding(module: Module, action: str, next_name: str) -> str:
+    """The definition whose disjunction calls ``action``: ``Next`` itself, else the one definition ``Next`` reaches
+    that does (a PGo or PlusCal translation's process, ``client(self) == A(self) \\/ B(self)``)."""
+    if _uses(_body(module.definition(next_name))[1], action):
+        return next_name
+    holders = [name for name in _reachable(module, next_name)[1:] if name != action
+               and _uses(_body(module.definition(name))[1], action)
+               and len(_split_top(_body(module.definition(name))[1], "\\/")) > 1]
+    if len(holders) != 1:
+        where = "no disjunction" if not holders else f"{len(holders)} disjunctions ({', '.join(holders)})"
+        raise MutationError(f"{where} reachable from {next_name} calls the action {action!r} "
+                            f"({next_name} names {next_actions(module.render(), next_name)})")
+    return holders[0]
+
+
 def drop_action_from_next(spec: str, action: str, next_name: str = "Next") -> str:
-    """``Next`` without its disjunct ``action`` (``\\/ A(x)``, a ``(\\E x \\in S : A(x))`` part or a bullet); the
-    action's definition stays. MutationError when Next does not name it or it is Next's only disjunct."""
+    """The next-state relation without the step ``action``: its disjunct (``\\/ A(x)``, a ``(\\E x \\in S : A(x))``
+    part or a bullet) dropped from ``Next`` or, when Next reaches it through a process definition
+    (``client(self) == A(self) \\/ unlock(self)``), from that definition; the action's definition stays, so a trace
+    replay can still call it by name. MutationError when no such disjunction calls it or it is the only disjunct."""
     module = parse_module(spec)
+    next_name = _disjunction_holding(module, action, next_name)
     block = module.definition(next_name)
     head, body = _body(block)
-    if not _uses(body, action):
-        raise MutationError(f"{next_name} does not name the action {action!r} (it names {next_actions(spec)})")
     bullets = _bullets(body, "\\/")
     if bullets is not None:
         prefix, items, _ = bullets
@@ -329,7 +358,9 @@ def _drop_disjunct(text: str, action: str) -> str:
             start, end = open_at, close_at + 1
     before = cleaned[:start].rstrip()
     after = cleaned[end:]
-    if before.endswith("\\/"):
+    # a bullet's own \/ (nothing before it on its line) stays when an infix \/ follows: '\/ A \/ B' -> '\/ B'
+    bullet = before.endswith("\\/") and not before[:-2].split("\n")[-1].strip()
+    if before.endswith("\\/") and not (bullet and after.lstrip().startswith("\\/")):
         return text[: len(before) - 2].rstrip() + text[end:]
     if after.lstrip().startswith("\\/"):
         skip = len(after) - len(after.lstrip()) + 2
