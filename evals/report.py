@@ -205,6 +205,19 @@ def plot_distributions(frame: pd.DataFrame, folder: Path) -> list[Plot]:
     return plots
 
 
+def _legend_label(names: list[str], width: int = 44) -> str:
+    """Groups that share a curve, joined by " = " and broken into lines of about ``width`` characters (a legend
+    of one line per many groups would squeeze the axes to nothing)."""
+    lines = [names[0]]
+    for name in names[1:]:
+        if len(lines[-1]) + 3 + len(name) <= width:
+            lines[-1] += f" = {name}"
+        else:
+            lines[-1] += " ="
+            lines.append(name)
+    return "\n".join(lines)
+
+
 def plot_rounds(curves: pd.DataFrame, folder: Path) -> list[Plot]:
     if curves.empty:
         return []
@@ -218,7 +231,7 @@ def plot_rounds(curves: pd.DataFrame, folder: Path) -> list[Plot]:
     for n, ((rounds, shares), names) in enumerate(drawn.items()):
         look = style(n)
         ax.plot(rounds, shares, marker=look.marker, linestyle=look.linestyle, color=look.color, alpha=0.9,
-                markersize=7 - 2 * (n % 2), label=" = ".join(names))
+                markersize=7 - 2 * (n % 2), label=_legend_label(names))
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # rounds are whole numbers
     ax.set_xlabel("round (0 = first answer, then one per repair)")
     ax.set_ylabel("share of attempts passed by this round")

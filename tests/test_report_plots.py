@@ -63,3 +63,18 @@ def test_identical_rounds_curves_are_one_line_named_together(tmp_path) -> None:
     assert len(seen["lines"]) == 2
     assert seen["legend"] == ["a / m = b / m", "c / m"]
     assert "share of attempts passed by each round" in seen["title"]
+
+
+def test_a_curve_shared_by_many_groups_has_a_legend_broken_into_lines_that_fits(tmp_path) -> None:
+    import warnings
+
+    curves = pd.DataFrame([{"agent": f"agent_number_{n}", "model": "provider/some-long-model-name", "round": r,
+                            "passed_share": share} for n in range(12) for r, share in enumerate((1.0, 1.0))])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib's "Tight layout not applied" when the legend is too wide
+        seen = _capture(lambda: plot_rounds(curves, tmp_path))
+    (label,) = seen["legend"]
+    assert sorted(label.replace(" =\n", " = ").split(" = ")) == sorted(
+        f"agent_number_{n} / provider/some-long-model-name" for n in range(12))
+    longest = max(len(f"agent_number_{n} / provider/some-long-model-name") for n in range(12))
+    assert max(len(line) for line in label.splitlines()) <= max(44, longest) + len(" =")
