@@ -320,7 +320,7 @@ async def shared_async_client(api_base: str | None, timeout_s: float) -> httpx.A
     clients = _async_clients.get(loop)
     if clients is None:
         clients = _async_clients[loop] = {}
-        closer = _closers[loop] = _close_when_loop_ends(clients)
+        closer = _closers[loop] = _close_when_loop_ends(loop, clients)
         await closer.asend(None)  # started on this loop: its shutdown_asyncgens will close it
     key = (api_base, timeout_s)
     client = clients.get(key)
@@ -330,13 +330,15 @@ async def shared_async_client(api_base: str | None, timeout_s: float) -> httpx.A
     return client
 
 
-async def _close_when_loop_ends(clients: dict[Endpoint, httpx.AsyncClient]) -> AsyncIterator[None]:
+async def _close_when_loop_ends(loop: asyncio.AbstractEventLoop,
+                                clients: dict[Endpoint, httpx.AsyncClient]) -> AsyncIterator[None]:
     try:
         yield
     finally:
+        _async_clients.pop(loop, None)
+        _closers.pop(loop, None)  # this generator holds the loop (its finaliser): let both go
         for client in list(clients.values()):
             await client.aclose()
-        clients.clear()
 
 
 def close_clients() -> None:
