@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import os
 import threading
 import time
 import weakref
@@ -350,4 +351,14 @@ def close_clients() -> None:
         client.close()
 
 
+def _forget_clients_in_child() -> None:
+    """A forked child must not write to its parent's connections: it opens its own (the parent's stay open)."""
+    global _lock
+    _lock = threading.Lock()
+    _clients.clear()
+    _async_clients.clear()
+    _closers.clear()
+
+
 atexit.register(close_clients)
+os.register_at_fork(after_in_child=_forget_clients_in_child)
