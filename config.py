@@ -69,23 +69,26 @@ class Settings(BaseModel):
 
 
 def _is_nested(annotation: Any) -> bool:
-    """A setting given as JSON in its variable (``SYSMO_TOOLS='{"java": ...}'``) or by parts (``SYSMO_TOOLS__JAVA``)."""
-    return (isinstance(annotation, type) and issubclass(annotation, BaseModel)) or get_origin(annotation) is dict \
-        or annotation is dict
+    """A setting given as JSON in its variable (``SYSMO_TOOLS='{"java": ...}'``) or by parts
+    (``SYSMO_TOOLS__JAVA``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return annotation is dict or get_origin(annotation) is dict
 
 
 def _deep_update(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in update.items():
-        merged[key] = (_deep_update(merged[key], value) if isinstance(merged.get(key), dict) and isinstance(value, dict)
-                       else value)
+        both = isinstance(merged.get(key), dict) and isinstance(value, dict)
+        merged[key] = _deep_update(merged[key], value) if both else value
     return merged
 
 
 def environment_settings(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """The settings named by ``SYSMO_*`` variables, unvalidated: names are case-insensitive, a nested setting's
-    variable holds JSON and its parts ``SYSMO_<NAME>__<PART>`` are merged into it (the rules of pydantic-settings'
-    environment source, read here without importing it: it costs a tenth of a second at every start)."""
+    """The settings named by ``SYSMO_*`` variables, unvalidated: names are case-insensitive, a nested
+    setting's variable holds JSON and its parts ``SYSMO_<NAME>__<PART>`` are merged into it (the rules of
+    pydantic-settings' environment source, read here without importing it: that costs a tenth of a second at
+    every start)."""
     variables = {name.lower(): value for name, value in (os.environ if environ is None else environ).items()}
     values: dict[str, Any] = {}
     for field_name, field in Settings.model_fields.items():
@@ -99,8 +102,8 @@ def environment_settings(environ: dict[str, str] | None = None) -> dict[str, Any
             try:
                 value = json.loads(value)
             except ValueError as exc:
-                raise ConfigError(f"{name.upper()} is not valid JSON ({exc}); give the setting as JSON or by its "
-                                  f"parts ({name.upper()}{ENV_NESTED_DELIMITER}<NAME>=value)") from exc
+                raise ConfigError(f"{name.upper()} is not valid JSON ({exc}); give the setting as JSON or by "
+                                  f"its parts ({name.upper()}{ENV_NESTED_DELIMITER}<NAME>=value)") from exc
         parts: dict[str, Any] = {}
         prefix = name + ENV_NESTED_DELIMITER.lower()
         for variable, text in variables.items():

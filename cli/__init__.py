@@ -30,7 +30,7 @@ app = typer.Typer(
 
 @cache
 def _error_console() -> Console:
-    """Standard error's rich console, made for the first error line (rich is not needed to start a command)."""
+    """Standard error's rich console, made for the first error line (a command starts without rich)."""
     from rich.console import Console
 
     return Console(stderr=True)

@@ -22,7 +22,7 @@ app = typer.Typer(no_args_is_help=True)
 
 @cache
 def _console() -> Console:
-    """Standard output's rich console, made when a command first prints (rich is not needed to start a check)."""
+    """Standard output's rich console, made when a command first prints (a check starts without rich)."""
     from rich.console import Console
 
     return Console()
@@ -73,7 +73,8 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
         _console().print(f"SANY/TLC class-data archive: {start.archive or 'none (runs start without one)'}")
         no_launcher = "none (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
             "none (no javac beside the configured java: TLC starts from tlc2.TLC)"
-        _console().print(f"TLC launcher (exits without waiting for RMI's accept thread): {start.launcher or no_launcher}")
+        _console().print("TLC launcher (exits without waiting for RMI's accept thread): "
+                         f"{start.launcher or no_launcher}")
     except ToolMissingError as exc:
         _console().print(f"SANY/TLC: {exc}")
     _console().print(f"OpenSysML kernel: {inst.opensysml_kernel()}")
