@@ -6,18 +6,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_origin
 
-import yaml
-from pydantic import BaseModel, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sysmo.errors import ConfigError, describe_invalid_settings
 
 CONFIG_ENV = "SYSMO_CONFIG"
+ENV_PREFIX = "SYSMO_"
+ENV_NESTED_DELIMITER = "__"
 DEFAULT_CONFIG_PATHS = (Path("sysmo.yaml"), Path.home() / ".config" / "sysmo" / "config.yaml")
 
 
@@ -45,10 +46,10 @@ class ToolSettings(BaseModel):
     jvm_dir: Path | None = None  # SANY/TLC start-up files (runtime image, class-data archive); default <home>/jvm
 
 
-class Settings(BaseSettings):
+class Settings(BaseModel):
     """Every setting has a default; a config file or ``SYSMO_<NAME>`` (nested: ``SYSMO_TOOLS__PLANTUML_JAR``) overrides it."""
 
-    model_config = SettingsConfigDict(env_prefix="SYSMO_", env_nested_delimiter="__", extra="ignore")
+    model_config = ConfigDict(extra="ignore", validate_default=True)
 
     home: Path = Field(default_factory=lambda: Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "sysmo")
     data_dir: Path | None = None
@@ -65,16 +66,62 @@ class Settings(BaseSettings):
     def jvm_dir(self) -> Path:
         return self.tools.jvm_dir or self.home / "jvm"
 
-    @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings)
+
+
+def _is_nested(annotation: Any) -> bool:
+    """A setting given as JSON in its variable (``SYSMO_TOOLS='{"java": ...}'``) or by parts
+    (``SYSMO_TOOLS__JAVA``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    return annotation is dict or get_origin(annotation) is dict
+
+
+def _deep_update(base: dict[str, Any], update: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in update.items():
+        both = isinstance(merged.get(key), dict) and isinstance(value, dict)
+        merged[key] = _deep_update(merged[key], value) if both else value
+    return merged
+
+
+def environment_settings(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """The settings named by ``SYSMO_*`` variables, unvalidated: names are case-insensitive, a nested
+    setting's variable holds JSON and its parts ``SYSMO_<NAME>__<PART>`` are merged into it (the rules of
+    pydantic-settings' environment source, read here without importing it: that costs a tenth of a second at
+    every start)."""
+    variables = {name.lower(): value for name, value in (os.environ if environ is None else environ).items()}
+    values: dict[str, Any] = {}
+    for field_name, field in Settings.model_fields.items():
+        name = (ENV_PREFIX + field_name).lower()
+        value: Any = variables.get(name)
+        if not _is_nested(field.annotation):
+            if value is not None:
+                values[field_name] = value
+            continue
+        if value is not None:
+            try:
+                value = json.loads(value)
+            except ValueError as exc:
+                raise ConfigError(f"{name.upper()} is not valid JSON ({exc}); give the setting as JSON or by "
+                                  f"its parts ({name.upper()}{ENV_NESTED_DELIMITER}<NAME>=value)") from exc
+        parts: dict[str, Any] = {}
+        prefix = name + ENV_NESTED_DELIMITER.lower()
+        for variable, text in variables.items():
+            if variable.startswith(prefix):
+                *keys, last = variable[len(prefix):].split(ENV_NESTED_DELIMITER.lower())
+                into = parts
+                for key in keys:
+                    into = into.setdefault(key, {})
+                    if not isinstance(into, dict):
+                        break
+                else:
+                    into[last] = text
+        if value is None:
+            if parts:
+                values[field_name] = parts
+        else:
+            values[field_name] = _deep_update(value, parts) if isinstance(value, dict) else value
+    return values
 
 
 def _config_file() -> Path | None:
@@ -92,6 +139,8 @@ def load_settings(**overrides: Any) -> Settings:
     data: dict[str, Any] = {}
     path = _config_file()
     if path is not None:
+        import yaml  # only when there is a config file: it costs a few hundredths of a second at every start
+
         try:
             loaded = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except UnicodeDecodeError as exc:
@@ -102,10 +151,12 @@ def load_settings(**overrides: Any) -> Settings:
         if not isinstance(loaded, dict):
             raise ConfigError(f"config file {path} must be a mapping of settings")
         data.update(loaded.get("settings", loaded))
+    environment = environment_settings()
     try:
-        env_only = Settings()
-        merged = {**data, **{k: v for k, v in env_only.model_dump(exclude_unset=True).items()}, **overrides}
-        return Settings(**merged) if merged else env_only
+        env_only = Settings.model_validate(environment)
+        merged = {**data, **env_only.model_dump(exclude_unset=True), **overrides}
+        # the environment's values under what is given (its parts of a nested setting kept unless replaced)
+        return Settings.model_validate(_deep_update(environment, merged)) if merged else env_only
     except ValidationError as exc:
         raise ConfigError(f"invalid settings: {describe_invalid_settings(exc, Settings)}") from exc
 

@@ -9,10 +9,19 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-import structlog
+if TYPE_CHECKING:
+    import structlog
 
 _configured = False
+_applied = False  # structlog itself configured (it is imported on the first event that passes the level)
+_level = logging.WARNING
+_json = False
+# the level of each method of a structlog filtering logger; the others (bind, the async ones) load structlog
+_METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "warn": logging.WARNING,
+                  "error": logging.ERROR, "exception": logging.ERROR, "critical": logging.CRITICAL,
+                  "fatal": logging.CRITICAL}
 _events_into: list[Callable[[str], None]] = []  # while a run's log takes the events, the writer of that log
 
 
@@ -32,27 +41,67 @@ class _CurrentStderr:
 
 
 def configure(level: str | None = None, json: bool | None = None) -> None:
-    global _configured
-    level = (level or os.environ.get("SYSMO_LOG_LEVEL", "WARNING")).upper()
-    json = json if json is not None else os.environ.get("SYSMO_LOG_JSON") == "1"
-    renderer = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    """Events at ``level`` (default ``$SYSMO_LOG_LEVEL``, else WARNING) and above, as JSON lines if ``json`` (default
+    ``$SYSMO_LOG_JSON=1``); structlog is configured now if it is loaded, else on the first event that passes."""
+    global _configured, _level, _json
+    name = (level or os.environ.get("SYSMO_LOG_LEVEL", "WARNING")).upper()
+    _level = getattr(logging, name, logging.WARNING)
+    _json = json if json is not None else os.environ.get("SYSMO_LOG_JSON") == "1"
+    _configured = True
+    if _applied or "structlog" in sys.modules:
+        _apply()
+
+
+def _apply() -> None:
+    """Configure structlog (importing it: its console renderer loads rich's tracebacks and pygments, a tenth of a
+    second, which a command that logs nothing below the level never pays)."""
+    global _applied
+    import structlog
+
+    renderer = structlog.processors.JSONRenderer() if _json else structlog.dev.ConsoleRenderer(colors=False)
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso"),
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level, logging.WARNING)),
+        wrapper_class=structlog.make_filtering_bound_logger(_level),
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStderr()),
         cache_logger_on_first_use=False,
     )
-    _configured = True
+    _applied = True
+
+
+def _nop(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+class _Logger:
+    """A module's logger: an event below the configured level is dropped here, as structlog's filtering logger
+    drops it; anything else goes to structlog's logger of that name (configured on first use)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __getattr__(self, attribute: str) -> Any:
+        level = _METHOD_LEVELS.get(attribute)
+        if level is not None and level < _level:
+            return _nop
+        if not _applied:
+            _apply()
+        import structlog
+
+        return getattr(structlog.get_logger(self._name), attribute)
 
 
 def get_logger(name: str) -> structlog.stdlib.BoundLogger:
     if not _configured:
         configure()
-    return structlog.get_logger(name)
+    elif not _applied and "structlog" in sys.modules:  # loaded by someone else: configure it before they use it
+        _apply()
+    return _Logger(name)  # type: ignore[return-value]
 
 
 @contextmanager

@@ -5,12 +5,15 @@ from __future__ import annotations
 import importlib
 import sys
 
+from functools import cache
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
-from rich.markup import escape
 
 from sysmo.errors import STORAGE_EXIT_CODE, STORAGE_HINT, StorageError, SysmoError, storage_problem
-from sysmo.terminal import escape_terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 app = typer.Typer(
     name="sysmo",
@@ -23,7 +26,22 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-console = Console(stderr=True)
+
+
+@cache
+def _error_console() -> Console:
+    """Standard error's rich console, made for the first error line (a command starts without rich)."""
+    from rich.console import Console
+
+    return Console(stderr=True)
+
+
+def _print_error(text: str) -> None:
+    from rich.markup import escape
+
+    from sysmo.terminal import escape_terminal
+
+    _error_console().print(f"[bold red]error:[/] {escape(escape_terminal(text))}")
 
 # (module, attribute, name on the command line, help)
 COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
@@ -98,13 +116,13 @@ def main() -> None:
     except StorageError as exc:
         _storage_exit(str(exc))
     except SysmoError as exc:
-        console.print(f"[bold red]error:[/] {escape(escape_terminal(str(exc)))}")
+        _print_error(str(exc))
         sys.exit(2)
     except typer.Abort:
-        console.print("aborted")
+        _error_console().print("aborted")
         sys.exit(130)
     except KeyboardInterrupt:
-        console.print("interrupted")
+        _error_console().print("interrupted")
         sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
@@ -123,7 +141,7 @@ def main() -> None:
 def _storage_exit(problem: str) -> None:
     """A full or read-only disk: one line saying what to do, exit code 3 (nothing stored is lost)."""
     text = problem if "resume" in problem else f"{problem}; {STORAGE_HINT}"
-    console.print(f"[bold red]error:[/] {escape(escape_terminal(text))}")
+    _print_error(text)
     sys.exit(STORAGE_EXIT_CODE)
 
 

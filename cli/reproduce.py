@@ -26,7 +26,7 @@ FORMATS = ("table", "csv", "json")
 def _batch_limits() -> None:
     """Published predictions are scored in bulk: OpenSysML gets its batch time limit per prediction (20 s, or
     ``$SYSMO_OPENSYSML_TIMEOUT_S``); a prediction that hangs the parser is listed without a verdict."""
-    from sysmo.tools.sysml.kernel import use_batch_timeout
+    from sysmo.tools.opensysml_limits import use_batch_timeout
 
     use_batch_timeout()
 

@@ -5,15 +5,27 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from functools import cache
+from typing import TYPE_CHECKING
+
 import typer
-from rich.console import Console
 
 from sysmo.errors import ToolMissingError
-from sysmo.tools.doctor_checks import collect_statuses
-from sysmo.tools.status import ToolStatus
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from sysmo.tools.status import ToolStatus
 
 app = typer.Typer(no_args_is_help=True)
-console = Console()
+
+
+@cache
+def _console() -> Console:
+    """Standard output's rich console, made when a command first prints (a check starts without rich)."""
+    from rich.console import Console
+
+    return Console()
 
 
 def print_statuses(statuses: list[ToolStatus], out: Console) -> None:
@@ -32,11 +44,13 @@ def print_statuses(statuses: list[ToolStatus], out: Console) -> None:
 @app.command()
 def doctor(as_json: bool = typer.Option(False, "--json", help="Print machine-readable JSON.")) -> None:
     """Show each tool's version and path, and run a live self-check of each (green = ready)."""
+    from sysmo.tools.doctor_checks import collect_statuses
+
     statuses = collect_statuses()
     if as_json:
         print(json.dumps([s.model_dump() for s in statuses], indent=2))
     else:
-        print_statuses(statuses, console)
+        print_statuses(statuses, _console())
     if not all(s.ok for s in statuses):
         raise typer.Exit(1)
 
@@ -47,22 +61,23 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
     from sysmo.tools import install as inst
 
     jar = inst.install_plantuml(force=force)
-    console.print(f"PlantUML jar: {jar}")
-    console.print(f"tla2tools.jar: {inst.tla2tools_jar()}")
+    _console().print(f"PlantUML jar: {jar}")
+    _console().print(f"tla2tools.jar: {inst.tla2tools_jar()}")
     try:  # SANY/TLC's start-up files (sysmo.tools.tla.jvm_startup), made now rather than at the first run
         from sysmo.tools.tla import jvm, jvm_startup
 
         start = jvm_startup.prepare(jvm.LIBRARY_DIR)
         plain = " (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
             " (no runtime without JFR could be made from it: no jlink and JDK modules beside it, or jlink failed)"
-        console.print(f"SANY/TLC Java: {start.java}" + ("" if start.java != inst.java_binary() else plain))
-        console.print(f"SANY/TLC class-data archive: {start.archive or 'none (runs start without one)'}")
+        _console().print(f"SANY/TLC Java: {start.java}" + ("" if start.java != inst.java_binary() else plain))
+        _console().print(f"SANY/TLC class-data archive: {start.archive or 'none (runs start without one)'}")
         no_launcher = "none (SYSMO_TLA_FAST_START=0)" if not jvm_startup.enabled() else \
             "none (no javac beside the configured java: TLC starts from tlc2.TLC)"
-        console.print(f"TLC launcher (exits without waiting for RMI's accept thread): {start.launcher or no_launcher}")
+        _console().print("TLC launcher (exits without waiting for RMI's accept thread): "
+                         f"{start.launcher or no_launcher}")
     except ToolMissingError as exc:
-        console.print(f"SANY/TLC: {exc}")
-    console.print(f"OpenSysML kernel: {inst.opensysml_kernel()}")
+        _console().print(f"SANY/TLC: {exc}")
+    _console().print(f"OpenSysML kernel: {inst.opensysml_kernel()}")
 
 
 image_app = typer.Typer(no_args_is_help=True, help="The tools image of the docker sandbox backend.")
@@ -88,7 +103,7 @@ def image_build(
     except Exception as exc:  # noqa: BLE001 - DockerException or a connection error: no engine answers
         raise SandboxError(f"no Docker engine answers ({exc}); start dockerd or set DOCKER_HOST") from exc
     built = build_image(client, tag or settings().sandbox.docker_image, java=java_binary())
-    console.print(f"built {built}; use it with sandbox.backend: docker (SYSMO_SANDBOX__BACKEND=docker)")
+    _console().print(f"built {built}; use it with sandbox.backend: docker (SYSMO_SANDBOX__BACKEND=docker)")
 
 
 def check(
@@ -141,13 +156,13 @@ def check(
             mark = "[green]ok[/]" if v.passed else "[yellow]INCONCLUSIVE[/]" if v.inconclusive \
                 else f"[red]{v.outcome.upper()}[/]"
             tool = f"{v.tool}, {v.tool_version}" if v.tool_version and v.tool_version != "unknown" else v.tool
-            console.print(f"{v.path}: {mark} ({tool})", highlight=False)
+            _console().print(f"{v.path}: {mark} ({tool})", highlight=False)
             for s in v.stages:
-                console.print(f"  {s['stage']:<12} {s['value']:.3f}  {s['outcome']}"
+                _console().print(f"  {s['stage']:<12} {s['value']:.3f}  {s['outcome']}"
                               + (f"  ({s['skipped_because']})" if s.get("skipped_because") else "")
                               + _stage_notes(s.get("detail") or {}), highlight=False, markup=False)
             for d in v.diagnostics:
-                console.print("  " + d.render(), highlight=False, markup=False, soft_wrap=True)
+                _console().print("  " + d.render(), highlight=False, markup=False, soft_wrap=True)
     if code:
         raise typer.Exit(code)
 

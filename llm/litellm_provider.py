@@ -13,7 +13,7 @@ from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
 from sysmo.llm.roles import RoleConfig
-from sysmo.llm.transport import CallGuard, guarded_async_client, guarded_client
+from sysmo.llm.transport import CallGuard, guarding, shared_async_client, shared_client
 from sysmo.log import get_logger
 
 log = get_logger("sysmo.llm")
@@ -140,32 +140,32 @@ class LiteLLMProvider:
         start = time.perf_counter()
         guard = self._guard()
         kwargs = self._kwargs(request)
-        http = guarded_client(guard) if guard else None
         try:
-            if http is not None:
+            if guard is not None:
+                http = shared_client(self.config.api_base, self.config.timeout_s)
                 kwargs["client"] = self._sdk_client(http, is_async=False)
-            raw = self.litellm.completion(**kwargs)
+                with guarding(guard):
+                    raw = self.litellm.completion(**kwargs)
+            else:
+                raw = self.litellm.completion(**kwargs)
         except Exception as exc:
             raise self._refused(exc, guard, request) from exc
-        finally:
-            if http is not None:
-                http.close()
         return self._convert(raw, request, time.perf_counter() - start)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
         guard = self._guard()
         kwargs = self._kwargs(request)
-        http = guarded_async_client(guard) if guard else None
         try:
-            if http is not None:
+            if guard is not None:
+                http = await shared_async_client(self.config.api_base, self.config.timeout_s)
                 kwargs["client"] = self._sdk_client(http, is_async=True)
-            raw = await self.litellm.acompletion(**kwargs)
+                with guarding(guard):
+                    raw = await self.litellm.acompletion(**kwargs)
+            else:
+                raw = await self.litellm.acompletion(**kwargs)
         except Exception as exc:
             raise self._refused(exc, guard, request) from exc
-        finally:
-            if http is not None:
-                await http.aclose()
         return self._convert(raw, request, time.perf_counter() - start)
 
     def _refused(self, exc: Exception, guard: CallGuard | None, request: LLMRequest) -> Exception:

@@ -7,7 +7,9 @@ starts its first process (a tool: SANY, PlantUML, the OpenSysML kernel, ``java -
 file of benchmark data (a reproduction scores files), and then end the process, so the figure is the start-up
 alone (interpreter, imports, wiring the commands, reading the command line and the
 task), not the tool's work. The baseline, measured in the same run: a bare interpreter that imports nothing
-(``python -c pass``); the ratio says how much start-up sysmo adds at this machine load. With ``--importtime``
+(``python -c pass``); the ratio says how much start-up sysmo adds at this machine load. Each command's CPU seconds
+(user + system, of the process until it stopped) are printed too, with their ratio to the bare interpreter's:
+on a shared machine CPU time swings far less with the load than wall time. With ``--importtime``
 the ten slowest imports of each command are listed (``python -X importtime``, cumulative).
 Target: under 1 s before the first tool call.
 """
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -55,12 +58,18 @@ def load_average() -> str:
     return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
-def launch(code: str, importtime: bool = False) -> tuple[float, str]:
-    """Wall seconds of one fresh interpreter running ``code``, and its standard error."""
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def launch(code: str, importtime: bool = False) -> tuple[float, str, float]:
+    """Wall seconds of one fresh interpreter running ``code``, its standard error and its CPU seconds."""
     argv = [sys.executable, *(["-X", "importtime"] if importtime else []), "-c", code]
+    cpu = _children_cpu()
     started = time.perf_counter()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
-    return time.perf_counter() - started, proc.stderr
+    return time.perf_counter() - started, proc.stderr, _children_cpu() - cpu
 
 
 def commands(tmp: Path, data_dir: Path) -> dict[str, list[str]]:
@@ -87,26 +96,33 @@ def slowest_imports(stderr: str, n: int = 10) -> list[tuple[float, str]]:
 
 def measure(repeat: int, importtime: bool, data_dir: Path) -> dict:
     with tempfile.TemporaryDirectory(prefix="sysmo-cli-startup-") as tmp:
-        baseline = statistics.median(launch("pass")[0] for _ in range(repeat))
-        print(f"bare interpreter (baseline): {baseline:.3f} s")
+        bare = [launch("pass") for _ in range(repeat)]
+        baseline = statistics.median(run[0] for run in bare)
+        baseline_cpu = statistics.median(run[2] for run in bare)
+        print(f"bare interpreter (baseline): {baseline:.3f} s, CPU {baseline_cpu:.3f} s")
         figures: dict[str, float] = {}
+        cpu_figures: dict[str, float] = {}
         for name, args in commands(Path(tmp), data_dir).items():
-            runs = []
+            runs, cpus = [], []
             for _ in range(repeat):
-                seconds, stderr = launch(probe(args, data_dir))
+                seconds, stderr, cpu = launch(probe(args, data_dir))
                 if "SYSMO-FIRST-TOOL-CALL" not in stderr:
                     tail = stderr.strip().splitlines()[-1:] or ["(nothing on stderr)"]
                     print(f"{name}: ended without a tool call or data read ({tail[0]}); timed to its end")
                 runs.append(seconds)
+                cpus.append(cpu)
             figures[name] = statistics.median(runs)
+            cpu_figures[name] = statistics.median(cpus)
             met = "met" if figures[name] < TARGET_S else "NOT met"
             print(f"{name}: {figures[name]:.3f} s to the first tool call = {figures[name] / baseline:.1f}x the bare "
                   f"interpreter (target < {TARGET_S:.0f} s: {met}); {load_average()}")
+            print(f"{name}: CPU {cpu_figures[name]:.3f} s = {cpu_figures[name] / baseline_cpu:.1f}x the bare "
+                  f"interpreter's CPU")
             if importtime:
-                _, stderr = launch(probe(args, data_dir), importtime=True)
+                _, stderr, _ = launch(probe(args, data_dir), importtime=True)
                 for seconds, module in slowest_imports(stderr):
                     print(f"    {seconds:6.3f} s  {module}")
-    return {"baseline_s": baseline, "commands": figures}
+    return {"baseline_s": baseline, "baseline_cpu_s": baseline_cpu, "commands": figures, "cpu_s": cpu_figures}
 
 
 def main() -> None:

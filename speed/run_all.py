@@ -77,6 +77,11 @@ SCRIPTS: list[Script] = [
                r"bare interpreter \(baseline\): ([\d.]+) s"),
         Figure("sysmo reproduce: start-up to first data read", r"sysmo reproduce \S+ --from-files: ([\d.]+) s", "s",
                1.0, "<", r"bare interpreter \(baseline\): ([\d.]+) s"),
+        Figure("sysmo check: CPU to first tool call / bare interpreter", r"sysmo check order.puml: CPU [\d.]+ s = "
+               r"([\d.]+)x", "x", None, "<=", r"bare interpreter \(baseline\): [\d.]+ s, CPU ([\d.]+) s"),
+        Figure("sysmo reproduce: CPU to first data read / bare interpreter",
+               r"sysmo reproduce \S+ --from-files: CPU [\d.]+ s = ([\d.]+)x", "x", None, "<=",
+               r"bare interpreter \(baseline\): [\d.]+ s, CPU ([\d.]+) s"),
     ]),
     Script("designbench_scoring", ["designbench_scoring_speed.py", "--sample", "200",
                                    "--baseline", "10"], [

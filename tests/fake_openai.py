@@ -2,7 +2,7 @@
 
 Each POST to ``/v1/chat/completions`` takes the next reply from a queue: a text, a list of tool calls,
 an HTTP error status (429, 500, 400 ...), optionally after a delay. Every request body is recorded so
-tests can assert on prompts; HTTP calls and the peak number of concurrent requests are counted.
+tests can assert on prompts; HTTP calls, TCP connections and the peak number of concurrent requests are counted.
 
 >>> with FakeOpenAI() as server:
 ...     server.push(reply("hello"), http_error(429), reply("after the retry"))
@@ -94,6 +94,8 @@ class FakeOpenAI:
         self.default = default
         self.requests: list[dict[str, Any]] = []  # every chat request body, in arrival order
         self.calls = 0  # HTTP calls to /chat/completions
+        self.connections = 0  # TCP connections accepted (a client that keeps its connection open makes one)
+        self.open_connections = 0  # of those, the ones the client has not closed yet
         self.max_concurrent = 0
         self.bytes_sent: list[int] = []  # body bytes written per answer (less than its size: the client hung up)
         self._in_flight = 0
@@ -134,6 +136,19 @@ class FakeOpenAI:
 
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
+
+            def setup(self) -> None:  # one handler per accepted connection, serving its requests in turn
+                super().setup()
+                with server._lock:
+                    server.connections += 1
+                    server.open_connections += 1
+
+            def finish(self) -> None:  # the client closed the connection (or the server gave up on it)
+                try:
+                    super().finish()
+                finally:
+                    with server._lock:
+                        server.open_connections -= 1
 
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.rstrip("/").endswith("/models"):

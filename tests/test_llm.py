@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -278,6 +279,38 @@ def test_async_calls_retry_and_use_the_cache(server, tmp_path):
     second = asyncio.run(llm.acomplete(USER, role="judge"))
     assert (first.text, first.attempts, second.cached) == ("async ok", 2, True)
     assert server.calls == 2 and first.role == "judge"
+
+
+def _closed_by_the_client(server: FakeOpenAI, within_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + within_s
+    while server.open_connections and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return server.open_connections == 0
+
+
+def test_model_calls_to_one_server_share_one_connection(server, tmp_path):
+    from sysmo.llm.transport import close_clients
+
+    server.push(*(reply(f"answer {i}") for i in range(4)))
+    llm = make_llm(server, tmp_path)
+    assert [llm.complete(USER, sample_index=i).text for i in range(4)] == [f"answer {i}" for i in range(4)]
+    assert (server.calls, server.connections, server.open_connections) == (4, 1, 1)
+    close_clients()
+    assert _closed_by_the_client(server)
+
+
+def test_async_model_calls_on_one_event_loop_share_one_connection_closed_as_the_loop_ends(server, tmp_path):
+    server.push(*(reply(f"answer {i}") for i in range(4)))
+    llm = make_llm(server, tmp_path)
+
+    async def run() -> list[str]:
+        texts = [(await llm.acomplete(USER, sample_index=i)).text for i in range(4)]
+        assert server.open_connections == 1
+        return texts
+
+    assert asyncio.run(run()) == [f"answer {i}" for i in range(4)]
+    assert (server.calls, server.connections) == (4, 1)
+    assert _closed_by_the_client(server)  # asyncio.run's shutdown closed the loop's client
 
 
 def test_roles_are_configured_separately(server, tmp_path):

@@ -52,6 +52,8 @@ from sysmo.sandbox.local import as_nobody, bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
 from sysmo.sandbox.server import ToolServer
 from sysmo.tools.install import opensysml_kernel
+# the batch limit lives apart from the kernel: `sysmo reproduce` sets it without importing the SysML tools
+from sysmo.tools.opensysml_limits import BATCH_REQUEST_TIMEOUT_S, TIMEOUT_ENV, use_batch_timeout  # noqa: F401
 
 if TYPE_CHECKING:  # jupyter_client and zmq are imported when a kernel starts (a second of start-up otherwise)
     from jupyter_client import BlockingKernelClient
@@ -395,20 +397,6 @@ class OpenSysMLKernel(ToolServer):
 
 _shared: OpenSysMLKernel | None = None
 _shared_lock = threading.Lock()
-
-
-TIMEOUT_ENV = "SYSMO_OPENSYSML_TIMEOUT_S"  # the shared kernel's time limit per request (batch scoring)
-# Re-scoring published predictions in bulk (``sysmo reproduce``, speed/designbench_scoring_speed.py): seven of
-# DesignBench's 10,872 predictions hang OpenSysML's parser (no answer in 150 s); the slowest one that answers took
-# 11.8 s on a loaded 2-core machine (median 50-60 ms, p95 under 0.3 s). 20 s keeps every answer and costs each hang
-# a third of the interactive limit; a prediction without a verdict is listed, never counted invalid.
-BATCH_REQUEST_TIMEOUT_S = 20.0
-
-
-def use_batch_timeout() -> float:
-    """Give the shared kernel the batch limit unless ``$SYSMO_OPENSYSML_TIMEOUT_S`` already sets one; the limit."""
-    os.environ.setdefault(TIMEOUT_ENV, str(BATCH_REQUEST_TIMEOUT_S))
-    return float(os.environ[TIMEOUT_ENV])
 
 
 def shared_kernel() -> OpenSysMLKernel:
