@@ -78,12 +78,16 @@ def _ctrl_c_ignored() -> Iterator[None]:
 class ProcessExecutor:
     def __init__(self) -> None:
         self._workers: list[_Worker] = []
+        self.started_at = 0.0  # when ``start`` started the workers (monotonic clock)
+        # per worker that became ready: (seconds after ``started_at``, CPU seconds it spent building itself)
+        self.ready: dict[int, tuple[float, float]] = {}
 
     def start(self, config: ExperimentConfig, directory: Path) -> None:
         """Start the workers (they import and build while the driver prepares the run)."""
         from sysmo.runner.worker_process import worker_main
 
         count = config.process_count()
+        self.started_at, self.ready = time.monotonic(), {}
         tool_slots = max(1, config.tool_concurrency // count)
         # spawned, not forked: the driver already runs threads (an LLM client's, the logger's)
         context = multiprocessing.get_context("spawn")
@@ -146,8 +150,14 @@ class ProcessExecutor:
                 state.finished(attempt)
 
         def died(worker: _Worker) -> None:
-            """The worker is gone: no unit goes to it again; its units in flight run once more elsewhere."""
+            """The worker is gone: what it sent before is taken, no unit goes to it again, and its units in flight
+            run once more elsewhere."""
             worker.alive = False
+            try:
+                while worker.conn.poll():  # attempts it finished and sent before it died are stored
+                    received(worker, worker.conn.recv())
+            except (EOFError, OSError):
+                pass
             worker.process.join(5)
             code = worker.process.exitcode
             how = (f"killed by signal {-code}" if code is not None and code < 0 else f"exit code {code}")
@@ -169,7 +179,8 @@ class ProcessExecutor:
         def received(worker: _Worker, message: tuple) -> None:
             kind = message[0]
             if kind == "ready":
-                log.info("processes.worker_ready", worker=worker.index, seconds=round(time.monotonic() - started, 2))
+                self.ready[worker.index] = (time.monotonic() - self.started_at, message[2])
+                log.info("processes.worker_ready", worker=worker.index, seconds=round(self.ready[worker.index][0], 2))
                 return
             attempt_id = message[1]
             unit, _ = in_flight.pop(attempt_id)
@@ -190,22 +201,31 @@ class ProcessExecutor:
                 future = state.writer.save_score(attempt, card, events)  # written after the record
             storing.append((future, attempt))
 
+        def least_busy() -> _Worker:
+            """The live worker with the fewest units in flight (one found dead on the way is reported)."""
+            while True:
+                live = [w for w in self._workers if w.alive]
+                if not live:
+                    raise SysmoError("no worker process of the run is left (" + "; ".join(failures[:3]) + "): "
+                                     "what was finished is stored; `sysmo run --resume` runs the rest")
+                worker = min(live, key=lambda w: len(w.units))
+                if worker.process.is_alive():
+                    return worker
+                died(worker)
+
         while queue or in_flight:
-            live = [w for w in self._workers if w.alive]
-            if not live:
-                raise SysmoError("no worker process of the run is left (" + "; ".join(failures[:3]) + "): what "
-                                 "was finished is stored; `sysmo run --resume` runs the rest")
+            if queue and not in_flight:
+                least_busy()  # none left: stop, with what was stored
             while queue and len(in_flight) < config.concurrency and state.may_start():
                 unit = queue.pop()
                 if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
                     _rescore(unit, state)
                     continue
-                worker = min(live, key=lambda w: len(w.units))
+                worker = least_busy()
                 in_flight[unit.attempt_id] = (unit, worker)
                 worker.units.add(unit.attempt_id)
                 if not worker.send(("unit", unit_key(unit))):
                     died(worker)
-                    break
             if not in_flight:
                 break
             by_conn = {w.conn: w for w in self._workers if w.alive}

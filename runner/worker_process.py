@@ -4,7 +4,7 @@ rows the driver's writer stores (``UnitRunner.arun_rows``); it writes the attemp
 
 Messages from the driver: ``("tasks", {id: Task})`` (once, before the units), ``("unit", UnitKey)``,
 ``("stop",)`` (finish what runs, then exit) and ``("abort",)`` (cancel what runs, exit). To the driver:
-``("ready", pid)`` once built, then per unit ``("done", attempt_id, rows)`` or
+``("ready", pid, CPU seconds spent building)`` once built, then per unit ``("done", attempt_id, rows)`` or
 ``("failed", attempt_id, expected, message)`` (``expected``: a ``SysmoError``, which fails the unit; otherwise
 an unexpected error, which fails the run as it would on the driver's own event loop).
 """
@@ -15,6 +15,7 @@ import asyncio
 import os
 import signal
 import threading
+import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
@@ -69,7 +70,7 @@ async def _serve(conn: Connection, runner: Any) -> None:
     threading.Thread(target=read, name="sysmo-inbox", daemon=True).start()
     tasks: dict[str, Any] = {}
     running: set[asyncio.Future] = set()
-    conn.send(("ready", os.getpid()))
+    conn.send(("ready", os.getpid(), time.process_time()))
     while True:
         message = await inbox.get()
         if message is None or message[0] in ("stop", "abort"):

@@ -45,6 +45,7 @@ TARGET_CHECKPOINT_B = 62_800 / 3  # per attempt: a third of the bytes when every
 FLOOR_MS: list[float] = []  # LangGraph alone, CPU ms per attempt's graph (the run's baseline)
 
 WRITERS: list[Any] = []  # the run's ResultWriter (its ``times``)
+POOLS: list[Any] = []  # the run's ProcessExecutor (its workers' start-up)
 
 
 def fake_tools() -> None:
@@ -69,6 +70,15 @@ def time_writes() -> None:
         WRITERS.append(self)
 
     ResultWriter.__init__ = init  # type: ignore[method-assign]
+    from sysmo.runner.process_executor import ProcessExecutor
+
+    original_pool = ProcessExecutor.__init__
+
+    def init_pool(self: Any) -> None:
+        original_pool(self)
+        POOLS.append(self)
+
+    ProcessExecutor.__init__ = init_pool  # type: ignore[method-assign]
 
 
 def load_average() -> str:
@@ -109,6 +119,11 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
@@ -122,12 +137,14 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"worker_process_setup_hook": fake_tools})
     WRITERS.clear()
+    POOLS.clear()
     cfg = config(f"scale-{executor}", output, attempts, tasks, executor, workers)
     label = f"{executor} ({cfg.process_count()} worker processes)" if executor == "processes" else executor
     print(f"\n{label}: starting at {load_average()}")
-    started, cpu_s = time.monotonic(), time.process_time()
+    started, cpu_s, children_s = time.monotonic(), time.process_time(), children_cpu_s()
     summary = run_experiment(cfg, progress=False)
     seconds, cpu_s = time.monotonic() - started, time.process_time() - cpu_s
+    children_s = children_cpu_s() - children_s  # the local executor's worker processes (joined by the run's end)
     worker_mb = 0.0
     if executor == "ray":
         import ray
@@ -146,6 +163,15 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
           f"(target >= {TARGET_RATE:.0f}: {'met' if rate >= TARGET_RATE else 'NOT met'}); {load_average()}")
     floor = (f" = {1000 * cpu_s / n / FLOOR_MS[0]:.1f}x LangGraph alone ({FLOOR_MS[0]:.3f} ms)" if FLOOR_MS else "")
     print(f"  driver CPU      {1000 * cpu_s / n:8.3f} ms/attempt (all its threads){floor}")
+    if executor == "processes" and POOLS and POOLS[-1].ready:
+        ready = POOLS[-1].ready.values()
+        start_s, start_cpu_s = max(r[0] for r in ready), sum(r[1] for r in ready)
+        work_ms = 1000 * (children_s - start_cpu_s) / n
+        steady = summary.ran / max(1e-9, seconds - start_s)
+        print(f"  workers' CPU    {work_ms:8.3f} ms/attempt (all worker processes, after their start-up)"
+              + (f" = {work_ms / FLOOR_MS[0]:.1f}x LangGraph alone" if FLOOR_MS else ""))
+        print(f"  start-up        workers ready after {start_s:.1f} s ({1000 * start_cpu_s / n:.3f} ms of CPU per "
+              f"attempt of this run); {steady:.0f} attempts/s from then on")
     print(f"  results.sqlite  {size(directory / 'results.sqlite') / n:8.0f} B/attempt, writes {store_ms:.3f} ms/attempt "
           f"({rows}; target < {TARGET_STORE_MS:.1f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'}), "
           f"writer CPU {cpu['records'] + cpu['store']:.3f} ms")
