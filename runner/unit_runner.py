@@ -157,8 +157,8 @@ class UnitRunner:
         attempt, steps = await self.arun_attempt(unit)
         card, events = ((await asyncio.to_thread(self.score_with_events, unit, attempt)) if self.config.score
                         else (None, []))
-        if artifacts:
-            self.write_artifacts(attempt)
+        if artifacts:  # system calls (folders, files): in a thread, while the loop runs other attempts
+            await asyncio.to_thread(self.write_artifacts, attempt)
         # plain rows and JSON (pydantic models may hold unpicklable caches); the recorded checkpoint calls
         # (already serialised) travel as they are, the recorder itself holds thread-locals
         return (AttemptRecord.of(attempt, task_meta(unit.task)),
