@@ -34,6 +34,7 @@ def worker_main(conn: Connection, config_json: str, directory: str, tool_slots: 
     from sysmo.agents.registry import all_agents
     from sysmo.runner.collector import fewer_collections
     from sysmo.runner.config import ExperimentConfig
+    from sysmo.runner.results import quick_turns
     from sysmo.runner.unit_runner import UnitRunner
 
     # the machine's tool slots are shared among the processes: no more tool processes than the driver alone ran
@@ -43,7 +44,9 @@ def worker_main(conn: Connection, config_json: str, directory: str, tool_slots: 
     loop = asyncio.new_event_loop()
     try:
         with ThreadPoolExecutor(max_workers=2 * config.concurrency + tool_slots + 2,
-                                thread_name_prefix="sysmo-work") as threads, fewer_collections():
+                                thread_name_prefix="sysmo-work") as threads, fewer_collections(), quick_turns():
+            # quick turns: a tool check, an artifact write or a unit from the driver hops between this loop's
+            # thread and another one, each hop waiting for the interpreter lock (up to 5 ms by default)
             loop.set_default_executor(threads)
             loop.run_until_complete(_serve(conn, runner))
             loop.run_until_complete(loop.shutdown_asyncgens())
