@@ -177,6 +177,10 @@ def register(app: typer.Typer) -> None:
         output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="Where experiments live (default: the experiment file's output_dir, else runs/)."),
         resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
         executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
+        processes: Optional[str] = typer.Option(
+            None, "--processes", metavar="N|auto", help="Local executor: run attempts in N worker processes (auto: "
+            "one per core); default 1. More cores for fast attempts (control, replay); each process starts its "
+            "own tool servers (docs/running.md)."),
         address: Optional[str] = typer.Option(None, "--ray-address", "--address", help="With --executor ray: the "
                                               "cluster to run on (auto, or HEAD:PORT; docs/ray.md); default: a Ray "
                                               "instance of this machine."),
@@ -267,7 +271,8 @@ def register(app: typer.Typer) -> None:
                                  ("samples", samples, "--samples"), ("max_tokens", max_tokens, "--max-tokens"),
                                  ("seed", seed, "--seed"), ("attempt_timeout", attempt_timeout, "--attempt-timeout"),
                                  ("concurrency", concurrency, "--concurrency"), ("id", exp_id, "--id"),
-                                 ("executor", executor, "--executor"), ("ray_address", address, "--ray-address"),
+                                 ("executor", executor, "--executor"), ("processes", processes, "--processes"),
+                                 ("ray_address", address, "--ray-address"),
                                  ("ray_workers", ray_workers, "--ray-workers"),
                                  ("checkpoints", checkpoints, "--checkpoints"),
                                  ("scoring_mode", scoring_mode, "--scoring-mode")):

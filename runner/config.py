@@ -7,7 +7,7 @@ import os
 import re
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -76,6 +76,10 @@ class ExperimentConfig(BaseModel):
     tool_concurrency: int = Field(default_factory=lambda: max(1, os.cpu_count() or 1), ge=1)
     budget: Budget = Field(default_factory=Budget)
     executor: Literal["local", "ray"] = "local"
+    # the local executor's processes: 1 runs every attempt on the driver's event loop; N (or "auto": one per
+    # core, at most ``concurrency``) runs them in N worker processes, each with its own event loop, LLM clients
+    # and warm tool servers, while the driver only stores (runner/process_executor.py)
+    processes: Annotated[int, Field(ge=1)] | Literal["auto"] = 1
     ray_address: str | None = None
     ray_workers: int | None = Field(default=None, ge=1)  # Ray actors (default: one per node of the cluster)
     output_dir: Path = Path("runs")
@@ -168,12 +172,19 @@ class ExperimentConfig(BaseModel):
         if self.id:
             check_experiment_id(self.id)
             return self.id
-        digest = hashlib.sha256(self.model_dump_json(exclude={"id", "output_dir"}).encode()).hexdigest()[:8]
+        # how many processes run the attempts changes nothing they yield (nor the ids of earlier experiments)
+        digest = hashlib.sha256(self.model_dump_json(exclude={"id", "output_dir", "processes"}).encode()).hexdigest()[:8]
         prefix = {"control": "control", "replay": "replay"}.get(self.kind, "exp")
         return f"{prefix}-{datetime.now(UTC):%Y%m%d}-{digest}"
 
     def directory(self) -> Path:
         return self.output_dir / self.experiment_id()
+
+    def process_count(self) -> int:
+        """How many processes the local executor runs attempts in (``processes``, "auto" resolved)."""
+        if self.processes == "auto":
+            return max(1, min(os.cpu_count() or 1, self.concurrency))
+        return self.processes
 
     def with_free_id(self) -> tuple[ExperimentConfig, str | None]:
         """This config with an id no experiment under ``output_dir`` has yet, and the taken id it replaced.

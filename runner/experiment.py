@@ -41,6 +41,10 @@ def executor_for(config: ExperimentConfig) -> Executor:
         from sysmo.runner.ray_executor import RayExecutor
 
         return RayExecutor()
+    if config.process_count() > 1:
+        from sysmo.runner.process_executor import ProcessExecutor
+
+        return ProcessExecutor()
     from sysmo.runner.local_executor import LocalExecutor
 
     return LocalExecutor()
@@ -128,12 +132,13 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     for note in summary.missing_inputs:
         log.warning("experiment.missing_input", note=note)
     log.info("experiment.start", id=experiment_id, units=len(units), pending=len(pending), control=config.is_control,
-             kind=config.kind, executor=config.executor)
+             kind=config.kind, executor=config.executor, processes=config.process_count())
     spending = Spending.of_experiment(store, experiment_id)  # caps count earlier runs too
     stop = StopControl(stop_event)
-    # the run's one writer of results.sqlite and checkpoints.sqlite; on a local run it waits for a tool check
-    # before a batch (on Ray the tools run in the workers)
-    writer = ResultWriter(runner, store, experiment_id, spending, summary, wait_for_tools=config.executor == "local")
+    # the run's one writer of results.sqlite and checkpoints.sqlite; on a one-process local run it waits for a
+    # tool check before a batch (on Ray and with worker processes the tools run in the workers)
+    writer = ResultWriter(runner, store, experiment_id, spending, summary,
+                          wait_for_tools=config.executor == "local" and config.process_count() == 1)
     try:
         with RunProgress(total=len(units), done=summary.skipped_done, enabled=progress,
                          label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:

@@ -23,7 +23,6 @@ unit lost twice is a failed unit, so a unit that kills its node cannot take the 
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 import time
@@ -38,6 +37,7 @@ from sysmo.runner.collector import fewer_collections
 from sysmo.runner.executor import RunState
 from sysmo.runner.ray_cluster import ClusterNode, check_nodes, data_paths, tools_for, unit_nodes
 from sysmo.runner.results import QUEUED
+from sysmo.runner.unit_runner import portable_calls  # noqa: F401 - where it was
 from sysmo.runner.units import WorkUnit
 
 log = get_logger(__name__)
@@ -54,13 +54,6 @@ UnitKey = tuple[str, str, str, int, str, Any, str, int | None]
 def driver_environment() -> dict[str, str]:
     """The driver's environment variables that workers must see (``PASSED_ENV``)."""
     return {k: v for k, v in os.environ.items() if PASSED_ENV.match(k)}
-
-
-def portable_calls(calls: list[Any]) -> list[Any]:
-    """Recorded checkpoint calls without LangGraph's run-time entries of the config (``__pregel_runtime`` etc.:
-    live objects, neither picklable nor read by a saver, which keeps thread id, namespace and checkpoint id)."""
-    return [dataclasses.replace(call, config={"configurable": {k: v for k, v in call.config["configurable"].items()
-                                                               if not k.startswith("__")}}) for call in calls]
 
 
 class UnitActor:
@@ -96,23 +89,10 @@ class UnitActor:
         the run's tasks in the object store (fetched once per actor: a unit travels as its key, not with its
         task). An async method: the actor runs several units at once on its event loop, as the local executor
         does."""
-        import asyncio
-
-        from sysmo.runner.units import task_meta
-        from sysmo.store import AttemptRecord
-
         if self.tasks is None:
             self.tasks = await tasks[0]
         task_id, *rest = key
-        unit = WorkUnit(self.tasks[task_id], *rest)
-        attempt, steps = await self.runner.arun_attempt(unit)
-        card, events = ((await asyncio.to_thread(self.runner.score_with_events, unit, attempt)) if self.config.score
-                        else (None, []))
-        # plain rows and JSON (pydantic models may hold unpicklable caches); the recorded checkpoint calls
-        # (already serialised) travel as they are, the recorder itself holds thread-locals
-        return (AttemptRecord.of(attempt, task_meta(unit.task)),
-                portable_calls(steps.calls) if steps is not None else None,
-                card.model_dump_json() if card is not None else None, [e.model_dump_json() for e in events])
+        return await self.runner.arun_rows(WorkUnit(self.tasks[task_id], *rest))
 
     def close(self) -> None:
         self.runner.close()

@@ -82,6 +82,7 @@ class _Keep(_Job):
     record: AttemptRecord | None  # made by the writer when None (a Ray worker makes it where the attempt ran)
     meta: dict[str, Any]
     steps: StepRecorder | None
+    artifacts_written: bool = False  # by the process that ran the attempt (the local executor's workers)
 
 
 @dataclass
@@ -121,9 +122,10 @@ class ResultWriter:
 
     # ------------------------------------------------------------------ submitting (any thread)
     def keep(self, unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None,
-             record: AttemptRecord | None = None) -> Future:
-        """Queue the attempt's steps, artifacts and record; the future is done once they are committed."""
-        return self._submit(_Keep(attempt, record, task_meta(unit.task), steps))
+             record: AttemptRecord | None = None, *, artifacts_written: bool = False) -> Future:
+        """Queue the attempt's steps, artifacts (unless ``artifacts_written`` already) and record; the future is
+        done once they are committed."""
+        return self._submit(_Keep(attempt, record, task_meta(unit.task), steps, artifacts_written))
 
     def save_score(self, attempt: Attempt, card: ScoreCard, events: list[Any]) -> Future:
         """Queue a score made here or on a worker; its helper and judge calls count towards the budget now."""
@@ -205,7 +207,8 @@ class ResultWriter:
             self.runner.checkpoints().save_many(steps)
         marks.append((clock(), cpu_clock()))
         for j in keeps:
-            self.runner.write_artifacts(j.attempt)
+            if not j.artifacts_written:
+                self.runner.write_artifacts(j.attempt)
         marks.append((clock(), cpu_clock()))
         records = [j.record if j.record is not None else AttemptRecord.of(j.attempt, j.meta) for j in keeps]
         marks.append((clock(), cpu_clock()))

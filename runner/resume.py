@@ -11,8 +11,8 @@ from sysmo.errors import ConfigError
 from sysmo.runner.config import ExperimentConfig
 
 # settings that change how a run goes, never what an attempt yields: a resume applies them
-OPERATIONAL = frozenset({"concurrency", "tool_concurrency", "budget", "executor", "ray_address", "ray_workers",
-                         "checkpoints", "output_dir"})
+OPERATIONAL = frozenset({"concurrency", "tool_concurrency", "budget", "executor", "processes", "ray_address",
+                         "ray_workers", "checkpoints", "output_dir"})
 
 
 def changed_settings(stored: ExperimentConfig, resumed: ExperimentConfig) -> list[str]:

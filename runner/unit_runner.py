@@ -3,6 +3,7 @@ an experiment's attempts share. The local and the Ray executors both run units t
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -21,6 +22,16 @@ if TYPE_CHECKING:  # langgraph's SQLite saver is imported when an experiment fir
     from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder
 
 PERSIST_WAIT_S = 0.05  # the longest a finished attempt waits for a quiet moment before it is stored
+# an attempt run away from the driver: (its rows, its recorded steps or None, its scorecard's JSON or None, the
+# scoring's events as JSON), see ``UnitRunner.arun_rows``
+UnitRows = tuple[Any, list[Any] | None, str | None, list[str]]
+
+
+def portable_calls(calls: list[Any]) -> list[Any]:
+    """Recorded checkpoint calls without LangGraph's run-time entries of the config (``__pregel_runtime`` etc.:
+    live objects, neither picklable nor read by a saver, which keeps thread id, namespace and checkpoint id)."""
+    return [dataclasses.replace(call, config={"configurable": {k: v for k, v in call.config["configurable"].items()
+                                                               if not k.startswith("__")}}) for call in calls]
 
 
 class UnitRunner:
@@ -132,6 +143,27 @@ class UnitRunner:
         steps = store.recorder() if store is not None else None
         attempt = await arun_attempt_steps(unit.agent, self.agent_context(unit), model_name=unit.model, steps=steps)
         return attempt, steps
+
+    async def arun_rows(self, unit: WorkUnit, *, artifacts: bool = False) -> UnitRows:
+        """The unit's attempt run here (and scored, if the run scores), returned as what the driver's writer
+        stores: the attempt's rows (``AttemptRecord``), its recorded steps (portable: no live objects), its
+        scorecard and the scoring's events as JSON. Used where attempts run away from the driver (Ray's actors,
+        the local executor's worker processes); ``artifacts``: write the artifact files here (same machine)."""
+        import asyncio
+
+        from sysmo.runner.units import task_meta
+        from sysmo.store import AttemptRecord
+
+        attempt, steps = await self.arun_attempt(unit)
+        card, events = ((await asyncio.to_thread(self.score_with_events, unit, attempt)) if self.config.score
+                        else (None, []))
+        if artifacts:  # system calls (folders, files): in a thread, while the loop runs other attempts
+            await asyncio.to_thread(self.write_artifacts, attempt)
+        # plain rows and JSON (pydantic models may hold unpicklable caches); the recorded checkpoint calls
+        # (already serialised) travel as they are, the recorder itself holds thread-locals
+        return (AttemptRecord.of(attempt, task_meta(unit.task)),
+                portable_calls(steps.calls) if steps is not None else None,
+                card.model_dump_json() if card is not None else None, [e.model_dump_json() for e in events])
 
     def score_key(self, unit: WorkUnit, attempt: Attempt) -> str | None:
         """Scoring is a function of (artifact, task, options, helper/judge models): identical artifacts score once."""

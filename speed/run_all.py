@@ -61,11 +61,21 @@ class Script:
 
 PEAK = r"peak memory\s+driver (\d+) MB"
 SCRIPTS: list[Script] = [
-    Script("scale", ["scale.py", "--attempts", "2000", "--executors", "local"], [
+    Script("scale", ["scale.py", "--attempts", "2000", "--executors", "local,processes"], [
         Figure("harness-only throughput, local", r"local: \d+ attempts .*?= (\d+) attempts/s", "attempts/s", 1000, ">=",
                r"LangGraph alone \(baseline\): ([\d.]+) ms"),
+        Figure("harness-only throughput, local in worker processes",
+               r"processes \(\d+ worker processes\): \d+ attempts .*?= (\d+) attempts/s", "attempts/s", 1000, ">=",
+               r"LangGraph alone \(baseline\): ([\d.]+) ms"),
+        Figure("worker processes, after their start-up", r"(\d+) attempts/s from then on", "attempts/s", 1000, ">="),
+        Figure("worker processes / one process, rate", r"processes vs local: .*?rate ([\d.]+)x", "x"),
+        Figure("worker processes store what one process stores", r"processes vs local: identical results: (True|False)",
+               "bool"),
         Figure("driver CPU per attempt / LangGraph alone", r"= ([\d.]+)x LangGraph alone", "x"),
+        Figure("worker processes' CPU per attempt / LangGraph alone", r"workers' CPU .*?= ([\d.]+)x LangGraph", "x"),
         Figure("store writes per attempt", r"writes ([\d.]+) ms/attempt \(rows", "ms", 0.5, "<"),
+        Figure("store writes per attempt, worker processes", r"writes ([\d.]+) ms/attempt \(rows made on the workers",
+               "ms", 0.5, "<"),
         Figure("checkpoint bytes per attempt", r"checkpoints\s+(\d+) B/attempt", "B", 62_800 / 3, "<="),
         Figure("driver peak memory, 2,000 attempts", PEAK, "MB"),
     ]),

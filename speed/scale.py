@@ -1,22 +1,25 @@
 """The runner at scale: N attempts with a zero-latency model and fake tools, on the local and the Ray executor.
 
 Run: python speed/scale.py [--attempts 100000] [--ray-attempts 100000] [--ray-workers 4] [--tasks 10]
-                           [--executors local,ray] [--resume-check]
+                           [--executors local,processes,ray] [--processes auto] [--resume-check]
 
 Harness only: the model is ``reference`` (answers every request at once with the task's reference model, no
 network) and the tool check is a fake that passes every artifact at once, in the driver and in every Ray
-worker (a worker set-up hook). Everything else is the real runner: work units, scheduling, LangGraph
+worker (a worker set-up hook) and in every worker process of the local executor (``processes``: it imports this
+file). Everything else is the real runner: work units, scheduling, LangGraph
 graph execution with every step checkpointed (``checkpoints: steps``), artifact files, store writes, budget
 and progress bookkeeping. Scoring is off (it would run the real tools).
 
-Prints the machine's load average, then per executor: attempts/s, the driver's CPU time per attempt,
+Executors: ``local`` (one process: attempts on the driver's event loop), ``processes`` (the local executor with
+``--processes``, default auto: one worker process per core) and ``ray``. Prints the machine's load average,
+then per executor: attempts/s, the driver's CPU time per attempt,
 results.sqlite and checkpoints.sqlite bytes per attempt, time spent in store writes per attempt (the attempt's
 record: its rows made, when the driver makes them, and written) and in checkpoint and artifact writes per
 attempt (all timed in the driver's writer thread, where all writes happen, with the mean batch it wrote),
-artifact bytes, the driver's peak memory (and the workers' for Ray); then whether both executors stored
-identical results (task, agent, model, sample, status, rounds, final artifact hash). With ``--resume-check`` a
-local run is killed (SIGKILL) once half its attempts are stored, resumed, and its results compared with the
-uninterrupted run. Targets: >= 1,000 attempts/s harness-only on 2 cores, store writes < 0.5 ms per attempt,
+artifact bytes, the driver's peak memory (and the workers' for Ray); then whether each executor stored results
+identical to the first one's (task, agent, model, sample, status, rounds, final artifact hash), and its rate as
+a ratio of the first's. With ``--resume-check`` a local run (and a ``processes`` one, when measured) is killed
+(SIGKILL) once half its attempts are stored, resumed, and its results compared with the uninterrupted run. Targets: >= 1,000 attempts/s harness-only on 2 cores, store writes < 0.5 ms per attempt,
 checkpoints at most a third of 62.8 kB per attempt (the figure before the long texts were stored once per
 file), peak memory flat in the number of attempts (compare two runs of different sizes: speed/run_all.py).
 The baseline measured in the same run: LangGraph alone on an attempt's graph (``graph_floor``), CPU ms per
@@ -42,6 +45,7 @@ TARGET_CHECKPOINT_B = 62_800 / 3  # per attempt: a third of the bytes when every
 FLOOR_MS: list[float] = []  # LangGraph alone, CPU ms per attempt's graph (the run's baseline)
 
 WRITERS: list[Any] = []  # the run's ResultWriter (its ``times``)
+POOLS: list[Any] = []  # the run's ProcessExecutor (its workers' start-up)
 
 
 def fake_tools() -> None:
@@ -66,6 +70,15 @@ def time_writes() -> None:
         WRITERS.append(self)
 
     ResultWriter.__init__ = init  # type: ignore[method-assign]
+    from sysmo.runner.process_executor import ProcessExecutor
+
+    original_pool = ProcessExecutor.__init__
+
+    def init_pool(self: Any) -> None:
+        original_pool(self)
+        POOLS.append(self)
+
+    ProcessExecutor.__init__ = init_pool  # type: ignore[method-assign]
 
 
 def load_average() -> str:
@@ -73,17 +86,20 @@ def load_average() -> str:
 
 
 CHECKPOINTS = {"mode": "steps"}  # --checkpoints
+PROCESSES: dict[str, Any] = {"processes": "auto"}  # --processes
 
 
 def config(experiment_id: str, output: Path, attempts: int, tasks: int, executor: str, workers: int) -> Any:
-    """``attempts`` attempts (rounded up to a multiple of the tasks selected) of one agent and one model."""
+    """``attempts`` attempts (rounded up to a multiple of the tasks selected) of one agent and one model;
+    ``executor``: local, processes (the local executor in ``--processes`` worker processes) or ray."""
     from sysmo.benchmarks.selection import TaskSelection
     from sysmo.runner import ExperimentConfig, load_selected_tasks
 
     selection = TaskSelection(benchmarks=["starter"], kinds=["uml_class", "sysml"], sample=tasks, seed=0)
     fields: dict[str, Any] = dict(id=experiment_id, output_dir=output, agents=["base_modeling"], models=["reference"],
-                                  score=False, executor=executor, tasks=selection, checkpoints=CHECKPOINTS["mode"],
-                                  concurrency=2 * workers if executor == "ray" else 8)
+                                  score=False, executor="ray" if executor == "ray" else "local", tasks=selection,
+                                  checkpoints=CHECKPOINTS["mode"], concurrency=2 * workers if executor == "ray" else 8,
+                                  processes=PROCESSES["processes"] if executor == "processes" else 1)
     n_tasks = len(load_selected_tasks(ExperimentConfig(**fields)))
     return ExperimentConfig(**fields, samples=-(-attempts // n_tasks))
 
@@ -103,11 +119,16 @@ def folder_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
 
 
+def children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def peak_rss_mb(who: int = resource.RUSAGE_SELF) -> float:
     return resource.getrusage(who).ru_maxrss / 1024
 
 
-def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int) -> list[tuple]:
+def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int) -> tuple[list[tuple], float]:
     from sysmo.runner import run_experiment
 
     if executor == "ray":
@@ -116,11 +137,14 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
         ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False,
                  runtime_env={"worker_process_setup_hook": fake_tools})
     WRITERS.clear()
+    POOLS.clear()
     cfg = config(f"scale-{executor}", output, attempts, tasks, executor, workers)
-    print(f"\n{executor}: starting at {load_average()}")
-    started, cpu_s = time.monotonic(), time.process_time()
+    label = f"{executor} ({cfg.process_count()} worker processes)" if executor == "processes" else executor
+    print(f"\n{label}: starting at {load_average()}")
+    started, cpu_s, children_s = time.monotonic(), time.process_time(), children_cpu_s()
     summary = run_experiment(cfg, progress=False)
     seconds, cpu_s = time.monotonic() - started, time.process_time() - cpu_s
+    children_s = children_cpu_s() - children_s  # the local executor's worker processes (joined by the run's end)
     worker_mb = 0.0
     if executor == "ray":
         import ray
@@ -135,12 +159,21 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
     cpu = {part: 1000 * spent / n for part, spent in times.cpu.items()}
     rows = (f"rows {1000 * times.records / n:.3f} + SQL {1000 * times.store / n:.3f}" if times.records_made
             else f"rows made on the workers; SQL {1000 * times.store / n:.3f}")
-    print(f"{executor}: {summary.ran} attempts ({summary.passed} passed) in {seconds:.1f} s = {rate:.0f} attempts/s "
+    print(f"{label}: {summary.ran} attempts ({summary.passed} passed) in {seconds:.1f} s = {rate:.0f} attempts/s "
           f"(target >= {TARGET_RATE:.0f}: {'met' if rate >= TARGET_RATE else 'NOT met'}); {load_average()}")
     floor = (f" = {1000 * cpu_s / n / FLOOR_MS[0]:.1f}x LangGraph alone ({FLOOR_MS[0]:.3f} ms)" if FLOOR_MS else "")
     print(f"  driver CPU      {1000 * cpu_s / n:8.3f} ms/attempt (all its threads){floor}")
+    if executor == "processes" and POOLS and POOLS[-1].ready:
+        ready = POOLS[-1].ready.values()
+        start_s, start_cpu_s = max(r[0] for r in ready), sum(r[1] for r in ready)
+        work_ms = 1000 * (children_s - start_cpu_s) / n
+        steady = summary.ran / max(1e-9, seconds - start_s)
+        print(f"  workers' CPU    {work_ms:8.3f} ms/attempt (all worker processes, after their start-up)"
+              + (f" = {work_ms / FLOOR_MS[0]:.1f}x LangGraph alone" if FLOOR_MS else ""))
+        print(f"  start-up        workers ready after {start_s:.1f} s ({1000 * start_cpu_s / n:.3f} ms of CPU per "
+              f"attempt of this run); {steady:.0f} attempts/s from then on")
     print(f"  results.sqlite  {size(directory / 'results.sqlite') / n:8.0f} B/attempt, writes {store_ms:.3f} ms/attempt "
-          f"({rows}; target < {TARGET_STORE_MS:.0f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'}), "
+          f"({rows}; target < {TARGET_STORE_MS:.1f} ms: {'met' if store_ms < TARGET_STORE_MS else 'NOT met'}), "
           f"writer CPU {cpu['records'] + cpu['store']:.3f} ms")
     checkpoint_b = size(directory / 'checkpoints.sqlite') / n
     print(f"  checkpoints     {checkpoint_b:8.0f} B/attempt (target <= {TARGET_CHECKPOINT_B:.0f}: "
@@ -150,7 +183,7 @@ def measure(executor: str, output: Path, attempts: int, tasks: int, workers: int
           f"{1000 * times.artifacts / n:.3f} ms/attempt, writer CPU {cpu['artifacts']:.3f} ms")
     print(f"  writer          {times.batches} transactions, {times.attempts / max(1, times.batches):.1f} attempts each")
     print(f"  peak memory     driver {peak_rss_mb():.0f} MB" + (f", largest worker {worker_mb:.0f} MB" if worker_mb else ""))
-    return results(directory)
+    return results(directory), rate
 
 
 def graph_floor(runs: int = 300) -> float:
@@ -225,20 +258,23 @@ def ray_worker_peak_mb() -> float:
     return max(sizes, default=0) / 2**20
 
 
-def _child(output: str, attempts: int, tasks: int) -> None:
+def _child(output: str, attempts: int, tasks: int, executor: str, processes: Any) -> None:
     fake_tools()
     from sysmo.runner import run_experiment
 
-    run_experiment(config("scale-resume", Path(output), attempts, tasks, "local", 1), progress=False)
+    PROCESSES["processes"] = processes
+    run_experiment(config(f"scale-resume-{executor}", Path(output), attempts, tasks, executor, 1), progress=False)
 
 
-def resume_check(output: Path, attempts: int, tasks: int, expected: list[tuple]) -> None:
-    """Kill a local run (SIGKILL) once half its attempts are stored, resume it, compare with ``expected``."""
+def resume_check(output: Path, attempts: int, tasks: int, expected: list[tuple], executor: str = "local") -> None:
+    """Kill a run of ``executor`` (SIGKILL) once half its attempts are stored, resume it with the same executor,
+    compare with ``expected``."""
     from sysmo.runner import run_experiment
 
-    process = multiprocessing.get_context("fork").Process(target=_child, args=(str(output), attempts, tasks))
+    process = multiprocessing.get_context("fork").Process(
+        target=_child, args=(str(output), attempts, tasks, executor, PROCESSES["processes"]))
     process.start()
-    db = output / "scale-resume" / "results.sqlite"
+    db = output / f"scale-resume-{executor}" / "results.sqlite"
     stored = 0
     while process.is_alive():
         if db.exists():
@@ -253,9 +289,10 @@ def resume_check(output: Path, attempts: int, tasks: int, expected: list[tuple])
         time.sleep(0.05)
     process.join()
     started = time.monotonic()
-    summary = run_experiment(config("scale-resume", output, attempts, tasks, "local", 1), progress=False, resume=True)
-    final = results(output / "scale-resume")
-    print(f"\nresume: killed at {stored} stored attempts; the resumed run skipped {summary.skipped_done} and ran "
+    summary = run_experiment(config(f"scale-resume-{executor}", output, attempts, tasks, executor, 1), progress=False,
+                             resume=True)
+    final = results(output / f"scale-resume-{executor}")
+    print(f"\nresume ({executor}): killed at {stored} stored attempts; the resumed run skipped {summary.skipped_done} and ran "
           f"{summary.ran} in {time.monotonic() - started:.1f} s; results identical to the uninterrupted run: "
           f"{final == expected}")
 
@@ -266,7 +303,10 @@ def main() -> None:
     parser.add_argument("--ray-attempts", type=int, default=None, help="attempts on Ray (default: --attempts)")
     parser.add_argument("--ray-workers", type=int, default=4)
     parser.add_argument("--tasks", type=int, default=10, help="starter uml_class tasks the attempts spread over")
-    parser.add_argument("--executors", default="local,ray")
+    parser.add_argument("--executors", default="local,processes,ray",
+                        help="local (one process), processes (--processes worker processes), ray")
+    parser.add_argument("--processes", default="auto", help="worker processes of the `processes` executor (N or "
+                        "auto: one per core)")
     parser.add_argument("--resume-check", action="store_true")
     parser.add_argument("--no-floor", dest="floor", action="store_false",
                         help="skip the baseline: LangGraph alone on an attempt's graph (the part of the CPU per "
@@ -275,6 +315,7 @@ def main() -> None:
                         help="LangGraph's checkpoint of every step (sysmo run's default) or none")
     args = parser.parse_args()
     CHECKPOINTS["mode"] = args.checkpoints
+    PROCESSES["processes"] = args.processes
     os.environ.setdefault("SYSMO_LOG_LEVEL", "WARNING")
     fake_tools()
     time_writes()
@@ -285,19 +326,24 @@ def main() -> None:
         print(f"LangGraph alone (baseline): {FLOOR_MS[0]:.3f} ms CPU per attempt's graph (base_modeling's nodes "
               f"returning a recorded attempt's updates, every step checkpointed)")
     outcomes: dict[str, list[tuple]] = {}
+    rates: dict[str, float] = {}
     with tempfile.TemporaryDirectory(prefix="sysmo-scale-") as tmp:
         for executor in args.executors.split(","):
-            n = args.attempts if executor == "local" else (args.ray_attempts or args.attempts)
-            outcomes[executor] = measure(executor, Path(tmp), n, args.tasks, args.ray_workers)
-        if len(outcomes) == 2:
-            local, ray_rows = outcomes["local"], outcomes["ray"]
-            common = min(len(local), len(ray_rows))
-            same = local == ray_rows if len(local) == len(ray_rows) else None
-            print(f"\nidentical results on both executors: {same if same is not None else 'n/a (different N)'}"
-                  + (f"; rows compared {common}" if same is not None else ""))
+            n = args.ray_attempts or args.attempts if executor == "ray" else args.attempts
+            outcomes[executor], rates[executor] = measure(executor, Path(tmp), n, args.tasks, args.ray_workers)
+        first, *others = list(outcomes)
+        for other in others:
+            same = outcomes[first] == outcomes[other] if len(outcomes[first]) == len(outcomes[other]) else None
+            print(f"\n{other} vs {first}: identical results: {same if same is not None else 'n/a (different N)'}"
+                  + (f" ({len(outcomes[first])} rows)" if same is not None else "")
+                  + f"; rate {rates[other] / max(rates[first], 1e-9):.2f}x {first}'s")
         if args.resume_check:
-            resume_check(Path(tmp), args.attempts, args.tasks, outcomes.get("local") or [])
+            for executor in ("local", "processes"):
+                if executor in outcomes:
+                    resume_check(Path(tmp), args.attempts, args.tasks, outcomes[executor], executor)
 
 
 if __name__ == "__main__":
     main()
+elif __name__ == "__mp_main__":  # a worker process of the local executor (spawned): the same fake tool checks
+    fake_tools()
