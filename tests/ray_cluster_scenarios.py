@@ -8,8 +8,8 @@ of the user). Not in a PID namespace of its own: sysmo's reaper of leftover tool
 1. A run on the head and node B (12 units, 4 at a time) answered by the fake OpenAI server; node B's raylet
    process tree is killed once B has stored an attempt and has another in flight (its model request made),
    while the head's replies wait. Then the same experiment by the local executor.
-2. Node C joins without Java (its PATH lacks it): ``sysmo run --executor ray`` stops before any unit in one
-   line naming that node.
+2. Node C joins without Java (its PATH lacks it; its ``ray start`` begins once node B is declared dead, during
+   the local run of 1): ``sysmo run --executor ray`` stops before any unit in one line naming that node.
 
 Arguments: the folder to write ``results.json`` into (the test reads and judges it) and Ray's temp folder.
 """
@@ -170,10 +170,17 @@ def main(out: Path, temp: Path) -> None:
         # one node at a time: ``ray start`` gives a raylet 30 s to register, which a loaded machine can miss
         node_b = join(ray, temp, out, "node_b", os.environ.copy())
         results["cluster_start_s"] = round(time.monotonic() - started, 1)
-        node_lost_mid_run(ray, out, results, node_b)
-        wait_for(lambda: len(alive_nodes(ray)) == 1, 60, "node B to be declared dead")
-        # node C joins after: the head, checked by the run before, is not checked again in this process
-        node_c = join(ray, temp, out, "node_c", {**os.environ, "PATH": str(no_java)})
+        no_java_env = {**os.environ, "PATH": str(no_java)}
+
+        def start_node_c() -> subprocess.Popen:
+            # node C joins once node B is declared dead (still one node joining at a time), while the same
+            # experiment runs on the local executor, which needs no Ray node: its start-up and that run overlap
+            wait_for(lambda: len(alive_nodes(ray)) == 1, 60, "node B to be declared dead")
+            return ray_start(temp, out / "node_c.log", *node_args("node_c"), env=no_java_env)
+
+        node_c = node_lost_mid_run(ray, out, results, node_b, start_node_c)
+        # node C joins after the cluster run: the head, checked by that run, is not checked again in this process
+        node_c = join(ray, temp, out, "node_c", no_java_env, started=node_c)
         missing_tool(ray, out, results)
         results["seconds"] = round(time.monotonic() - started, 1)
     except BaseException:  # Ray's own logs, for the test's failure message to point at
@@ -199,11 +206,17 @@ def connect(ray) -> bool:
         return False
 
 
-def join(ray, temp: Path, out: Path, name: str, env: dict[str, str]) -> subprocess.Popen:
-    """Start a worker node with the resource ``name`` (how the scenarios find it) and wait until it is live;
-    once more if its ``ray start`` gave up."""
-    for _ in range(2):
-        start = ray_start(temp, out / f"{name}.log", f"--address={ADDRESS}", f'--resources={{"{name}": 1}}', env=env)
+def node_args(name: str) -> list[str]:
+    """``ray start``'s arguments of a worker node with the resource ``name`` (how the scenarios find it)."""
+    return [f"--address={ADDRESS}", f'--resources={{"{name}": 1}}']
+
+
+def join(ray, temp: Path, out: Path, name: str, env: dict[str, str],
+         started: subprocess.Popen | None = None) -> subprocess.Popen:
+    """Start a worker node with the resource ``name`` (or take its ``ray start`` already ``started``) and wait
+    until it is live; once more if its ``ray start`` gave up."""
+    for attempt in range(2):
+        start = started if attempt == 0 and started else ray_start(temp, out / f"{name}.log", *node_args(name), env=env)
         deadline = time.monotonic() + 120
         while start.poll() is None and time.monotonic() < deadline:
             if any(name in n["Resources"] for n in alive_nodes(ray)):
@@ -240,7 +253,9 @@ def missing_tool(ray, out: Path, results: dict) -> None:
     results["missing_tool_s"] = round(time.monotonic() - started, 1)
 
 
-def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Popen) -> None:
+def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Popen,
+                      after_cluster_run) -> subprocess.Popen:
+    """Scenario 1; returns what ``after_cluster_run()`` returned, called between the cluster run and the local run."""
     from fake_openai import FakeOpenAI, reply
 
     from sysmo.runner import experiment, run_experiment
@@ -321,6 +336,7 @@ def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Po
             key = str(body.get("seed"))
             results["requests_per_seed"][key] = results["requests_per_seed"].get(key, 0) + 1
         results["calls"] = server.calls
+        following = after_cluster_run()
         started = time.monotonic()
         local = run_experiment(config_for(out, "local", models=[model], executor="local", ray_address=None),
                                progress=False)
@@ -328,6 +344,7 @@ def node_lost_mid_run(ray, out: Path, results: dict, node_b_start: subprocess.Po
         results["local_summary"] = {"ran": local.ran, "passed": local.passed, "errors": local.errors}
     results["cluster_rows"] = stored_rows(out / "cluster" / "cluster1")
     results["local_rows"] = stored_rows(out / "local" / "cluster1")
+    return following
 
 
 if __name__ == "__main__":
