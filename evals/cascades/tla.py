@@ -59,7 +59,9 @@ one TLC run, each keeping its own verdict; false: one TLC run per template), ``i
 (true: the liveness templates expected to hold checked in one TLC run under PROPERTY, one run each after a
 violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: the safety group and the liveness
 group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.liveness_at_end`` (sysmo true:
-temporal properties checked once after the search, TLC's ``-lncheck final``; harness false), ``invariants.sany_first`` (false: examples that use only the model's names
+temporal properties checked once after the search, TLC's ``-lncheck final``; harness false),
+``invariants.by_instance`` (sysmo true: a template expected to be violated, ``\\A i, j \\in S : F`` over a constant
+set, checked one instance per TLC run until one is violated; harness false), ``invariants.sany_first`` (false: examples that use only the model's names
 go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
 ``invariants.bounded`` ("harness", the harness mode's: a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the sysmo mode's: a state predicate
@@ -341,6 +343,8 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
         merge_liveness=ctx.flag("invariants.merge_liveness", tla_invariants.DEFAULT_MERGE_LIVENESS),
         liveness_at_end=ctx.flag_by_mode("invariants.liveness_at_end", sysmo=tla_invariants.SYSMO_LIVENESS_AT_END,
                                          harness=tla_invariants.DEFAULT_LIVENESS_AT_END),
+        by_instance=ctx.flag_by_mode("invariants.by_instance", sysmo=tla_invariants.SYSMO_BY_INSTANCE,
+                                     harness=tla_invariants.DEFAULT_BY_INSTANCE),
     )
     verdicts = score.verdicts
 

@@ -212,6 +212,7 @@ def _run(
     limits: Limits | None,
     printed_marker: str | None = None,
     liveness_at_end: bool = False,
+    keep_c2: bool = False,
 ) -> CheckResult:
     spec = prepare(source, module)
     compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
@@ -234,7 +235,7 @@ def _run(
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     limits = limits or Limits(timeout_s=timeout_s, cpu_s=int(timeout_s * 4) + 60, memory_mb=heap + 1024)
     run = run_java("tlc2.TLC", args, files=spec.files, limits=limits,
-                   jvm_flags=tlc_flags(None if mode_args else max_states), heap_mb=heap,
+                   jvm_flags=tlc_flags(None if mode_args or keep_c2 else max_states), heap_mb=heap,
                    collect=[DUMP_FILE] if dump_states else None)
     output = run.output
     report = parse_output(output)
@@ -309,6 +310,7 @@ def model_check(
     limits: Limits | None = None,
     printed_marker: str | None = None,
     liveness_at_end: bool = False,
+    keep_c2: bool = False,
 ) -> CheckResult:
     """Breadth-first model checking of ``module`` under ``cfg`` (text or ``TlcConfig``; default: ``<Main>.cfg``).
 
@@ -318,12 +320,13 @@ def model_check(
     the explored graph alone, not on when the clock ticked (a bounded check's use; docs/tla-cascade-speed.md);
     ``check_deadlock`` overrides the cfg's CHECK_DEADLOCK (TLC's default is to report deadlocks);
     ``printed_marker``: the output lines holding it (what the spec printed with ``PrintT``) are kept whole in
-    ``details["printed"]``.
+    ``details["printed"]``; ``keep_c2``: the JVM keeps the C2 compiler whatever the state bound (``jvm.tlc_flags``:
+    a check bounded to few states otherwise runs on C1 alone), for a run known to be long on few states.
     """
     return _run(source, cfg, module=module, mode_args=[], check_deadlock=check_deadlock, workers=workers,
                 coverage=coverage, seed=seed, fp=fp, max_states=max_states, max_depth=max_depth,
                 timeout_s=timeout_s, heap_mb=heap_mb, find_violation=False, dump_states=dump_states, limits=limits,
-                printed_marker=printed_marker, liveness_at_end=liveness_at_end)
+                printed_marker=printed_marker, liveness_at_end=liveness_at_end, keep_c2=keep_c2)
 
 
 def simulate(

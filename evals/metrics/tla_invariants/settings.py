@@ -30,3 +30,8 @@ DEFAULT_HELPER_ATTEMPTS = 2
 # as SysMoBench's harness runs it (a 60 s time-out there would otherwise never see a liveness violation).
 DEFAULT_LIVENESS_AT_END = False
 SYSMO_LIVENESS_AT_END = True
+# A template the system is documented to violate, quantified over a constant set (``\A i, j \in S : F``), checked one
+# instance per TLC run until one is violated, in the ``sysmo`` mode (``instances``): PGo locksvc's NoPriorityInversion
+# is 30 tableaux in one run, decided by its 7th instance alone. The ``harness`` mode checks it whole, as SysMoBench.
+DEFAULT_BY_INSTANCE = False
+SYSMO_BY_INSTANCE = True
