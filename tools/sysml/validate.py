@@ -27,7 +27,7 @@ from pathlib import Path
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
-from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
+from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, leased_kernel, safe_relative_path, shared_kernel
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
@@ -193,7 +193,11 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
 def validate(model: str | Artifact | dict[str, str], *, timeout_s: float | None = None, typing_fails: bool = True,
              kernel: OpenSysMLKernel | None = None) -> CheckResult:
     """Check a SysML v2 model (text, ``Artifact`` or name -> text map) alone, in a fresh isolated folder."""
-    result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
+    if kernel is None:
+        with leased_kernel() as leased:
+            result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=leased)
+    else:
+        result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
     log.info("opensysml.validate", outcome=result.outcome.value, diagnostics=len(result.diagnostics),
              seconds=round(result.duration_s, 3))
     return result
