@@ -11,7 +11,7 @@ import pytest
 # gpt_4.1: replies that parse and fail OpenSysML; CodeLlama: a whitespace-only reply (no artifact, no check);
 # cil/openai: a transcript of several rounds, so the loop goes on to repairs
 MODELS = ["replay/designbench:gpt_4.1/direct", "replay/designbench:CodeLlama-13b-Instruct-hf/direct"]
-IDS = ["sysmbench/1", "sysmbench/95"]
+IDS = ["sysmbench/1"]
 TIMINGS = {"started_at", "finished_at", "at", "ts", "duration_s", "latency_s", "tool_time_s", "llm_time_s", "kernel_s", "round_started"}
 
 
@@ -64,7 +64,7 @@ def _attempts(shared_benchmarks: Path, tmp_path: Path, models: list[str], ids: l
 def test_replayed_attempts_walked_directly_equal_the_graph_runs(shared_benchmarks: Path, tmp_path: Path) -> None:
     direct = _attempts(shared_benchmarks, tmp_path, MODELS, IDS, 0, via_graph=False)
     graph = _attempts(shared_benchmarks, tmp_path, MODELS, IDS, 0, via_graph=True)
-    assert len(direct) == 4
+    assert len(direct) == 2
     assert direct == graph, _diff(direct, graph)[:10]
     assert any(r["rounds"][0]["check"] for r in direct) and any(not r["rounds"][0]["check"] for r in direct)
     assert all(any(e["type"] == "graph_step" for e in r["events"]) for r in direct)
