@@ -49,6 +49,13 @@ def test_a_model_without_syntax_errors_over_the_bound_is_inconclusive_not_failed
     assert [d.code for d in result.diagnostics] == ["import-fanout"]
 
 
+def test_the_stub_declares_the_namespaces_the_imports_name():
+    from sysmo.tools.sysml.import_fanout import stub_model
+
+    text = "import org::a::b::*;\nimport org::a::c::*;\nimport org.omg.core::Block\nimport org::X;\n"
+    assert stub_model("org", {"m.sysml": text}) == "package org { package a { package b; package c; } }\n"
+
+
 def test_imports_of_a_library_package_are_loaded_as_usual():
     text = ("package P {\n" + "".join("  private import ScalarValues::*;\n" for _ in range(OVER))
             + "  part def A { attribute x : Real; }\n}\n")

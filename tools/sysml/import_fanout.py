@@ -7,16 +7,17 @@ with ``P`` (and that can surface ``P``: a bare ``import P``, which is also what 
 or a namespace import ``import P::*``), and each of those resolves ``P`` again among the others: k such imports
 cost about k! walks. A stack dump of a kernel that hangs on a DesignBench prediction shows exactly that
 (``resolveImportName`` -> ``lookupImports`` -> ``eachImportMatch`` -> ``importTargetOf``, hundreds of frames
-deep). Measured: 6 such imports answer at once; 8 take 0.3-8 s, 9 3-8 s, 10 over 15 s, 13 no answer in 150 s.
+deep). Measured: 6 bare imports answer at once (6 namespace imports that every reference of a 5 KB body
+walks, 13-20 s); 8 take 0.3-8 s, 9 3-8 s, 10 over 15 s, 13 no answer in 150 s.
 
 The bound is a property of the text, never of the time a load took: a model with more than
 ``MAX_REWALKING_IMPORTS`` such imports of one name that names nothing (not mentioned in the model's files
 outside their import lines, and unresolved by OpenSysML in a one-line probe, so a library package such as
-``ISQ`` never counts) is loaded beside a stub file that declares the name (``validate``): the resolver then
-answers at once. A file parses alone, so a syntax error the kernel reports in the model's own files is the
-model's: the check fails with those errors; with none, the check is ``inconclusive`` (no verdict, as for a
-time-out, but the same answer at every load). Of DesignBench's 10,189 distinct predictions 30 are over the
-bound, all of them with syntax errors (8 of them hung the kernel before).
+``ISQ`` never counts) is loaded beside a stub file that declares the name and the namespaces its imports name
+in it (``validate``): the resolver then answers at once. A file parses alone, so a syntax error the kernel
+reports in the model's own files is the model's: the check fails with those errors; with none, the check is
+``inconclusive`` (no verdict, as for a time-out, but the same answer at every load). Of DesignBench's 10,189 distinct predictions 37 are over the
+bound, all of them with syntax errors (8 of them hung the kernel before, one took 13-20 s).
 
 >>> rewalking_imports({"m.sysml": "package P\\nimport org.omg::A\\nimport org.omg::B\\nimport org::C;\\n"})
 {'org': 2}
@@ -27,7 +28,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-MAX_REWALKING_IMPORTS = 6  # 6! = 720 walks answer at once; 8 private imports take 8 s, 10 bare ones minutes
+MAX_REWALKING_IMPORTS = 5  # 6 namespace imports, walked by every reference of a 5 KB body: 13-20 s loaded
 
 # an import's path as far as OpenSysML's qualified names go: its first segment, then any `::` segments
 _IMPORT = re.compile(r"(?m)^[ \t]*(?:(?:public|private|protected)\s+)?import\s+(?:all\s+)?"
@@ -72,6 +73,28 @@ def fanout_candidate(files: dict[str, str]) -> tuple[str, int] | None:
 def probe_model(name: str) -> dict[str, str]:
     """A one-line model that imports ``name``'s members: OpenSysML reports it unresolved when nothing has it."""
     return {"probe.sysml": f"package SysmoImportProbe {{ private import {name}::*; }}\n"}
+
+
+def stub_model(name: str, files: dict[str, str]) -> str:
+    """A model declaring ``name`` and, nested in it, every namespace its imports name (``import P::a::b::*``
+    -> ``package P { package a { package b; } }``), so each of those imports resolves at once."""
+    tree: dict[str, dict] = {}
+    for text in files.values():
+        for m in _IMPORT.finditer(text):
+            if m.group(1) != name or not _rewalks(m.group(2)):
+                continue
+            rest = m.group(2).split("//", 1)[0].strip()
+            segments = re.findall(r"::\s*([A-Za-z_]\w*)", rest) if rest.startswith("::") else []
+            node = tree
+            for segment in segments:
+                node = node.setdefault(segment, {})
+
+    def declare(label: str, children: dict[str, dict]) -> str:
+        if not children:
+            return f"package {label};"
+        return f"package {label} {{ " + " ".join(declare(k, v) for k, v in sorted(children.items())) + " }"
+
+    return declare(name, tree) + "\n"
 
 
 def fanout_message(name: str, count: int) -> str:

@@ -31,7 +31,7 @@ from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, leased_kernel, 
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
-from sysmo.tools.sysml.import_fanout import fanout_candidate, fanout_message, probe_model
+from sysmo.tools.sysml.import_fanout import fanout_candidate, fanout_message, probe_model, stub_model
 
 log = get_logger(__name__)
 
@@ -105,14 +105,14 @@ STUB_FILE = "sysmo-import-stub.sysml"  # declares the name the imports start wit
 
 def _fanout_result(files: dict[str, str], name: str, count: int, *, kernel: OpenSysMLKernel,
                    timeout_s: float | None, start: float, version: str) -> CheckResult:
-    """The verdict on a model over the import bound: its files loaded beside a stub that declares ``name``, so
-    the resolver finds it at once. Each file parses alone, so a syntax error the kernel reports in the model's
+    """The verdict on a model over the import bound: its files loaded beside a stub that declares ``name`` and
+    the namespaces its imports name in it, so the resolver finds them at once. Each file parses alone, so a syntax error the kernel reports in the model's
     own files is one the model has: ``failed``, with those errors. Without one, the stub may have changed what
     resolves, so there is no verdict: ``inconclusive``."""
     note = Diagnostic(tool=TOOL, severity=Severity.INFO, code="import-fanout", message=fanout_message(name, count))
     stub = STUB_FILE if STUB_FILE not in files else f"sysmo-import-stub-{len(files)}.sysml"
     try:
-        run = kernel.load({**files, stub: f"package {name};\n"}, timeout_s=timeout_s)
+        run = kernel.load({**files, stub: stub_model(name, files)}, timeout_s=timeout_s)
     except SysmoError as exc:
         return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=str(exc))], start, version)
     details: dict[str, object] = {"reason": "import-fanout", "import_name": name, "imports": count,
