@@ -12,7 +12,8 @@ import pytest
 # cil/openai: a transcript of several rounds, so the loop goes on to repairs
 MODELS = ["replay/designbench:gpt_4.1/direct", "replay/designbench:CodeLlama-13b-Instruct-hf/direct"]
 IDS = ["sysmbench/1"]
-TIMINGS = {"started_at", "finished_at", "at", "ts", "duration_s", "latency_s", "tool_time_s", "llm_time_s", "kernel_s", "round_started"}
+TIMINGS = {"started_at", "finished_at", "at", "ts", "duration_s", "latency_s", "tool_time_s", "llm_time_s", "kernel_s",
+           "round_started"}
 
 
 def _without_timings(value: Any) -> Any:
