@@ -17,7 +17,8 @@ outside their import lines, and unresolved by OpenSysML in a one-line probe, so 
 in it (``validate``): the resolver then answers at once. A file parses alone, so a syntax error the kernel
 reports in the model's own files is the model's: the check fails with those errors; with none, the check is
 ``inconclusive`` (no verdict, as for a time-out, but the same answer at every load). Of DesignBench's 10,189
-distinct predictions 37 are over the bound, all of them with syntax errors (8 of them hung the kernel before, one took 13-20 s).
+distinct predictions 37 are over the bound, all of them with syntax errors (8 of them hung the kernel before,
+one took 13-20 s).
 
 >>> rewalking_imports({"m.sysml": "package P\\nimport org.omg::A\\nimport org.omg::B\\nimport org::C;\\n"})
 {'org': 2}
