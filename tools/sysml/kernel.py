@@ -449,7 +449,7 @@ def leased_kernel() -> Iterator[OpenSysMLKernel]:
     with _shared_lock:
         if not _pool:
             _pool.append(_shared_unlocked())
-        kernel = min(_pool, key=lambda k: _leases.get(id(k), 0))
+        kernel = min(_pool[:wanted], key=lambda k: _leases.get(id(k), 0))
         if _leases.get(id(kernel), 0) and len(_pool) < wanted:
             kernel = OpenSysMLKernel(request_timeout_s=_pool[0].request_timeout_s)
             _pool.append(kernel)
