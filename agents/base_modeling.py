@@ -26,6 +26,7 @@ def first_request(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
 
 
 @register_agent(NAME, supports=set(TaskKind), description="Direct prompting plus bounded repair from tool diagnostics.",
-                prompts=(f"{NAME}/system", "common/task_<kind>"), uses=("source",), replays_outputs=True)
+                prompts=(f"{NAME}/system", "common/task_<kind>"), uses=("source",), replays_outputs=True,
+                plain_loop=first_request)
 def build(ctx: AgentContext, checkpointer: Any = None):
     return build_repair_graph(first_request, checkpointer=checkpointer)

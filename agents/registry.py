@@ -64,6 +64,9 @@ class AgentSpec:
     # every model call is one round's whole artifact (generate, repair), so a published output can stand in for
     # it (``replay/...`` models); an agent with other calls (pre-stage documents, review, tool actions) cannot
     replays_outputs: bool = False
+    # the first-request node when the graph is the plain repair loop (``build_repair_graph(first_request)``):
+    # a replay with no checkpoints walks that loop without LangGraph (``graphs.direct``)
+    plain_loop: Callable[..., Any] | None = None
 
     @property
     def check_description(self) -> list[str]:
@@ -158,7 +161,8 @@ def unregister_agent(name: str) -> None:
 def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], description: str,
                    prompts: tuple[str, ...] = (), needs: tuple[str, ...] = (), uses: tuple[str, ...] = (),
                    variant: Callable[[AgentContext], str] | None = None, loop_checks: tuple[LoopCheck, ...] = (),
-                   control_answers: Callable[[Task], list[Any]] | None = None, replays_outputs: bool = False):
+                   control_answers: Callable[[Task], list[Any]] | None = None, replays_outputs: bool = False,
+                   plain_loop: Callable[..., Any] | None = None):
     """Decorator for a graph builder ``(ctx, checkpointer) -> compiled graph``. The graph's nodes read the
     context at run time; ``variant(ctx)`` names the graph's shape when the builder looks at ``ctx``."""
 
@@ -167,7 +171,7 @@ def register_agent(name: str, supports: set[TaskKind] | frozenset[TaskKind], des
         _VERSION += 1
         _REGISTRY[name] = AgentSpec(name, frozenset(supports), build, description, prompts, needs, variant=variant,
                                     uses=uses, loop_checks=loop_checks, control_answers=control_answers,
-                                    replays_outputs=replays_outputs)
+                                    replays_outputs=replays_outputs, plain_loop=plain_loop)
         return build
 
     return wrap

@@ -133,6 +133,21 @@ async def drive_within(graph: Any, state: dict[str, Any] | None, config: dict[st
         raise stopped from exc
 
 
+async def walk_within(first_request: Any, state: dict[str, Any], ctx: AgentContext) -> dict[str, Any]:
+    """The plain repair loop walked without LangGraph (``graphs.direct``), stopped as ``drive_within`` stops a
+    graph run: after ``ctx.time_limit_s`` seconds, with the rounds that finished."""
+    from sysmo.graphs.direct import walk_repair_loop
+
+    final = dict(state)
+    try:
+        async with asyncio.timeout(ctx.time_limit_s):
+            return await walk_repair_loop(first_request, final, ctx)
+    except TimeoutError as exc:
+        stopped = AttemptTimeLimit(time_limit_message(ctx.time_limit_s or 0, [], len(final.get("rounds") or [])))
+        stopped.state = final  # type: ignore[attr-defined]
+        raise stopped from exc
+
+
 def _final_status(status: str | None) -> AttemptStatus:
     """The attempt's status once its graph has ended: one still running (or unknown) when it stopped failed."""
     done = {AttemptStatus.PASSED.value, AttemptStatus.FAILED.value, AttemptStatus.ERROR.value,
@@ -206,6 +221,8 @@ async def arun_attempt_steps(agent: str, ctx: AgentContext, *, model_name: str,
         try:
             if run_graph is not None:
                 final = await run_graph(spec, ctx, config)
+            elif steps is None and spec.plain_loop is not None and model_kind(model_name) == "replay":
+                final = await walk_within(spec.plain_loop, initial_state(ctx), ctx)  # published replies, verbatim
             elif steps is not None:
                 with STEPS.recording(ctx.attempt_id, steps):
                     final = await drive_within(compiled_graph(spec, ctx, recorded=True), initial_state(ctx), config,

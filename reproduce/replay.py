@@ -75,6 +75,10 @@ def replay_experiment(models: list[str], *, data_dir: Path | str | None = None, 
         tasks=TaskSelection(benchmarks=["sysmbench"], ids=ids or []),
     )
     directory = config.directory()
+    # the replies' OpenSysML checks spread over a kernel per tool slot (one kernel answers one check at a time)
+    from sysmo.tools.sysml.kernel import use_kernels
+
+    use_kernels(config.tool_concurrency)
     summary = run_experiment(config, progress=False, resume=(directory / "results.sqlite").is_file())
     log.info("reproduce.replayed", experiment=summary.experiment_id, ran=summary.ran, done=summary.skipped_done)
     runs = {m: ReplayedRun(experiment_id=summary.experiment_id, directory=directory, model=m) for m in models}

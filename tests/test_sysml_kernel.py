@@ -192,3 +192,16 @@ def test_batch_scoring_limit_is_the_default_but_never_overrides_the_users(monkey
     assert use_batch_timeout() == BATCH_REQUEST_TIMEOUT_S
     monkeypatch.setenv(TIMEOUT_ENV, "7.5")
     assert use_batch_timeout() == 7.5
+
+
+def test_parallel_checks_lease_a_kernel_each_up_to_the_allowed_number(monkeypatch):
+    from sysmo.tools.sysml.kernel import KERNELS_ENV, leased_kernel, shared_kernel
+
+    monkeypatch.setenv(KERNELS_ENV, "1")
+    with leased_kernel() as first, leased_kernel() as second:
+        assert first is second is shared_kernel()  # one kernel allowed: the checks wait for each other
+    monkeypatch.setenv(KERNELS_ENV, "2")
+    with leased_kernel() as first, leased_kernel() as second, leased_kernel() as third:
+        assert first is shared_kernel() and second is not first and third in (first, second)
+    with leased_kernel() as again:
+        assert again is shared_kernel()  # the least busy: none is, the first of them

@@ -26,7 +26,8 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
 from typing import TYPE_CHECKING
@@ -403,9 +404,46 @@ def shared_kernel() -> OpenSysMLKernel:
     """The process-wide kernel (started on first use, stopped at exit); ``$SYSMO_OPENSYSML_TIMEOUT_S`` sets its
     time limit per request (default 60 s): a model that hangs the parser costs the whole limit and a restart,
     so batch scoring of many published predictions may want less."""
-    global _shared
     with _shared_lock:
-        if _shared is None:
-            limit = os.environ.get(TIMEOUT_ENV)
-            _shared = OpenSysMLKernel(request_timeout_s=float(limit) if limit else DEFAULT_REQUEST_TIMEOUT_S)
-        return _shared
+        return _shared_unlocked()
+
+
+def _shared_unlocked() -> OpenSysMLKernel:
+    global _shared
+    if _shared is None:
+        limit = os.environ.get(TIMEOUT_ENV)
+        _shared = OpenSysMLKernel(request_timeout_s=float(limit) if limit else DEFAULT_REQUEST_TIMEOUT_S)
+    return _shared
+
+
+KERNELS_ENV = "SYSMO_OPENSYSML_KERNELS"  # how many kernels one process's checks may spread over (default 1)
+_pool: list[OpenSysMLKernel] = []
+_leases: dict[int, int] = {}  # id(kernel) -> checks running on it
+
+
+def use_kernels(n: int) -> int:
+    """Let this process's checks spread over ``n`` kernels unless ``$SYSMO_OPENSYSML_KERNELS`` already says how
+    many (a run whose tool slots check in parallel: each slot a kernel, never more kernels than slots)."""
+    os.environ.setdefault(KERNELS_ENV, str(max(1, n)))
+    return int(os.environ[KERNELS_ENV])
+
+
+@contextmanager
+def leased_kernel() -> Iterator[OpenSysMLKernel]:
+    """The least busy of the process's kernels for one check: the shared kernel, and up to
+    ``$SYSMO_OPENSYSML_KERNELS`` - 1 more, each started when a check finds all the others busy. One kernel
+    answers one request at a time: parallel checks on one kernel wait for each other."""
+    wanted = max(1, int(os.environ.get(KERNELS_ENV) or 1))
+    with _shared_lock:
+        if not _pool:
+            _pool.append(_shared_unlocked())
+        kernel = min(_pool[:wanted], key=lambda k: _leases.get(id(k), 0))
+        if _leases.get(id(kernel), 0) and len(_pool) < wanted:
+            kernel = OpenSysMLKernel(request_timeout_s=_pool[0].request_timeout_s)
+            _pool.append(kernel)
+        _leases[id(kernel)] = _leases.get(id(kernel), 0) + 1
+    try:
+        yield kernel
+    finally:
+        with _shared_lock:
+            _leases[id(kernel)] -= 1

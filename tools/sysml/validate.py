@@ -5,7 +5,10 @@ Outcome rule (it reproduces ``sysmbench/reference_validation_opensysml.jsonl`` a
 with ``Severity.TYPING`` (``details["typing_only"]`` says when they are all that failed; pass
 ``typing_fails=False`` to accept such a model); warnings never fail a model. A model with no declarations
 fails with code ``empty-model``. A kernel that does not answer in time is restarted and the check is
-``inconclusive``; a kernel that crashes twice, or cannot start, gives ``error``. Never ``ok`` for either.
+``inconclusive``. A model with more imports of a name that resolves nowhere than OpenSysML's resolver
+answers in reasonable time (``import_fanout``: a property of the text, never of the load) is loaded beside a
+stub declaring that name: failed for the syntax errors of its own files, else inconclusive. A kernel that
+crashes twice, or cannot start, gives ``error``. Never ``ok`` for either.
 
 >>> validate("package P { part def A; part a : A; }").outcome
 <Outcome.OK: 'ok'>
@@ -24,10 +27,11 @@ from pathlib import Path
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
-from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, safe_relative_path, shared_kernel
+from sysmo.tools.sysml.kernel import KernelRun, OpenSysMLKernel, leased_kernel, safe_relative_path, shared_kernel
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
 from sysmo.tools.sysml.diagnostics import TOOL, parse_load_output
+from sysmo.tools.sysml.import_fanout import fanout_candidate, fanout_message, probe_model, stub_model
 
 log = get_logger(__name__)
 
@@ -78,6 +82,55 @@ def _diagnostics(run: KernelRun) -> list[Diagnostic]:
     return run.diagnostics
 
 
+def _unresolvable_fanout(files: dict[str, str], kernel: OpenSysMLKernel,
+                         timeout_s: float | None) -> tuple[str, int] | None:
+    """(name, imports) when the model has more re-walking imports of one name than OpenSysML's resolver
+    answers in reasonable time and that name resolves nowhere (``import_fanout``); else None. The probe is a
+    one-line load, asked only for the rare model over the bound."""
+    candidate = fanout_candidate(files)
+    if candidate is None:
+        return None
+    try:
+        probe = kernel.load(probe_model(candidate[0]), timeout_s=timeout_s)
+    except SysmoError:
+        return None  # the kernel could not start: the load below reports it
+    unresolved = probe.reply.status == "ok" and any(
+        d.code == "unresolved" for d in parse_load_output(probe.reply.stdout, folder=probe.folder))
+    log.info("opensysml.import_fanout", name=candidate[0], imports=candidate[1], unresolved=unresolved)
+    return candidate if unresolved else None
+
+
+STUB_FILE = "sysmo-import-stub.sysml"  # declares the name the imports start with, beside the model's files
+
+
+def _fanout_result(files: dict[str, str], name: str, count: int, *, kernel: OpenSysMLKernel,
+                   timeout_s: float | None, start: float, version: str) -> CheckResult:
+    """The verdict on a model over the import bound: its files loaded beside a stub that declares ``name`` and
+    the namespaces its imports name in it, so the resolver finds them at once. Each file parses alone, so a syntax error the kernel reports in the model's
+    own files is one the model has: ``failed``, with those errors. Without one, the stub may have changed what
+    resolves, so there is no verdict: ``inconclusive``."""
+    note = Diagnostic(tool=TOOL, severity=Severity.INFO, code="import-fanout", message=fanout_message(name, count))
+    stub = STUB_FILE if STUB_FILE not in files else f"sysmo-import-stub-{len(files)}.sysml"
+    try:
+        run = kernel.load({**files, stub: stub_model(name, files)}, timeout_s=timeout_s)
+    except SysmoError as exc:
+        return _result(Outcome.ERROR, [Diagnostic(tool=TOOL, code="tool-error", message=str(exc))], start, version)
+    details: dict[str, object] = {"reason": "import-fanout", "import_name": name, "imports": count,
+                                  "files": len(files), "kernel_restarts": run.restarts,
+                                  "isolation": list(kernel.isolation), "kernel_s": round(run.reply.duration_s, 4)}
+    syntax = [] if run.reply.status != "ok" else [
+        d for d in parse_load_output(run.reply.stdout, folder=run.folder) if d.code == "syntax" and d.file != stub]
+    if not syntax:
+        return _result(Outcome.INCONCLUSIVE, [note], start, version, **details)
+    if len(files) == 1:
+        only = next(iter(files))
+        for d in syntax:
+            d.file = only
+    details.update(errors=len(syntax), typing=0, warnings=0, typing_only=False)
+    raw = "\n".join(d.render() for d in syntax)
+    return _result(Outcome.FAILED, [*syntax, note], start, version, raw, **details)
+
+
 def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s: float | None = None,
               typing_fails: bool = True, kernel: OpenSysMLKernel | None = None,
               more_exports: Callable[[KernelRun, list[Diagnostic]], tuple[str, ...]] | None = None,
@@ -97,6 +150,8 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
         return _result(Outcome.FAILED, [Diagnostic(tool=TOOL, code="empty-model", message=(
             "the model declares nothing (only whitespace or comments): write at least one package or definition"))],
             start, version), None
+    if (fanout := _unresolvable_fanout(files, kernel, timeout_s)) is not None:
+        return _fanout_result(files, *fanout, kernel=kernel, timeout_s=timeout_s, start=start, version=version), None
     try:
         run = kernel.load(files, exports=exports, timeout_s=timeout_s,
                           more_exports=None if more_exports is None else (lambda r: more_exports(r, _diagnostics(r))))
@@ -138,7 +193,11 @@ def run_files(files: dict[str, str], *, exports: tuple[str, ...] = (), timeout_s
 def validate(model: str | Artifact | dict[str, str], *, timeout_s: float | None = None, typing_fails: bool = True,
              kernel: OpenSysMLKernel | None = None) -> CheckResult:
     """Check a SysML v2 model (text, ``Artifact`` or name -> text map) alone, in a fresh isolated folder."""
-    result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
+    if kernel is None:
+        with leased_kernel() as leased:
+            result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=leased)
+    else:
+        result, _ = run_files(model_files(model), timeout_s=timeout_s, typing_fails=typing_fails, kernel=kernel)
     log.info("opensysml.validate", outcome=result.outcome.value, diagnostics=len(result.diagnostics),
              seconds=round(result.duration_s, 3))
     return result
