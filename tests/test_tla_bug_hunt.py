@@ -57,6 +57,14 @@ DEEP_CFG = ("INIT Init\nNEXT Next\nCONSTANT Procs = {p1, p2, p3, p4, p5, p6, p7,
             "INVARIANT Safe\n")
 
 
+def test_a_hunt_whose_safety_net_expires_is_inconclusive_not_clean() -> None:
+    # the first BFS alone outlasts a 0.5 s net (a JVM start): the hunt stops there, whatever its bounds allowed
+    stopped = bug_hunt.hunt(SMALL, DEEP_CFG, ("invariant", "Safe"), budget_s=0.5)
+    assert stopped.safety_net_expired and not stopped.found and len(stopped.steps) == 1
+    assert stopped.result.outcome == Outcome.INCONCLUSIVE
+    assert "safety net of 0.5 s expired" in stopped.result.details["reason"]
+
+
 @pytest.fixture(scope="module")
 def pool() -> Iterator[ThreadPoolExecutor]:
     """Two hunts at a time for the module: the long redisraft hunt on one thread, every other hunt on the other."""

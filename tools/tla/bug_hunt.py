@@ -196,8 +196,8 @@ def _bfs(source: Artifact | str, config: TlcConfig, kind: CheckKind, max_states:
          module: str | None, check_deadlock: bool, workers: int) -> CheckResult:
     """BFS up to ``max_states`` distinct states (temporal properties checked once, on the explored graph)."""
     return clock.note(tlc.model_check(source, config, module=module, check_deadlock=check_deadlock,
-                                        workers=workers, max_states=max_states, liveness_at_end=kind == "property",
-                                        timeout_s=max(1.0, clock.left())))
+                                      workers=workers, max_states=max_states, liveness_at_end=kind == "property",
+                                      timeout_s=max(1.0, clock.left())))
 
 
 def _generated(result: CheckResult) -> int:
@@ -306,7 +306,7 @@ def hunt(
     outcome = HuntResult(check=name, kind=kind, result=last, steps=steps, bounds=bounds, budget_s=budget_s,
                          safety_net_expired=clock.expired)
     if clock.expired and not outcome.found:
-        reason = (f"the hunt's wall-clock safety net of {budget_s:.0f} s expired before its bounds were used: "
+        reason = (f"the hunt's wall-clock safety net of {budget_s:g} s expired before its bounds were used: "
                   "inconclusive; " + "; ".join(s.line() for s in steps))
         outcome.result = last.model_copy(update={"outcome": Outcome.INCONCLUSIVE,
                                                  "details": {**last.details, "reason": reason}})
