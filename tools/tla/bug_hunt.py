@@ -261,6 +261,7 @@ def hunt(
     clock = _Clock(budget_s)
     steps: list[HuntStep] = []
     last: CheckResult | None = None
+
     def sim_bound(runs: int) -> str:
         return f"{runs} runs x {bounds.sim_behaviours} behaviours, depth {bounds.depth}, seeds from {bounds.seed}"
 
