@@ -10,8 +10,9 @@ What is scored (all from ``<data>/sysmobench``):
   says these must score 100% on every metric.
 - ``bug``: the bug-reproduction specs (``bug_repro_specs/<system>/``), scored on the checks their own cfg
   lists (``invariants.templates = "cfg"``) with the bug hunt (``invariants.strategy = "hunt"``,
-  ``sysmo.tools.tla.bug_hunt``, 240 s per check, ``invariants.bounded = "strict"`` so a hunt out of time is
-  listed as inconclusive); a control passes when at least one check is violated with a
+  ``sysmo.tools.tla.bug_hunt``, bounded by its default work bounds, with a 900 s wall-clock safety net per
+  check, ``invariants.bounded = "strict"`` so a hunt that finds nothing, or whose net expires, is listed as
+  inconclusive); a control passes when at least one check is violated with a
   counterexample.
 
 Every spec goes through the registered TLA+ cascade (``sysmo.evals.cascades.tla``) with the task it
@@ -59,8 +60,10 @@ MODELS = {"claude": "Claude-Sonnet-4", "gpt5": "GPT-5", "gemini": "Gemini-2.5-Pr
 # scores with the load-independent rules instead
 REPRODUCE_OPTIONS: dict[str, Any] = {"mode": "harness"}
 BUG_OPTIONS: dict[str, Any] = {
-    "invariants.templates": "cfg", "invariants.strategy": "hunt", "invariants.timeout_s": 240,
-    "invariants.bounded": "strict",  # a bug hunt that runs out of time is listed as inconclusive, not holding
+    # the hunt's work bounds decide what it finds; timeout_s is only its safety net (redisraft's default hunt
+    # takes about 4 minutes at load 5 on 2 cores), whose expiry is inconclusive
+    "invariants.templates": "cfg", "invariants.strategy": "hunt", "invariants.timeout_s": 900,
+    "invariants.bounded": "strict",  # a bug hunt that finds nothing is listed as inconclusive, not holding
 }
 
 

@@ -71,7 +71,7 @@ lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; 
 runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``tlc.parallel``
 (TLC processes a stage runs at once, default min(2, cores)); ``cascade.concurrent`` (true: runtime,
 conformance and invariants run at the same time, sharing one JVM slot per core, ``tools.tla.jvm.max_jvms``;
-never with ``invariants.strategy=hunt``, whose budget is wall-clock time over several TLC runs). The model runs under its own cfg; without one a cfg is generated
+never with ``invariants.strategy=hunt``, several TLC runs under one wall-clock safety net). The model runs under its own cfg; without one a cfg is generated
 (``tla_runtime.model_config``). The helper role (``ctx.helper``) maps trace names and concretises templates.
 """
 
@@ -418,5 +418,5 @@ def tla_cascade() -> Cascade:
 
 def _concurrent(ctx: ScoringContext) -> bool:
     """Runtime, conformance and invariants at once, sharing the JVM slots (``tools.tla.jvm.max_jvms``); not for
-    a bug hunt, whose budget is wall-clock time over several TLC runs (a wait for a slot would eat it)."""
+    a bug hunt, several TLC runs under one wall-clock safety net (a wait for a slot would eat it)."""
     return str(ctx.option("invariants.strategy", "bfs")) != "hunt"

@@ -1,25 +1,32 @@
-"""Looking for a violation of one check within a wall-clock budget: BFS, then random simulation, then smaller constants.
+"""Looking for a violation of one check with a fixed amount of work: BFS, then random simulation, then smaller constants.
 
-Exhaustive breadth-first search answers "does it hold" but can run out of time long before it reaches a bug
-a dozen steps deep (SysMoBench's redisraft bug spec: 3 servers, ~10^7 states to depth 12). A bug hunt
-escalates, each step with a share of the budget, and stops at the first counterexample:
+Exhaustive breadth-first search answers "does it hold" but can stop long before it reaches a bug a dozen
+steps deep (SysMoBench's redisraft bug spec: 3 servers, ~10^7 states to depth 12). A bug hunt escalates and
+stops at the first counterexample; every step is bounded by work (``HuntBounds``), never by seconds, so the
+same hunt takes the same steps and gives the same verdict on a quiet machine and on a loaded one:
 
-1. ``bfs``: TLC model-checks the check under the cfg as given (a complete clean run ends the hunt: the check
-   holds in the whole state space, there is nothing to find; another error on the way, such as the
-   evaluation error redisraft's spec meets at depth 12, does not);
-2. ``simulate``: TLC ``-simulate`` random behaviours of at most ``depth`` steps, same constants (safety
-   checks only: a random finite behaviour proves nothing about a liveness property). A run that TLC ends
-   early without the violation (it stops at the first deadlock or evaluation error of any behaviour) is
-   started again with the next seed until the step's time is used;
-3. ``smaller-constants``: BFS again, then (safety checks) simulation, with one finite-set constant cut to
-   fewer elements (``Server = {1, 2, 3}`` -> ``{1, 2}``), one constant at a time, largest set first. A counterexample found there is a
-   real behaviour of the specification, for that smaller instance; the step and the constants used are
-   recorded in the result, so the verdict says which instance was violated.
+1. ``bfs``: TLC model-checks the check under the cfg as given, up to ``bfs_states`` distinct states (a
+   complete clean run ends the hunt: the check holds in the whole state space, there is nothing to find;
+   another error on the way, such as the evaluation error redisraft's spec meets at depth 12, does not);
+2. ``simulate``: TLC ``-simulate`` runs of ``sim_behaviours`` random behaviours each, at most ``depth`` steps,
+   seeds ``seed``, ``seed + 1``, ... for ``sim_runs`` runs (one TLC worker each, so a seed fixes them), same
+   constants (safety checks only: a random finite behaviour proves nothing about a liveness property). TLC
+   ends a run early at the first evaluation error of any behaviour; the next run starts with the next seed;
+3. ``smaller-constants``: BFS (``smaller_bfs_states``) then, for safety checks, simulation (the same runs)
+   (``smaller_sim_runs`` runs) with one finite-set constant cut to fewer elements (``Server = {1, 2, 3}`` -> ``{1, 2}``), one constant
+   at a time, largest set first. A counterexample found there is a real behaviour of the specification,
+   for that smaller instance; the step and the constants used are recorded in the result, so the verdict
+   says which instance was violated.
 
-A hunt that finds nothing is ``inconclusive`` with what each step explored (distinct states, depth,
-states per second): enough to tell what budget a complete search would need.
+Temporal properties are checked once, on the explored graph (``-lncheck final``: not whenever TLC's
+minute-long liveness timer fires), as TLC checks them under a cfg's own CONSTRAINT. TLC
+runs with one worker by default: with more, which states a bounded search reaches depends on thread timing.
 
->>> result = hunt(spec_text, cfg_text, ("invariant", "Safe"), budget_s=120)
+``budget_s`` is only a safety net against a run that takes far longer than its bounds suggest: when it
+expires the hunt stops and is ``inconclusive`` whatever the steps so far showed, never "found nothing". A
+hunt that finds nothing within its bounds is ``inconclusive`` too, with what each step explored.
+
+>>> result = hunt(spec_text, cfg_text, ("invariant", "Safe"))
 >>> result.found, result.strategy, result.constants, result.counterexample_states
 (True, 'smaller-constants', ['Server = {1, 2}', ...], 15)
 """
@@ -33,8 +40,8 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from sysmo.contracts.artifact import Artifact
-from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
+from sysmo.log import get_logger
 from sysmo.tools.tla import tlc
 from sysmo.tools.tla.cfg import TlcConfig, make_compatible
 from sysmo.tools.tla.source import prepare
@@ -44,26 +51,37 @@ log = get_logger(__name__)
 Strategy = Literal["bfs", "simulate", "smaller-constants"]
 CheckKind = Literal["invariant", "property"]
 VIOLATION_KINDS = {"invariant", "property", "action-property"}
-DEFAULT_SHARES: dict[str, float] = {"bfs": 0.15, "simulate": 0.1, "smaller-constants": 0.75}
-DEFAULT_DEPTH = 100
-DEFAULT_SEED = 1
-MIN_STEP_S = 5.0
-SMALLER_BFS_SHARE = 0.25  # of a smaller-constants step, for BFS (safety checks); the rest simulates
+DEFAULT_BUDGET_S = 1800.0
+GENERATED = re.compile(r"([\d,]+) states generated")
 SET_CONSTANT = re.compile(r"^(?P<name>[A-Za-z_]\w*)\s*=\s*\{(?P<body>.*)\}$", re.DOTALL)
 
 
+class HuntBounds(BaseModel):
+    """The work each step of a hunt may do (see the module doc); the defaults find every SysMoBench bug spec."""
+
+    bfs_states: int = Field(100_000, ge=1, description="distinct-state bound of the BFS with the cfg's constants")
+    smaller_bfs_states: int = Field(100_000, ge=1, description="distinct-state bound of each smaller-constants BFS")
+    sim_runs: int = Field(4, ge=1, description="TLC simulation runs with the cfg's constants (seeds seed, seed + 1, ...)")
+    smaller_sim_runs: int = Field(4, ge=1, description="TLC simulation runs with each smaller set of constants")
+    sim_behaviours: int = Field(20_000, ge=1, description="random behaviours per simulation run")
+    depth: int = Field(100, ge=2, description="longest simulated behaviour (steps)")
+    seed: int = Field(1, description="seed of a simulation step's first run")
+
+
 class HuntStep(BaseModel):
-    """One TLC run of a hunt: what it tried, how long, how far it got."""
+    """One TLC run of a hunt: what it tried, within which bound, how far it got."""
 
     strategy: Strategy
     outcome: Outcome
     reason: str = ""
     seconds: float = 0.0
-    budget_s: float = 0.0
+    bound: str = ""
     constants: list[str] = Field(default_factory=list)
+    seeds: list[int] = Field(default_factory=list)
     distinct_states: int | None = None
     generated_states: int | None = None
     depth: int | None = None
+    counterexample_states: int | None = None
 
     @property
     def states_per_s(self) -> float | None:
@@ -76,8 +94,13 @@ class HuntStep(BaseModel):
                  f"depth {self.depth}" if self.depth is not None else ""]
         where = f" with {', '.join(self.constants)}" if self.strategy == "smaller-constants" else ""
         shown = ", ".join(r for r in reach if r)
-        return (f"{self.strategy}{where}: {self.outcome.value} in {self.seconds:.1f}/{self.budget_s:.0f} s"
+        return (f"{self.strategy}{where} ({self.bound}): {self.outcome.value} in {self.seconds:.1f} s"
                 f"{' (' + shown + ')' if shown else ''}; {self.reason}")
+
+    def key(self) -> tuple:
+        """What the step did and found, without its seconds: equal for the same hunt at any load."""
+        return (self.strategy, self.outcome.value, tuple(self.constants), tuple(self.seeds), self.distinct_states,
+                self.generated_states, self.depth, self.counterexample_states)
 
 
 class HuntResult(BaseModel):
@@ -87,12 +110,13 @@ class HuntResult(BaseModel):
     kind: CheckKind
     result: CheckResult
     steps: list[HuntStep] = Field(default_factory=list)
+    bounds: HuntBounds
     budget_s: float
+    safety_net_expired: bool = False
 
     @property
     def found(self) -> bool:
-        return self.result.outcome == Outcome.FAILED and bool(
-            {v.kind for v in tlc.report_of(self.result).violations} & VIOLATION_KINDS)
+        return _is_violation(self.result)
 
     @property
     def strategy(self) -> Strategy | None:
@@ -130,7 +154,13 @@ def shrink_candidates(constants: list[str], minimum: int = 2) -> list[tuple[int,
     return [(index, text) for _, index, text in sorted(found, key=lambda f: (-f[0], f[1]))]
 
 
-def _step(strategy: Strategy, result: CheckResult, budget_s: float, constants: list[str]) -> HuntStep:
+def _is_violation(result: CheckResult) -> bool:
+    return result.outcome == Outcome.FAILED and bool(
+        {v.kind for v in tlc.report_of(result).violations} & VIOLATION_KINDS)
+
+
+def _step(strategy: Strategy, result: CheckResult, bound: str, constants: list[str],
+          seeds: list[int] | None = None, generated: int | None = None) -> HuntStep:
     report = tlc.report_of(result)
     reason = str(result.details.get("reason", ""))
     if result.outcome == Outcome.FAILED and not _is_violation(result) and report.violations:
@@ -140,39 +170,68 @@ def _step(strategy: Strategy, result: CheckResult, budget_s: float, constants: l
         message = first.message
         shown = message if len(message) <= 160 else message[:160] + "..."
         reason = f"not a violation of the check: TLC stopped on an error ({first.kind}): {shown}"
-    return HuntStep(strategy=strategy, outcome=result.outcome, reason=reason,
-                    seconds=round(result.duration_s, 2), budget_s=round(budget_s, 1), constants=constants,
-                    distinct_states=report.distinct_states,
-                    generated_states=report.states_generated, depth=report.depth)
+    return HuntStep(strategy=strategy, outcome=result.outcome, reason=reason, seconds=round(result.duration_s, 2),
+                    bound=bound, constants=constants, seeds=seeds or [], distinct_states=report.distinct_states,
+                    generated_states=generated if generated is not None else report.states_generated,
+                    depth=report.depth, counterexample_states=len(report.trace) or None)
 
 
-def _is_violation(result: CheckResult) -> bool:
-    return result.outcome == Outcome.FAILED and bool(
-        {v.kind for v in tlc.report_of(result).violations} & VIOLATION_KINDS)
+class _Clock:
+    """The hunt's safety net: the wall-clock time left, and whether a run was stopped by it."""
+
+    def __init__(self, budget_s: float) -> None:
+        self.end = time.monotonic() + budget_s
+        self.expired = False
+
+    def left(self) -> float:
+        return self.end - time.monotonic()
+
+    def note(self, result: CheckResult) -> CheckResult:
+        if result.details.get("timed_out") or self.left() <= 0:
+            self.expired = True
+        return result
 
 
-def _simulate(source: Artifact | str, config: TlcConfig, budget_s: float, depth: int, seed: int,
-              module: str | None, check_deadlock: bool, workers: int) -> CheckResult:
-    """Random simulation for ``budget_s``; a run that ends early (a deadlock, an evaluation error on one
-    behaviour) without violating the check is started again with the next seed, alternating short and long
-    behaviours (``depth`` // 3 and ``depth`` steps)."""
-    end = time.monotonic() + budget_s
-    runs = 0
-    result: CheckResult | None = None
+def _bfs(source: Artifact | str, config: TlcConfig, kind: CheckKind, max_states: int, clock: _Clock,
+         module: str | None, check_deadlock: bool, workers: int) -> CheckResult:
+    """BFS up to ``max_states`` distinct states (temporal properties checked once, on the explored graph)."""
+    return clock.note(tlc.model_check(source, config, module=module, check_deadlock=check_deadlock,
+                                      workers=workers, max_states=max_states, liveness_at_end=kind == "property",
+                                      timeout_s=max(1.0, clock.left())))
+
+
+def _generated(result: CheckResult) -> int:
+    """States a simulation run generated (its last progress line: simulation counts no distinct states)."""
+    counts = GENERATED.findall(result.raw_output or "")
+    return int(counts[-1].replace(",", "")) if counts else tlc.report_of(result).states_generated or 0
+
+
+def _simulate(source: Artifact | str, config: TlcConfig, bounds: HuntBounds, runs: int, clock: _Clock,
+              module: str | None, check_deadlock: bool, workers: int) -> tuple[CheckResult, list[int], int]:
+    """Up to ``runs`` runs of ``sim_behaviours`` behaviours of at most ``depth`` steps, seeds ``seed``,
+    ``seed + 1``, ...; the first violation ends it.
+
+    Returns the last run's result, the seeds run and the states all runs generated.
+    """
+    seeds: list[int] = []
     generated = 0
-    while result is None or (end - time.monotonic() >= 1.0 and not _is_violation(result)):
-        steps = depth if runs % 2 else max(10, depth // 3)
-        result = tlc.simulate(source, config, num=2**31 - 1, depth=steps, seed=seed + runs, coverage=False,
-                              module=module, check_deadlock=check_deadlock, find_violation=True,
-                              workers=workers, timeout_s=max(1.0, end - time.monotonic()))
-        generated += tlc.report_of(result).states_generated or 0
-        log.info("bug_hunt.simulation", seed=seed + runs, depth=steps, outcome=result.outcome.value,
+    result: CheckResult | None = None
+    for run in range(runs):
+        seed = bounds.seed + run
+        result = clock.note(tlc.simulate(source, config, num=bounds.sim_behaviours, depth=bounds.depth, seed=seed,
+                                         coverage=False, module=module, check_deadlock=check_deadlock,
+                                         find_violation=True, workers=workers, timeout_s=max(1.0, clock.left())))
+        seeds.append(seed)
+        generated += _generated(result)
+        log.info("bug_hunt.simulation", seed=seed, depth=bounds.depth, outcome=result.outcome.value,
                  seconds=round(result.duration_s, 1), violation=_is_violation(result))
-        runs += 1
-    if runs > 1:
-        result.details["reason"] = f"{result.details.get('reason', '')} ({runs} simulation runs, seeds " \
-            f"{seed}..{seed + runs - 1}{f', {generated} states generated' if generated else ''})"
-    return result
+        if _is_violation(result) or clock.expired or result.outcome == Outcome.ERROR:
+            break
+    assert result is not None  # sim_runs >= 1
+    if len(seeds) > 1:
+        result.details["reason"] = (f"{result.details.get('reason', '')} ({len(seeds)} simulation runs, seeds "
+                                    f"{seeds[0]}..{seeds[-1]}, {generated} states generated)")
+    return result, seeds, generated
 
 
 def hunt(
@@ -181,95 +240,87 @@ def hunt(
     check: tuple[CheckKind, str],
     *,
     module: str | None = None,
-    budget_s: float = 120.0,
+    bounds: HuntBounds | None = None,
+    budget_s: float = DEFAULT_BUDGET_S,
     workers: int = 1,
-    depth: int = DEFAULT_DEPTH,
-    seed: int = DEFAULT_SEED,
-    shares: dict[str, float] | None = None,
     check_deadlock: bool = False,
     strategies: tuple[Strategy, ...] = ("bfs", "simulate", "smaller-constants"),
 ) -> HuntResult:
-    """Look for a violation of ``check`` (("invariant"|"property", name)) within ``budget_s`` (see the module doc).
+    """Look for a violation of ``check`` (("invariant"|"property", name)) within ``bounds`` (see the module doc).
 
     ``cfg`` is the model's configuration (its own checks are replaced by ``check``); ``workers`` TLC worker
-    threads per run. The budget is shared among the steps by ``shares``; time a step leaves unused goes to
-    the next one.
+    threads per run (1: the same result at any load); ``budget_s`` the wall-clock safety net, whose expiry
+    makes the hunt inconclusive.
     """
+    bounds = bounds or HuntBounds()
     kind, name = check
     spec = prepare(source, module)
     base = make_compatible(tlc._cfg_for(spec, cfg)).config
     single = base.only(prop=name) if kind == "property" else base.only(invariant=name)
-    shares = {**DEFAULT_SHARES, **(shares or {})}
     plan = [s for s in strategies if not (s == "simulate" and kind == "property")]
-    start = time.monotonic()
+    clock = _Clock(budget_s)
     steps: list[HuntStep] = []
     last: CheckResult | None = None
 
-    def remaining() -> float:
-        return budget_s - (time.monotonic() - start)
+    def sim_bound(runs: int) -> str:
+        return f"{runs} runs x {bounds.sim_behaviours} behaviours, depth {bounds.depth}, seeds from {bounds.seed}"
 
-    def allot(strategy: Strategy) -> float:
-        later = sum(shares[s] for s in plan[plan.index(strategy):])
-        return max(MIN_STEP_S, remaining() * shares[strategy] / later) if later else remaining()
+    options = {"module": module, "check_deadlock": check_deadlock, "workers": workers}
 
     for strategy in plan:
-        if remaining() < MIN_STEP_S:
+        if clock.expired:
             break
         if strategy == "bfs":
-            step_s = allot(strategy)
-            last = tlc.model_check(source, single, module=module, check_deadlock=check_deadlock,
-                                   workers=workers, timeout_s=step_s)
-            steps.append(_step(strategy, last, step_s, single.constants))
+            last = _bfs(source, single, kind, bounds.bfs_states, clock, **options)
+            steps.append(_step(strategy, last, f"{bounds.bfs_states} states", single.constants))
             # stop at a violation, a complete clean search or a spec TLC does not accept; an evaluation
             # error or a deadlock on the way does not end the hunt (simulation may go past it)
             if _is_violation(last) or last.outcome in (Outcome.OK, Outcome.ERROR):
                 break
         elif strategy == "simulate":
-            step_s = allot(strategy)
-            last = _simulate(source, single, step_s, depth, seed, module, check_deadlock, workers)
-            steps.append(_step(strategy, last, step_s, single.constants))
+            last, seeds, generated = _simulate(source, single, bounds, bounds.sim_runs, clock, **options)
+            steps.append(_step(strategy, last, sim_bound(bounds.sim_runs), single.constants, seeds, generated))
             if _is_violation(last):
                 break
         else:
-            candidates = shrink_candidates(single.constants)
-            found = False
-            for position, (index, smaller) in enumerate(candidates):
-                if remaining() < MIN_STEP_S:
+            for index, smaller in shrink_candidates(single.constants):
+                if clock.expired:
                     break
-                step_s = max(MIN_STEP_S, remaining() / (len(candidates) - position))
                 constants = [smaller if i == index else c for i, c in enumerate(single.constants)]
                 reduced = single.model_copy(update={"constants": constants})
-                step_end = time.monotonic() + step_s
-                bfs_s = step_s if kind == "property" else max(MIN_STEP_S, step_s * SMALLER_BFS_SHARE)
-                result = tlc.model_check(source, reduced, module=module, check_deadlock=check_deadlock,
-                                         workers=workers, timeout_s=bfs_s)
-                steps.append(_step(strategy, result, bfs_s, constants))
-                left = step_end - time.monotonic()
-                if not _is_violation(result) and result.outcome != Outcome.OK and kind == "invariant" \
-                        and left >= MIN_STEP_S:
-                    # BFS stopped at another error, or ran out of time: random behaviours may go past it
-                    result = _simulate(source, reduced, left, depth, seed, module, check_deadlock, workers)
-                    steps.append(_step(strategy, result, left, constants))
+                result = _bfs(source, reduced, kind, bounds.smaller_bfs_states, clock, **options)
+                steps.append(_step(strategy, result, f"{bounds.smaller_bfs_states} states", constants))
+                if not _is_violation(result) and result.outcome not in (Outcome.OK, Outcome.ERROR) \
+                        and kind == "invariant" and not clock.expired:
+                    # BFS stopped at another error, or at its bound: random behaviours may go past it
+                    result, seeds, generated = _simulate(source, reduced, bounds, bounds.smaller_sim_runs, clock,
+                                                         **options)
+                    steps.append(_step(strategy, result, sim_bound(bounds.smaller_sim_runs), constants, seeds,
+                                       generated))
+                last = result if _is_violation(result) or last is None else last
                 if _is_violation(result):
-                    last, found = result, True
                     break
-                last = last or result
-            if found:
+            if last is not None and _is_violation(last):
                 break
     if last is None:
-        raise ValueError(f"budget of {budget_s} s is below one step ({MIN_STEP_S} s)")
-    outcome = HuntResult(check=name, kind=kind, result=last, steps=steps, budget_s=budget_s)
-    if outcome.found and outcome.strategy == "smaller-constants":
+        raise ValueError(f"no hunt step ran (strategies {strategies!r}, safety net {budget_s} s)")
+    outcome = HuntResult(check=name, kind=kind, result=last, steps=steps, bounds=bounds, budget_s=budget_s,
+                         safety_net_expired=clock.expired)
+    if clock.expired and not outcome.found:
+        reason = (f"the hunt's wall-clock safety net of {budget_s:g} s expired before its bounds were used: "
+                  "inconclusive; " + "; ".join(s.line() for s in steps))
+        outcome.result = last.model_copy(update={"outcome": Outcome.INCONCLUSIVE,
+                                                 "details": {**last.details, "reason": reason}})
+    elif outcome.found and outcome.strategy == "smaller-constants":
         last.diagnostics.append(Diagnostic(
             tool=tlc.TOOL, severity=Severity.INFO, code="smaller-constants",
             message=f"violated with smaller constants: {', '.join(outcome.constants)}"))
-    # a deadlock or an evaluation error stays "failed" (the spec is wrong); a hunt that ran out of steps
+    # a deadlock or an evaluation error stays "failed" (the spec is wrong); a hunt that used its bounds
     # without finding anything is inconclusive, with what each step explored
-    if not outcome.found and last.outcome not in (Outcome.OK, Outcome.FAILED) and len(steps) > 1:
-        last = last.model_copy(update={"outcome": Outcome.INCONCLUSIVE, "details": {
-            **last.details, "reason": "no violation found within the budget: "
+    elif not outcome.found and last.outcome not in (Outcome.OK, Outcome.FAILED) and len(steps) > 1:
+        outcome.result = last.model_copy(update={"outcome": Outcome.INCONCLUSIVE, "details": {
+            **last.details, "reason": "no violation found within the hunt's bounds: "
             + "; ".join(s.line() for s in steps)}})
-        outcome.result = last
     log.info("bug_hunt.done", check=name, found=outcome.found, strategy=outcome.strategy,
-             seconds=round(outcome.seconds, 1), steps=len(steps))
+             seconds=round(outcome.seconds, 1), steps=len(steps), safety_net_expired=clock.expired)
     return outcome

@@ -1,9 +1,12 @@
 """One invariant check by ``sysmo.tools.tla.bug_hunt`` instead of a single BFS (``strategy="hunt"``).
 
 ``strategy="hunt"`` (cascade option ``invariants.strategy``; default ``"bfs"``, SysMoBench's one BFS per
-template) replaces the single BFS by ``sysmo.tools.tla.bug_hunt.hunt`` within the same ``timeout_s``: BFS,
-then random simulation, then BFS and simulation with smaller finite-set constants, stopping at the first counterexample
-(the steps taken are in the verdict's notes). It is for bug controls, whose bug lies deeper than BFS reaches.
+template) replaces the single BFS by ``sysmo.tools.tla.bug_hunt.hunt`` with its default work bounds
+(``HuntBounds``: distinct states per BFS, simulation runs x behaviours from seed 1): BFS, then random simulation,
+then BFS and simulation with smaller finite-set constants, stopping at the first counterexample (the steps taken
+are in the verdict's notes). ``timeout_s`` is only the hunt's safety net, to be set well above what the bounds
+take (``sysmo reproduce sysmobench``: 900 s): when it expires the check is inconclusive, so a found or
+clean verdict never depends on how fast the machine was. It is for bug controls, whose bug lies deeper than BFS reaches.
 """
 
 from __future__ import annotations
