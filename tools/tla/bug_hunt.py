@@ -12,9 +12,9 @@ same hunt takes the same steps and gives the same verdict on a quiet machine and
    seeds ``seed``, ``seed + 1``, ... for ``sim_runs`` runs (one TLC worker each, so a seed fixes them), same
    constants (safety checks only: a random finite behaviour proves nothing about a liveness property). TLC
    ends a run early at the first evaluation error of any behaviour; the next run starts with the next seed;
-3. ``smaller-constants``: BFS (``smaller_bfs_states``) then, for safety checks, simulation (the same runs)
-   (``smaller_sim_runs`` runs) with one finite-set constant cut to fewer elements (``Server = {1, 2, 3}`` -> ``{1, 2}``), one constant
-   at a time, largest set first. A counterexample found there is a real behaviour of the specification,
+3. ``smaller-constants``: BFS (``smaller_bfs_states``) then, for safety checks, simulation
+   (``smaller_sim_runs`` runs, the same seeds) with one finite-set constant cut to fewer elements
+   (``Server = {1, 2, 3}`` -> ``{1, 2}``), one constant at a time, largest set first. A counterexample found there is a real behaviour of the specification,
    for that smaller instance; the step and the constants used are recorded in the result, so the verdict
    says which instance was violated.
 
