@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import importlib.resources
+import os
 import shutil
 import subprocess
 import tarfile
@@ -58,7 +59,9 @@ def java_binary() -> str:
             "apt-get install openjdk-17-jdk-headless (a JRE runs them too; a JDK's jlink and javac make them start "
             "faster), or set SYSMO_TOOLS__JAVA to a java binary."
         )
-    return found
+    # the binary itself, not a link to it: a sandbox binds the JDK's folder, and a link in a folder it does not
+    # bind (~/bin, a version manager's shims) would name nothing inside it
+    return os.path.realpath(found)
 
 
 def tla2tools_jar() -> Path:
