@@ -20,7 +20,8 @@ pytest.importorskip("ray", reason="Ray is an optional extra: pip install -e '.[r
 from ray_cluster_scenarios import stop_cluster  # noqa: E402
 
 SCENARIOS = Path(__file__).with_name("ray_cluster_scenarios.py")
-TIMEOUT_S = 420  # a cluster start is 20-60 s on a loaded 2-core machine, the scenarios as much again
+# a cluster start is 20-60 s on a loaded 2-core machine, the scenarios minutes under load (pytest's limit: 900 s)
+TIMEOUT_S = 840
 
 
 def namespace_command() -> list[str] | None:
