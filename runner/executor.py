@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.runner.budget import Spending, StopControl
@@ -61,6 +61,44 @@ class RunState:
     def finish(self) -> None:
         if self.stop.requested and not self.summary.stopped:
             self.summary.stopped = "interrupted"
+
+
+# a unit with its task named by id: (task id, then ``WorkUnit``'s other fields in order)
+UnitKey = tuple[str, str, str, int, str, Any, str, int | None]
+
+
+def unit_key(unit: WorkUnit) -> UnitKey:
+    """A unit with its task named by id: (task id, then ``WorkUnit``'s other fields in order: agent, model,
+    sample, experiment, arm, arm key, seed). Sent to a worker (a Ray actor, a worker process) instead of the unit
+    (cloudpickle takes about 1.7 ms for a unit with its pydantic task); the worker makes the same unit, so the
+    attempt has the driver's id, arm and seed."""
+    return (unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id, unit.arm, unit.arm_key,
+            unit.seed)
+
+
+def decode_rows(state: RunState, rows: tuple) -> tuple[Attempt, Any, Any, Any, list[Any]]:
+    """What a worker sent for an attempt (``UnitRunner.arun_rows``) as the driver's writer takes it: the attempt
+    (for the run's counts), its record, its steps in a recorder of the driver's, its scorecard and the scoring's
+    events."""
+    from sysmo.contracts.events import EventAdapter
+    from sysmo.contracts.scorecard import ScoreCard
+
+    record, calls, card_json, score_events = rows
+    attempt = Attempt.model_validate_json(record.attempt_json)  # its events are in the record's rows
+    steps = None
+    if calls is not None:
+        steps = state.runner.checkpoints().recorder()
+        steps.calls = calls
+    card = ScoreCard.model_validate_json(card_json) if card_json else None
+    return attempt, record, steps, card, [EventAdapter.validate_json(e) for e in score_events]
+
+
+def rescore_stored(unit: WorkUnit, state: RunState) -> None:
+    """A unit whose attempt was stored before an interruption: only its score is missing."""
+    attempt = state.writer.store.attempt(unit.attempt_id)
+    if state.config.score:
+        state.writer.score(unit, attempt)
+    state.finished(attempt)
 
 
 class Executor(Protocol):

@@ -36,7 +36,7 @@ from typing import Any
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
 from sysmo.runner.config import ExperimentConfig
-from sysmo.runner.executor import RunState
+from sysmo.runner.executor import RunState, decode_rows, rescore_stored, unit_key
 from sysmo.runner.results import QUEUED
 from sysmo.runner.units import WorkUnit
 
@@ -194,7 +194,7 @@ class ProcessExecutor:
                                      "`sysmo run --resume` runs the rest)")
                 state.failed(SysmoError(text))
                 return
-            attempt, record, steps, card, events = _decode(state, message[2])
+            attempt, record, steps, card, events = decode_rows(state, message[2])
             state.came_back(unit, attempt)
             future = state.writer.keep(unit, attempt, steps, record, artifacts_written=True)
             if card is not None:
@@ -219,7 +219,7 @@ class ProcessExecutor:
             while queue and len(in_flight) < config.concurrency and state.may_start():
                 unit = queue.pop()
                 if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
-                    _rescore(unit, state)
+                    rescore_stored(unit, state)
                     continue
                 worker = least_busy()
                 in_flight[unit.attempt_id] = (unit, worker)
@@ -243,33 +243,3 @@ class ProcessExecutor:
         count_stored(block=True)
         log.info("processes.done", seconds=round(time.monotonic() - started, 2), rerun=len(rerun))
 
-
-def unit_key(unit: WorkUnit) -> tuple:
-    """A unit with its task named by id (the worker has the run's tasks): (task id, then ``WorkUnit``'s other
-    fields in order), so the worker makes the same unit: the attempt has the driver's id, arm and seed."""
-    return (unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id, unit.arm, unit.arm_key,
-            unit.seed)
-
-
-def _decode(state: RunState, rows: tuple) -> tuple[Any, Any, Any, Any, list[Any]]:
-    """The attempt (for the run's counts), its record, its steps in a recorder for the writer, its scorecard and
-    the scoring's events, from what a worker sent."""
-    from sysmo.contracts.attempt import Attempt
-    from sysmo.contracts.events import EventAdapter
-    from sysmo.contracts.scorecard import ScoreCard
-
-    record, calls, card_json, score_events = rows
-    attempt = Attempt.model_validate_json(record.attempt_json)  # its events are in the record's rows
-    steps = None
-    if calls is not None:
-        steps = state.runner.checkpoints().recorder()
-        steps.calls = calls
-    card = ScoreCard.model_validate_json(card_json) if card_json else None
-    return attempt, record, steps, card, [EventAdapter.validate_json(e) for e in score_events]
-
-
-def _rescore(unit: WorkUnit, state: RunState) -> None:
-    attempt = state.writer.store.attempt(unit.attempt_id)
-    if state.config.score:
-        state.writer.score(unit, attempt)
-    state.finished(attempt)

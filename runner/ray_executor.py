@@ -34,10 +34,9 @@ from typing import Any
 from sysmo.errors import ConfigError, SysmoError
 from sysmo.log import get_logger
 from sysmo.runner.collector import fewer_collections
-from sysmo.runner.executor import RunState
+from sysmo.runner.executor import RunState, UnitKey, decode_rows, rescore_stored, unit_key
 from sysmo.runner.ray_cluster import ClusterNode, check_nodes, data_paths, tools_for, unit_nodes
 from sysmo.runner.results import QUEUED
-from sysmo.runner.unit_runner import portable_calls  # noqa: F401 - where it was
 from sysmo.runner.units import WorkUnit
 
 log = get_logger(__name__)
@@ -48,7 +47,6 @@ PASSED_ENV = re.compile(r"^(SYSMO_.*|LITELLM_.*|OPENAI_.*|ANTHROPIC_.*|AZURE_.*|
                         r"|TOGETHER.*|DEEPSEEK_.*|OPENROUTER_.*|OLLAMA_.*|HF_.*|XDG_CACHE_HOME|JAVA_HOME"
                         r"|.*_API_KEY|.*_API_BASE|.*_BASE_URL)$")
 WAIT_S = 0.2  # how often the driver looks at a stop request while attempts run
-UnitKey = tuple[str, str, str, int, str, Any, str, int | None]
 
 
 def driver_environment() -> dict[str, str]:
@@ -97,14 +95,6 @@ class UnitActor:
     def close(self) -> None:
         self.runner.close()
         self._collections.__exit__(None, None, None)
-
-
-def unit_key(unit: WorkUnit) -> UnitKey:
-    """A unit with its task named by id: (task id, then ``WorkUnit``'s other fields in order: agent, model,
-    sample, experiment, arm, arm key, seed). Sent instead of the unit (cloudpickle takes about 1.7 ms for a unit
-    with its pydantic task); the actor makes the same unit, so the attempt has the driver's id, arm and seed."""
-    return (unit.task.id, unit.agent, unit.model, unit.sample, unit.experiment_id, unit.arm, unit.arm_key,
-            unit.seed)
 
 
 def start_ray(address: str | None, num_cpus: int) -> Any:
@@ -241,7 +231,7 @@ class RayExecutor:
                 while queue and load and len(in_flight) < config.concurrency and state.may_start():
                     unit = queue.pop()
                     if unit.attempt_id in state.attempted:  # stored before an interruption: only its score is missing
-                        self._rescore(unit, state)
+                        rescore_stored(unit, state)
                         continue
                     index = min(load, key=load.__getitem__)
                     load[index] += 1
@@ -260,7 +250,7 @@ class RayExecutor:
                     if index in load:
                         load[index] -= 1
                     try:
-                        attempt, record, steps, card, events = self._decode(*ray.get(ref))
+                        attempt, record, steps, card, events = decode_rows(state, ray.get(ref))
                     except RayActorError as exc:  # the actor's process or node is gone
                         lost(unit, index, exc)
                         continue
@@ -271,7 +261,7 @@ class RayExecutor:
                         continue
                     self.returned[self._nodes[index].label] += 1
                     state.came_back(unit, attempt)
-                    future = state.writer.keep(unit, attempt, self._recorder(state, steps), record)
+                    future = state.writer.keep(unit, attempt, steps, record)
                     if card is not None:
                         future = state.writer.save_score(attempt, card, events)  # written after the record
                     storing.append((future, attempt))
@@ -287,30 +277,3 @@ class RayExecutor:
             raise
         log.info("ray.done", seconds=round(time.monotonic() - started, 2), rerun=len(rerun),
                  by_node=dict(self.returned))
-
-    @staticmethod
-    def _decode(record: Any, calls: list[Any] | None, card_json: str | None,
-                score_events: list[str]) -> tuple[Any, Any, Any, Any, list[Any]]:
-        from sysmo.contracts.attempt import Attempt
-        from sysmo.contracts.events import EventAdapter
-        from sysmo.contracts.scorecard import ScoreCard
-
-        attempt = Attempt.model_validate_json(record.attempt_json)  # its events are in the record's rows
-        card = ScoreCard.model_validate_json(card_json) if card_json else None
-        return attempt, record, calls, card, [EventAdapter.validate_json(e) for e in score_events]
-
-    @staticmethod
-    def _recorder(state: RunState, calls: list[Any] | None) -> Any:
-        """The driver's recorder of an attempt's steps, from the calls a worker recorded."""
-        if calls is None:
-            return None
-        steps = state.runner.checkpoints().recorder()
-        steps.calls = calls
-        return steps
-
-    @staticmethod
-    def _rescore(unit: WorkUnit, state: RunState) -> None:
-        attempt = state.writer.store.attempt(unit.attempt_id)
-        if state.config.score:
-            state.writer.score(unit, attempt)
-        state.finished(attempt)

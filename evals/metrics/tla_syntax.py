@@ -228,6 +228,44 @@ def blank_comments(text: str, *, strings: bool = False) -> str:
     return "".join(out)
 
 
+def bracket_depths(text: str) -> list[int]:
+    """The bracket depth ((), [], {}, <<>>) at each character of ``text``, string literals skipped (a TLA+
+    operator at depth 0 stands outside every bracket)."""
+    depth, out, i, in_string = 0, [], 0, False
+    while i < len(text):
+        ch = text[i]
+        if in_string:
+            out.append(depth)
+            if ch == "\\":
+                out.append(depth)
+                i += 2
+                continue
+            in_string = ch != '"'
+        elif ch == '"':
+            in_string = True
+            out.append(depth)
+        elif text.startswith("<<", i):
+            out.extend([depth, depth + 1])
+            depth += 1
+            i += 2
+            continue
+        elif text.startswith(">>", i) and depth > 0:
+            depth -= 1
+            out.extend([depth, depth])
+            i += 2
+            continue
+        elif ch in "([{":
+            out.append(depth)
+            depth += 1
+        elif ch in ")]}" and depth > 0:
+            depth -= 1
+            out.append(depth)
+        else:
+            out.append(depth)
+        i += 1
+    return out[: len(text)]
+
+
 def _head(line: str) -> tuple[str, str | None] | None:
     """(kind, name) when ``line`` starts a top-level unit, else None."""
     if not line or line[0].isspace():

@@ -20,6 +20,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from sysmo.evals.metrics.tla_syntax import bracket_depths
 from sysmo.evals.sensitivity import MutationError
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
@@ -159,47 +160,10 @@ def _body(block: Block) -> tuple[str, str]:
     return text[: head.end()], text[head.end() :]
 
 
-def _depths(text: str) -> list[int]:
-    """The bracket depth ((), [], {}, <<>>) at each character, strings skipped."""
-    depth, out, i, in_string = 0, [], 0, False
-    while i < len(text):
-        ch = text[i]
-        if in_string:
-            out.append(depth)
-            if ch == "\\":
-                out.append(depth)
-                i += 2
-                continue
-            in_string = ch != '"'
-        elif ch == '"':
-            in_string = True
-            out.append(depth)
-        elif text.startswith("<<", i):
-            out.extend([depth, depth + 1])
-            depth += 1
-            i += 2
-            continue
-        elif text.startswith(">>", i) and depth > 0:
-            depth -= 1
-            out.extend([depth, depth])
-            i += 2
-            continue
-        elif ch in "([{":
-            out.append(depth)
-            depth += 1
-        elif ch in ")]}" and depth > 0:
-            depth -= 1
-            out.append(depth)
-        else:
-            out.append(depth)
-        i += 1
-    return out[: len(text)]
-
-
 def _split_top(text: str, op: str) -> list[str]:
     """``text`` split at the operator ``op`` (``/\\`` or ``\\/``) where it stands at bracket depth 0, up to the
     first quantifier, IF, LET or CASE at depth 0 (whose scope runs to the end: the rest is one part)."""
-    depths = _depths(text)
+    depths = bracket_depths(text)
     parts, start = [], 0
     for match in re.finditer(r"\\[EA]\b|\bIF\b|\bLET\b|\bCASE\b|" + re.escape(op), text):
         if depths[match.start()] != 0:
@@ -340,7 +304,7 @@ def _drop_disjunct(text: str, action: str) -> str:
     call = re.search(rf"\b{re.escape(action)}\b", cleaned)
     assert call is not None
     start, end = call.start(), call.end()
-    depths = _depths(cleaned)
+    depths = bracket_depths(cleaned)
     if end < len(cleaned) and cleaned[end:].lstrip().startswith("("):  # the call's arguments
         open_at = end + (len(cleaned[end:]) - len(cleaned[end:].lstrip()))
         level = depths[open_at]

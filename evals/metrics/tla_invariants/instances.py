@@ -28,36 +28,15 @@ from sysmo.evals.metrics.tla_invariants.formulas import (
     TEMPORAL,
     Candidate,
 )
-from sysmo.evals.metrics.tla_syntax import blank_comments
+from sysmo.evals.metrics.tla_syntax import blank_comments, bracket_depths
 
 MARKER = "sysmo-instances"
 SEQUENCE = "SysmoInstances"
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_CLOSE = set(_OPEN.values())
-
-
-def _depth_zero(text: str) -> list[int]:
-    """Per character of ``text``, the bracket depth before it (``<<``/``>>`` count as brackets)."""
-    depths, depth, i = [], 0, 0
-    while i < len(text):
-        pair = text[i:i + 2]
-        if pair in ("<<", ">>"):
-            depths += [depth, depth]
-            depth += 1 if pair == "<<" else -1
-            i += 2
-            continue
-        depths.append(depth)
-        if text[i] in _OPEN:
-            depth += 1
-        elif text[i] in _CLOSE:
-            depth -= 1
-        i += 1
-    return depths
 
 
 def _split_top(text: str, separator: str) -> list[str]:
     """``text`` split at every ``separator`` outside brackets."""
-    depths = _depth_zero(text)
+    depths = bracket_depths(text)
     parts, start, i = [], 0, 0
     while i < len(text):
         if depths[i] == 0 and text.startswith(separator, i):
@@ -108,7 +87,7 @@ def plan(candidate: Candidate, constants: set[str]) -> InstancePlan | None:
     text = blank_comments(original, strings=True)  # the same length: offsets in one are offsets in the other
     if not text.startswith("\\A") or SEQUENCE in text or any(SEQUENCE in h for h in candidate.helpers):
         return None
-    depths = _depth_zero(text)
+    depths = bracket_depths(text)
     colon = next((i for i in range(2, len(text)) if text[i] == ":" and depths[i] == 0
                   and text[i + 1:i + 2] != ":" and text[i - 1:i] != ":"), None)
     if colon is None:
