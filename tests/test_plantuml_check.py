@@ -96,21 +96,96 @@ def test_batch_of_nothing_is_nothing():
     assert check_batch([]) == []
 
 
-def test_server_listens_only_on_loopback_and_runs_confined():
-    server = plantuml_server()
-    server.ensure()
-    # under bubblewrap or the unshare jail: its own network namespace, reached through a Unix socket
-    assert server.isolation[:1] in (["bwrap"], ["unshare"]) and "netns" in server.isolation, server.isolation
+def _confined_jvm(server) -> int:
     jvm = server.pids()[-1]
-    cmdline = open(f"/proc/{jvm}/cmdline").read().split("\0")
-    assert f"-picoweb:{server.port}:127.0.0.1" in cmdline
-    assert not any(arg.startswith("--http-server") for arg in cmdline)
-    assert server.socket_path is not None and server.socket_path.is_socket()
     assert os.readlink(f"/proc/{jvm}/ns/net") != os.readlink("/proc/self/ns/net")
     status = dict(line.split(":\t", 1) for line in open(f"/proc/{jvm}/status").read().splitlines() if ":\t" in line)
     assert int(status["CapEff"], 16) == 0 and int(status["CapBnd"], 16) == 0
     assert not os.path.exists(f"/proc/{jvm}/root{Path.home()}")  # the host's home is not in its root
     assert open(f"/proc/{jvm}/environ").read().split("\0")[:-1] != [] and "SYSMO" not in open(f"/proc/{jvm}/environ").read()
+    return jvm
+
+
+def _sockets_of(pid: int) -> list[str]:
+    found = []
+    for fd in Path(f"/proc/{pid}/fd").iterdir():
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if target.startswith("socket:"):
+            found.append(target)
+    return found
+
+
+def test_the_server_speaks_over_its_pipes_and_runs_confined_with_nothing_listening():
+    server = plantuml_server()
+    server.ensure()
+    # under bubblewrap or the unshare jail: its own network namespace; spoken to over stdin/stdout
+    assert server.isolation[:1] in (["bwrap"], ["unshare"]) and "netns" in server.isolation, server.isolation
+    assert server.transport == "pipe" and "pipe" in server.isolation
+    assert server.port is None and server.socket_path is None
+    jvm = _confined_jvm(server)
+    cmdline = open(f"/proc/{jvm}/cmdline").read().split("\0")
+    assert "PlantUMLPipe" in cmdline and not any("picoweb" in arg or "http-server" in arg for arg in cmdline)
+    # the JVM holds no listening socket of its own (Java's own descriptors may include none at all)
+    listening = Path(f"/proc/{jvm}/net/tcp").read_text().splitlines()[1:]
+    assert not [row for row in listening if row.split()[3] == "0A"], listening  # 0A: LISTEN
+    assert check(INVALID).outcome == Outcome.FAILED
+
+
+def test_without_javac_the_server_is_picoweb_behind_a_unix_socket(monkeypatch):
+    from sysmo.tools.plantuml import server as server_module
+
+    monkeypatch.setattr(server_module, "pipe_jar", lambda java, jar: None)  # a JRE: no javac to build the pipe
+    server = server_module.PlantUMLServer()
+    try:
+        server.ensure()
+        assert server.transport == "picoweb" and "unix-socket" in server.isolation
+        jvm = _confined_jvm(server)
+        cmdline = open(f"/proc/{jvm}/cmdline").read().split("\0")
+        assert f"-picoweb:{server.port}:127.0.0.1" in cmdline
+        assert not any(arg.startswith("--http-server") for arg in cmdline)
+        assert server.socket_path is not None and server.socket_path.is_socket()
+        answer = server.render(INVALID, draw=False)  # picoweb always draws
+        assert answer.error_line == 4 and "<svg" in answer.svg
+    finally:
+        server.stop()
+
+
+def test_a_check_parses_without_drawing_and_render_svg_draws():
+    server = plantuml_server()
+    parsed, drawn = server.render(VALID, draw=False), server.render(VALID)
+    assert parsed.svg == "" and drawn.svg.startswith("<svg")
+    assert (parsed.status, parsed.error, parsed.error_line) == (drawn.status, drawn.error, drawn.error_line)
+    bad = server.render(INVALID, draw=False)
+    assert bad.error and bad.error_line == 4 and bad.status == 200
+
+
+def _mutants(text: str) -> list[str]:
+    """Each line of a diagram dropped, doubled or cut in half: valid and broken diagrams in one corpus."""
+    lines = text.splitlines()
+    out = []
+    for i in range(1, len(lines) - 1):
+        out.append("\n".join(lines[:i] + lines[i + 1:]))
+        out.append("\n".join(lines[:i] + [lines[i], lines[i]] + lines[i + 1:]))
+        out.append("\n".join(lines[:i] + [lines[i][: len(lines[i]) // 2] + " }{ ->"] + lines[i + 1:]))
+    return out
+
+
+@pytest.mark.slow
+def test_the_parse_only_check_gives_the_batch_clis_verdict_and_line_on_every_mutant():
+    # the batch path runs PlantUML's own command line (-tsvg -stdrpt:2: parsed and drawn); the warm check only
+    # parses: the verdicts and error lines must be the same, diagram by diagram
+    sources = sorted(Path(__file__).resolve().parents[1].glob("benchmarks/**/*.puml"))[:2]
+    texts = [VALID, INVALID] + [p.read_text() for p in sources]
+    corpus = [m for t in texts for m in [t, *_mutants(t)]]
+    assert len(corpus) > 60
+    batch = check_batch(corpus)
+    for text, drawn in zip(corpus, batch, strict=True):
+        warm = check(text)
+        assert warm.outcome == drawn.outcome, text
+        assert [(d.line, d.code) for d in warm.diagnostics] == [(d.line, d.code) for d in drawn.diagnostics], text
 
 
 def test_a_killed_server_is_restarted_by_the_next_check():

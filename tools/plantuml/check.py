@@ -90,6 +90,7 @@ def _result(
 
 def check(text: str, *, single: bool = True, timeout_s: float = 30.0) -> CheckResult:
     """Check one diagram through the warm server; lint findings count as errors (PlantUML accepts too much).
+    PlantUML parses the diagram without drawing it (the pipe transport; picoweb draws every request).
 
     ``text`` may carry prose or fences around the diagram: the first ``@startuml .. @enduml`` block is
     checked, and every line number refers to ``text`` itself.
@@ -100,7 +101,7 @@ def check(text: str, *, single: bool = True, timeout_s: float = 30.0) -> CheckRe
     server = plantuml_server()
     details: dict = {"mode": "server", "diagram_start_line": block.start_line}
     try:
-        response = server.render(block.text(), timeout_s=timeout_s)
+        response = server.render(block.text(), timeout_s=timeout_s, draw=False)  # a verdict needs no picture
     except TimeoutError:
         timeout = Diagnostic(
             tool=TOOL,
@@ -119,6 +120,7 @@ def check(text: str, *, single: bool = True, timeout_s: float = 30.0) -> CheckRe
         )
     details.update(
         isolation=server.isolation,
+        transport=server.transport,
         description=response.description,
         server_seconds=round(response.duration_s, 4),
     )

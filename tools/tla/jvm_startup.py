@@ -32,16 +32,13 @@ off.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import os
 import shutil
 import subprocess
 import tempfile
 import threading
-import zipfile
-from collections.abc import Callable, Iterator
+
 from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
@@ -50,6 +47,7 @@ from sysmo.config import settings
 from sysmo.errors import SysmoError
 from sysmo.log import get_logger
 from sysmo.tools.install import java_binary, tla2tools_jar
+from sysmo.tools.java_build import compiled_jar, javac_beside, made_once
 
 log = get_logger(__name__)
 
@@ -156,18 +154,6 @@ def java() -> str:
     return str(image / "bin" / "java") if image is not None else configured
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """Held by one process at a time (two test workers, two ``sysmo`` commands making the same file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def runtime_image(configured: str | None = None) -> Path | None:
     """The Java runtime without JFR made from the configured Java by ``jlink`` (once, on first use), or None when it
     cannot be made: no ``jlink`` or no module files beside that Java (a JRE), or a failed ``jlink``."""
@@ -184,22 +170,10 @@ def runtime_image(configured: str | None = None) -> Path | None:
             return None
         tag = hashlib.sha256(f"{real}:{_java_version(str(real))}".encode()).hexdigest()[:16]
         path = settings().jvm_dir / f"runtime-{tag}"
-        made = _made_once(path, path / "bin" / "java", lambda: _make_image(path, real, jlink), "image_failed")
+        made = made_once(path, path / "bin" / "java", lambda: _make_image(path, real, jlink),
+                         "jvm_startup.image_failed")
         _image[real.as_posix()] = path if made else None
         return _image[real.as_posix()]
-
-
-def _made_once(path: Path, proof: Path, make: Callable[[], None], failure_event: str) -> bool:
-    """Make ``path`` unless ``proof`` (a file it holds, or itself) is there, one process at a time (a file lock
-    beside it); whether it is there now. An OSError (e.g. a read-only home) is logged: runs go on without it."""
-    try:
-        if not proof.is_file():
-            with _file_lock(path.with_name(f"{path.name}.lock")):
-                if not proof.is_file():
-                    make()
-    except OSError as exc:
-        log.warning(f"jvm_startup.{failure_event}", error=str(exc), path=str(path))
-    return proof.is_file()
 
 
 def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
@@ -244,47 +218,19 @@ def _make_image(path: Path, java_path: Path, jlink: Path) -> None:
 
 def launcher(configured: str | None = None) -> Path | None:
     """The jar of ``TLCMain.java`` (TLC's main without the exit's wait for RMI's native accept), compiled once by
-    the ``javac`` beside the configured java into ``<jvm_dir>/tlc-main-<source hash>.jar``; None without ``javac``
-    (a JRE), when it does not compile, or when the jvm dir cannot be written."""
+    the ``javac`` beside the configured java into ``<jvm_dir>/tlc-main-<hash>.jar`` (``tools.java_build``); None
+    without ``javac`` (a JRE), when it does not compile, or when the jvm dir cannot be written."""
     configured = configured or java_binary()
     real = Path(os.path.realpath(configured))
     with _lock:
         known = _launcher.get(real.as_posix(), False)
         if known is None or (known and known.is_file()):
             return known
-        javac = real.parent / "javac"
-        if not javac.is_file():
-            _launcher[real.as_posix()] = None
-            return None
-        tag = hashlib.sha256(LAUNCHER_SOURCE.read_bytes()).hexdigest()[:16]
-        path = settings().jvm_dir / f"tlc-main-{tag}.jar"
-        made = _made_once(path, path, lambda: _make_launcher(path, javac), "launcher_failed")
-        _launcher[real.as_posix()] = path if made else None
+        javac = javac_beside(str(real))
+        # bytecode for Java 11, the oldest Java TLC runs on, whatever the JDK
+        _launcher[real.as_posix()] = None if javac is None else compiled_jar(
+            "tlc-main", LAUNCHER_SOURCE, tla2tools_jar(), javac, "jvm_startup.launcher_failed")
         return _launcher[real.as_posix()]
-
-
-def _make_launcher(path: Path, javac: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix=".sysmo-tlc-main-", dir=path.parent) as work:  # the jar's file system
-        classes = Path(work) / "classes"
-        try:  # bytecode for Java 11, the oldest Java TLC runs on, whatever the JDK
-            made = subprocess.run([str(javac), "--release", "11", "-nowarn", "-cp", str(tla2tools_jar()), "-d",
-                                   str(classes), str(LAUNCHER_SOURCE)], capture_output=True, text=True, timeout=300,
-                                  check=False)
-        except (OSError, subprocess.SubprocessError) as exc:
-            log.warning("jvm_startup.launcher_failed", error=str(exc))
-            return
-        compiled = sorted(classes.rglob("*.class")) if made.returncode == 0 else []
-        if not compiled:
-            log.warning("jvm_startup.launcher_failed", error=(made.stderr or made.stdout).strip()[-500:])
-            return
-        staged = Path(work) / "tlc-main.jar"
-        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as jar:
-            jar.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
-            for found in compiled:
-                jar.write(found, found.relative_to(classes).as_posix())
-        os.replace(staged, path)  # whole or not at all
-    log.info("jvm_startup.launcher_made", path=str(path))
 
 
 def _sandbox_view() -> str:
