@@ -28,9 +28,10 @@ import net.sourceforge.plantuml.json.JsonObject;
  *
  * A request is a header line {@code ID MODE NBYTES} and NBYTES of UTF-8 diagram source; MODE is {@code check}
  * (parse the diagram: its first error and line, its description; nothing is drawn) or {@code svg} (the same, and
- * the SVG PlantUML draws). The answer is a header line {@code ID NBYTES} and NBYTES of a JSON object with
- * {@code status} (200, or 500 when PlantUML threw), {@code error}, {@code error_line} (1-based), {@code description}
- * and, for svg, {@code svg}. Requests are served by a small pool of threads, answers written whole, in any order.
+ * the SVG PlantUML draws). The answer is a header line {@code ID NJSON NSVG}, NJSON bytes of a JSON object with
+ * {@code status} (200, or 500 when PlantUML threw), {@code error}, {@code error_line} (1-based) and
+ * {@code description}, then NSVG bytes of SVG (none for check). Requests are served by a small pool of threads,
+ * answers written whole, in any order.
  * The diagram is read as PlantUML's picoweb reads it ({@code --charset UTF-8}, a source without {@code @start}
  * wrapped in {@code @startuml}/{@code @enduml}), so the verdicts are the same. Anything PlantUML prints goes to
  * stderr (the server's log), never into the answers.
@@ -65,7 +66,11 @@ public final class PlantUMLPipe {
             final String mode = parts[1];
             final byte[] body = in.readNBytes(Integer.parseInt(parts[2]));
             final String source = new String(body, StandardCharsets.UTF_8);
-            pool.execute(() -> answer(answers, id, answer(source, "svg".equals(mode))));
+            pool.execute(() -> {
+                final ByteArrayOutputStream svg = new ByteArrayOutputStream();
+                final String json = answer(source, "svg".equals(mode) ? svg : null);
+                answer(answers, id, json.getBytes(StandardCharsets.UTF_8), svg.toByteArray());
+            });
         }
         pool.shutdown();
     }
@@ -82,13 +87,13 @@ public final class PlantUMLPipe {
         return line.size() == 0 ? null : line.toString(StandardCharsets.UTF_8);
     }
 
-    private static void answer(OutputStream out, String id, String json) {
-        final byte[] body = json.getBytes(StandardCharsets.UTF_8);
-        final byte[] head = (id + " " + body.length + "\n").getBytes(StandardCharsets.UTF_8);
+    private static void answer(OutputStream out, String id, byte[] json, byte[] svg) {
+        final byte[] head = (id + " " + json.length + " " + svg.length + "\n").getBytes(StandardCharsets.UTF_8);
         synchronized (out) {
             try {
                 out.write(head);
-                out.write(body);
+                out.write(json);
+                out.write(svg);
                 out.flush();
             } catch (IOException e) {
                 System.exit(0); // sysmo went away
@@ -96,7 +101,9 @@ public final class PlantUMLPipe {
         }
     }
 
-    static String answer(String source, boolean draw) {
+    /** The verdict as JSON; with {@code svg} not null, the diagram is also drawn into it. */
+    static String answer(String source, ByteArrayOutputStream svg) {
+        final boolean draw = svg != null;
         final JsonObject result = Json.object();
         try {
             final CliOptions options = CliParser.parse(draw ? new String[] {"-tsvg", "--charset", "UTF-8"}
@@ -114,9 +121,7 @@ public final class PlantUMLPipe {
             }
             final Diagram diagram = blocks.get(0).getDiagram();
             if (draw) {
-                final ByteArrayOutputStream svg = new ByteArrayOutputStream();
                 diagram.exportDiagram(svg, 0, options.getFileFormatOption());
-                result.add("svg", svg.toString(StandardCharsets.UTF_8));
             }
             if (diagram instanceof PSystemError) {
                 final List<String> errors = new ArrayList<>();
@@ -143,6 +148,9 @@ public final class PlantUMLPipe {
             }
             return result.toString();
         } catch (Throwable e) {
+            if (draw) {
+                svg.reset();
+            }
             final JsonObject crash = Json.object();
             crash.add("status", 500);
             crash.add("error", Json.NULL);

@@ -139,12 +139,13 @@ class PipeClient:
         out = self.proc.stdout
         try:
             while header := out.readline():
-                ident, size = header.split()
-                body = out.read(int(size))
+                ident, json_size, svg_size = header.split()
+                answer = json.loads(out.read(int(json_size)))
+                answer["svg"] = out.read(int(svg_size)).decode(errors="replace")
                 with self._lock:
                     future = self._pending.pop(int(ident), None)
                 if future is not None and not future.done():
-                    future.set_result(json.loads(body))
+                    future.set_result(answer)
         except (OSError, ValueError) as exc:
             log.warning("plantuml_server.pipe_read_failed", error=str(exc))
         self.fail(ConnectionError("the PlantUML server closed its output"))
