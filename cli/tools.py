@@ -62,6 +62,11 @@ def install(force: bool = typer.Option(False, help="Download again even if prese
 
     jar = inst.install_plantuml(force=force)
     _console().print(f"PlantUML jar: {jar}")
+    from sysmo.tools.plantuml.server import pipe_jar  # made now rather than at the first check
+
+    pipe = pipe_jar(inst.java_binary(), jar.resolve())
+    _console().print("PlantUML checks over stdin/stdout (parsed, not drawn): "
+                     f"{pipe or 'none (no javac beside the configured java: checks go through PlantUML picoweb)'}")
     _console().print(f"tla2tools.jar: {inst.tla2tools_jar()}")
     try:  # SANY/TLC's start-up files (sysmo.tools.tla.jvm_startup), made now rather than at the first run
         from sysmo.tools.tla import jvm, jvm_startup
