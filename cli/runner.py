@@ -332,7 +332,7 @@ def register(app: typer.Typer) -> None:
             console.print(f"  (each pair's reason: {directory / 'run.log'})", soft_wrap=True)
         for note in summary.missing_inputs + summary.cost_notes:
             console.print(f"[yellow]note:[/] {note}")  # prose: wrapped at the terminal's width
-        if summary.stopped:
+        if summary.stopped and not summary.provider_failure:
             console.print(f"[yellow]stopped early:[/] {summary.stopped}. Continue with "
                           f"`sysmo run --resume {summary.experiment_id} -o {config.output_dir}`")
         if warned:
@@ -342,6 +342,11 @@ def register(app: typer.Typer) -> None:
             console.print(f"html: {paths.get('html')}", soft_wrap=True)
         console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {config.output_dir}")
         console.print(f"or in a browser: sysmo view {config.output_dir}")
+        if summary.provider_failure:  # every stored attempt kept; the cause in one line, on stderr, exit 2
+            err_console.print(f"[red]error:[/] {summary.provider_failure}; stopped after {summary.ran} attempts "
+                              f"(all stored). Fix it, then `sysmo run --resume {summary.experiment_id} -o "
+                              f"{config.output_dir}`", soft_wrap=True, highlight=False)
+            raise typer.Exit(2)
 
     @app.command(help="Show one attempt round by round (prompt, reply, diff, diagnostics by line, scores); "
                       "or, given an experiment id and --failed/--all, list its attempts.")

@@ -26,7 +26,8 @@ from sysmo.llm.mockllm import MockLLMProvider, MockScript, find_script
 from sysmo.llm.reference import ReferenceProvider
 from sysmo.llm.request import LLMRequest, Provider
 from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse, call_event
-from sysmo.llm.retry import LLMCallError, connection_detail, is_connection_error, is_retryable, retry_policy, status_of
+from sysmo.llm.retry import (LLMCallError, connection_detail, is_connection_error, is_retryable, notify_retry,
+                             retry_policy, status_of)
 from sysmo.llm.roles import ModelRoles, RoleConfig
 from sysmo.log import get_logger
 from tenacity import RetryCallState
@@ -289,6 +290,7 @@ class LLM:
                 status=status_of(exc) if exc else None,
                 error=type(exc).__name__ if exc else None,
             )
+            notify_retry(config.model, exc, state.upcoming_sleep)  # the run's progress line shows the wait
 
         return before_sleep
 

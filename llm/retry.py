@@ -5,7 +5,8 @@ from __future__ import annotations
 import email.utils
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sysmo.errors import LLMError
@@ -13,6 +14,30 @@ from sysmo.llm.roles import RoleConfig
 from tenacity import AsyncRetrying, RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 RETRYABLE_STATUS = {408, 409, 425, 429}  # plus every 5xx
+
+# who wants to know that a call waits before its next try (the run's progress line): fn(model, cause, wait_s)
+_retry_watchers: list[Callable[[str, str, float], None]] = []
+
+
+@contextmanager
+def watching_retries(watcher: Callable[[str, str, float], None]) -> Iterator[None]:
+    """Call ``watcher(model, cause, wait_s)`` whenever a model call of this process waits before its next try."""
+    _retry_watchers.append(watcher)
+    try:
+        yield
+    finally:
+        _retry_watchers.remove(watcher)
+
+
+def notify_retry(model: str, exc: BaseException | None, wait_s: float) -> None:
+    """Tell the watchers a call of ``model`` failed with ``exc`` and waits ``wait_s`` seconds before trying again."""
+    if not _retry_watchers:
+        return
+    status = status_of(exc) if exc is not None else None
+    cause = (f"HTTP {status}" if status is not None else "no connection" if exc is not None and is_connection_error(exc)
+             else type(exc).__name__ if exc is not None else "error")
+    for watcher in list(_retry_watchers):
+        watcher(model, cause, wait_s)
 
 
 class LLMCallError(LLMError):

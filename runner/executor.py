@@ -1,7 +1,8 @@
 """The ``Executor`` protocol and the state every executor shares (``RunState``).
 
 An executor decides only where and how concurrently attempts run. What a run means is the same for all of
-them and lives in ``RunState``: which units may still start (budget caps, a stop request), the money an
+them and lives in ``RunState``: which units may still start (budget caps, a stop request, a provider refusing every call:
+``provider_failures``), the money an
 attempt spent (counted as soon as it comes back), the store writes of a finished attempt
 (``ResultWriter``), the summary and the progress line.
 """
@@ -16,6 +17,7 @@ from sysmo.contracts.attempt import Attempt
 from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.progress import RunProgress
+from sysmo.runner.provider_failures import ProviderFailures
 from sysmo.runner.results import ResultWriter
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
@@ -32,6 +34,7 @@ class RunState:
     stop: StopControl
     bar: RunProgress
     attempted: set[str] = field(default_factory=set)  # attempts on record (only their score may be missing)
+    provider_failures: ProviderFailures = field(default_factory=ProviderFailures)
 
     def may_start(self) -> bool:
         """True while neither a budget cap nor a stop request forbids starting another attempt; the first
@@ -47,6 +50,12 @@ class RunState:
         fresh = unit.attempt_id not in self.attempted
         if fresh:
             self.spending.add_attempt(attempt)
+        fatal = self.provider_failures.observe(unit.model, attempt)
+        if fatal and not self.summary.provider_failure:  # no new attempt starts (``may_start``); the run ends
+            self.summary.provider_failure = fatal
+            if not self.summary.stopped:
+                self.summary.stopped = fatal
+            self.bar.note(f"stopping: {fatal}")
         return fresh
 
     def finished(self, attempt: Attempt) -> None:

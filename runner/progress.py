@@ -7,6 +7,10 @@ Elsewhere (a log file, CI, a batch job's output) a bar cannot redraw, so a plain
 The ETA is the remaining attempts at the pace of the last ``PACE_WINDOW`` finished ones (a moving average, so a
 few fast attempts at the start, or a burst of attempts finishing together, do not swing it); between two attempts
 it counts down.
+
+A model call that waits before retrying (a rate limit, a 5xx answer, a time-out; ``llm.retry``) shows on the bar as
+``retrying <model> (HTTP 429) in 4.2 s`` while it waits, and as a line of its own, at most one per
+``RETRY_NOTE_EVERY_S``, where there is no bar (calls made in worker processes or on Ray are not seen here).
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from sysmo.terminal import escape_terminal
 LOG_EVERY_PERCENT = 5
 LOG_EVERY_S = 30.0
 PACE_WINDOW = 20  # attempts whose finishing times make the ETA's pace
+RETRY_NOTE_EVERY_S = 10.0
 
 
 def _clock(seconds: float) -> str:
@@ -62,6 +67,17 @@ class _EtaColumn(ProgressColumn):
         return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="progress.remaining")
 
 
+class _RetryColumn(ProgressColumn):
+    """``retrying <model> (<cause>) in N s`` while a model call waits before its next try, else nothing."""
+
+    def __init__(self, run: RunProgress) -> None:
+        super().__init__()
+        self.run = run
+
+    def render(self, task: Task) -> Text:
+        return Text(self.run.retry_text(time.monotonic()), style="yellow")
+
+
 class RunProgress:
     """Context manager; ``advance(status, cost)`` after each attempt, ``note(text)`` for one-off messages."""
 
@@ -77,10 +93,32 @@ class RunProgress:
         self._started = time.monotonic()
         self.pace = Pace(self._started)
         self._last_line = (self._started, done)
+        self._retry: tuple[str, str, float] | None = None  # (model, cause, monotonic time the wait ends)
+        self._last_retry_note = float("-inf")
+        self._watch = None
+
+    def retrying(self, model: str, cause: str, wait_s: float) -> None:
+        """A model call of this process waits ``wait_s`` seconds before its next try (``llm.retry``)."""
+        now = time.monotonic()
+        self._retry = (model, cause, now + wait_s)
+        if self._lines and now - self._last_retry_note >= RETRY_NOTE_EVERY_S:
+            self._last_retry_note = now
+            self.console.print(f"retrying {model} ({cause}) in {wait_s:.1f} s", markup=False, highlight=False,
+                               soft_wrap=True)
+
+    def retry_text(self, now: float) -> str:
+        if self._retry is None or now >= self._retry[2]:
+            return ""
+        model, cause, until = self._retry
+        return f"retrying {model} ({cause}) in {until - now:.1f} s"
 
     def __enter__(self) -> RunProgress:
         if not self.enabled:
             return self
+        from sysmo.llm.retry import watching_retries
+
+        self._watch = watching_retries(self.retrying)
+        self._watch.__enter__()
         self.console.print(f"{self.label}: {self.total} attempts planned, {self.done} already done",
                            highlight=False, soft_wrap=True)
         if not self._lines:
@@ -88,7 +126,8 @@ class RunProgress:
                 BarColumn(bar_width=14), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("[green]✓{task.fields[passed]}[/] [yellow]✗{task.fields[failed]}[/] "
                            "[red]!{task.fields[errors]}[/]"),
-                TextColumn("${task.fields[cost]:.4f} spent"), _EtaColumn(self), console=self.console,
+                TextColumn("${task.fields[cost]:.4f} spent"), _EtaColumn(self), _RetryColumn(self),
+                console=self.console,
                 transient=False,
             )
             self._progress.__enter__()
@@ -139,6 +178,9 @@ class RunProgress:
         console.print(escape_terminal(text), markup=False, highlight=False, soft_wrap=True)
 
     def __exit__(self, *exc) -> None:
+        if self._watch is not None:
+            self._watch.__exit__(None, None, None)
+            self._watch = None
         if self._progress is not None:
             self._progress.__exit__(*exc)
         elif self._lines and self._last_line[1] != self.done:

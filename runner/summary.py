@@ -65,7 +65,8 @@ class RunSummary:
     unsupported: list[SkippedPair] = field(default_factory=list)  # what the agents cannot do, and why
     missing_inputs: list[str] = field(default_factory=list)  # (agent, task) pairs run without an input, and why
     cost_notes: list[str] = field(default_factory=list)  # models whose spend counts as $0 (no known price), and why
-    stopped: str | None = None  # why the run stopped early (interrupt, budget)
+    stopped: str | None = None  # why the run stopped early (interrupt, budget, a provider refusing every call)
+    provider_failure: str | None = None  # a model failed attempts in a row with 401/403/404 (runner.provider_failures)
     cost_usd: float = 0.0  # spent: new money (what budgets count)
     cost_with_cached_usd: float = 0.0  # the replies at list price, cached ones included
     tokens: int = 0
