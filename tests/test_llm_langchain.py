@@ -278,3 +278,95 @@ def test_a_langchain_callback_handler_sees_each_model_call_under_the_graph_node_
         assert chain[0]["purpose"] == purpose and chain[0]["name"] == "ChatOpenAI"
         assert chain[1]["kind"] == "chain" and chain[1]["node"] == "generate"  # the node that made the call
         assert chain[-1]["parent"] is None and chain[-1]["name"] == "LangGraph"  # ... inside the graph's run
+
+
+# --- the client's contract through ChatOpenAI: deadline, reply cap, malformed replies, retries, cache, budget ------
+USER = [{"role": "user", "content": "Write a TLA+ spec of a spinlock."}]
+
+
+def guarded_llm(server: FakeOpenAI, cache: Any = False, **settings: Any) -> LLM:
+    from sysmo.llm import ConcurrencyLimits
+
+    config = RoleConfig(model="langchain:openai/fake-model", api_base=server.base_url, retry_initial_s=0.01,
+                        retry_max_s=0.05, price_per_mtok=(1.0, 1.0), **settings)
+    return LLM(ModelRoles(generator=config), cache=cache, limits=ConcurrencyLimits())
+
+
+def refused(call: Any) -> tuple[Any, LLMCallEvent]:
+    from sysmo.contracts.events import EventLog, collecting
+    from sysmo.llm import LLMCallError
+
+    with collecting(EventLog()) as log:
+        with pytest.raises(LLMCallError) as caught:
+            call()
+    (event,) = log.llm_calls()
+    return caught.value, event
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_dripping_server_holds_a_langchain_call_no_longer_than_its_deadline(server: FakeOpenAI, mode: str) -> None:
+    import asyncio
+    import time
+
+    from fake_openai import drip
+
+    server.push(reply("warm"), drip(reply("a" * 200), every_s=0.1))
+    client = guarded_llm(server, timeout_s=2.0)
+    client.complete([{"role": "user", "content": "warm up"}])
+    start = time.monotonic()
+    error, event = refused(lambda: client.complete(USER) if mode == "sync" else asyncio.run(client.acomplete(USER)))
+    assert time.monotonic() - start < 2.0 + 8.0
+    assert error.error_class == "DeadlineExceeded" and server.calls == 2  # a drip is not retried
+    assert event.completion_tokens > 0 and event.cost_usd > 0  # what arrived before the deadline is counted
+
+
+def test_a_flood_is_cut_at_the_cap_through_langchain_and_still_charged(server: FakeOpenAI) -> None:
+    from fake_openai import flood
+
+    server.push(flood(200_000_000))
+    error, event = refused(lambda: guarded_llm(server, max_reply_chars=10_000).complete(USER))
+    assert error.error_class == "ReplyTooLarge"
+    assert sum(server.bytes_sent) < 20_000_000  # the client hung up near its cap, not at 200 MB
+    assert event.completion_tokens >= 10_000 // 4 and event.cost_usd > 0
+
+
+def test_a_langchain_reply_over_the_character_cap_is_refused_and_charged_its_usage(server: FakeOpenAI) -> None:
+    server.push(reply("b" * 5_000, usage=(10, 1_000_000)))
+    error, event = refused(lambda: guarded_llm(server, max_reply_chars=1_000).complete(USER))
+    assert error.error_class == "ReplyTooLarge"  # the client's shared check, after the provider's answer
+    assert (event.prompt_tokens, event.completion_tokens) == (10, 1_000_000)
+    assert event.cost_usd == pytest.approx(1.00001)
+
+
+def test_a_langchain_200_reply_that_is_not_json_is_recorded_as_malformed(server: FakeOpenAI) -> None:
+    from fake_openai import FakeReply
+
+    server.push(FakeReply(raw_body='{"id": "x", "choices": [{"message": '))
+    error, event = refused(lambda: guarded_llm(server).complete(USER))
+    assert error.error_class == "MalformedReply" and event.error_type == "MalformedReply"
+
+
+def test_langchain_calls_are_retried_then_cached(server: FakeOpenAI, tmp_path: Path) -> None:
+    from fake_openai import http_error
+
+    server.push(http_error(429, "slow down"), http_error(500), reply("after two retries", usage=(30, 5)))
+    client = guarded_llm(server, cache=tmp_path / "cache.sqlite")
+    first = client.complete(USER, sample_index=1)
+    assert first.text == "after two retries" and first.attempts == 3 and server.calls == 3
+    assert (first.usage.prompt_tokens, first.usage.completion_tokens) == (30, 5) and first.cost_usd > 0
+    again = client.complete(USER, sample_index=1)
+    assert again.cached and again.text == first.text and again.spend_usd == 0 and server.calls == 3
+
+
+def test_a_token_cap_counts_langchain_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import Budget, ExperimentConfig, run_experiment
+
+    with FakeOpenAI(default=reply(FIXED, usage=(40, 20))) as fake:  # 60 tokens per call
+        config = ExperimentConfig(
+            id="cap", output_dir=tmp_path, agents=["base_modeling"], samples=3, score=False, concurrency=1,
+            models=[{"model": "langchain:openai/fake-model", "api_base": fake.base_url}], checkpoints="none",
+            budget=Budget(max_tokens=100), tasks=TaskSelection(benchmarks=["starter"], ids=UML))
+        summary = run_experiment(config, progress=False)
+        assert summary.stopped and "token cap reached" in summary.stopped
+        assert summary.ran == 2 and summary.tokens == 120 == fake.calls * 60
