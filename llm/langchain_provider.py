@@ -103,12 +103,18 @@ class LangChainProvider:
         self.target = LangChainName.parse(config.model)
         self.chat: Any = None  # a factory's model, built once; ChatOpenAI is built per call (its parameters)
         if self.target.openai_model is not None:
-            import langchain_openai  # noqa: F401  (a missing package is reported here, not mid-run)
-
+            try:
+                import langchain_openai  # noqa: F401  (a missing package is reported here, not mid-run)
+            except ImportError as exc:
+                raise ConfigError(f"{config.model!r} needs the langchain-openai package (a dependency of sysmo): "
+                                  f"pip install -e . in the checkout ({exc})") from exc
             self.api_key = self._api_key()
             self.name = "langchain/openai"
             self.priced_as = f"openai/{self.target.openai_model}"
         else:
+            if config.api_base or config.api_key_env:
+                log.warning("llm.langchain_settings_ignored", model=config.model,
+                            why="a factory's chat model has its own endpoint and key: api_base/api_key_env unused")
             self.chat = load_chat_model(self.target, config.model)
             ls = _ls_params(self.chat)
             provider, served = ls.get("ls_provider"), ls.get("ls_model_name")

@@ -5,6 +5,7 @@ and structured output (code_translation's plan) through ``bind_tools`` / ``with_
 
 from __future__ import annotations
 
+import importlib
 import json
 import sys
 import textwrap
@@ -148,6 +149,7 @@ def test_code_translation_plan_is_structured_output_through_the_langchain_model(
 
 CHAT_MODULE = '''
 """A user's own LangChain chat model: answers from a script, reports its usage, takes a temperature (no seed)."""
+import asyncio
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -156,6 +158,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 SEEN: list[dict[str, Any]] = []
 REPLIES: list[str] = []
+DELAY_S: list[float] = []  # how long an asynchronous call waits before it answers
+ASKED: list[int] = []  # one entry per asynchronous call started
 
 
 class ScriptedChat(BaseChatModel):
@@ -171,6 +175,11 @@ class ScriptedChat(BaseChatModel):
                                                                     "total_tokens": 110})
         return ChatResult(generations=[ChatGeneration(message=message)])
 
+    async def _agenerate(self, messages, stop=None, run_manager=None, **kwargs):
+        ASKED.append(1)
+        await asyncio.sleep(DELAY_S[0] if DELAY_S else 0)
+        return self._generate(messages, stop, None, **kwargs)
+
 
 def chat() -> ScriptedChat:
     return ScriptedChat()
@@ -185,8 +194,6 @@ def test_a_chat_model_from_a_users_factory_runs_an_attempt(tmp_path: Path, monke
     task = text_task(TaskKind.UML_CLASS)
     config = RoleConfig(model="langchain:my_chat_models:chat", price_per_mtok=PRICE)
     llm = LLM(ModelRoles(generator=config), cache=False)
-    import importlib
-
     ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent="base_modeling", temperature=0.3, seed=11)
     llm.validate()  # builds the provider: imports the module from the working directory
     module = importlib.import_module("my_chat_models")
@@ -205,6 +212,31 @@ def test_a_chat_model_from_a_users_factory_runs_an_attempt(tmp_path: Path, monke
     assert {c.provider for c in calls} == {"langchain/scripted"}  # LangChain's name for the model's provider
 
 
+def test_a_factory_models_async_call_stops_at_its_deadline_and_a_tool_agent_needs_bind_tools(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from sysmo.llm import LLMCallError
+
+    (tmp_path / "slow_chat_models.py").write_text(textwrap.dedent(CHAT_MODULE))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = importlib.import_module("slow_chat_models")
+    config = RoleConfig(model="langchain:slow_chat_models:chat", timeout_s=0.3, max_retries=1, retry_initial_s=0.01)
+    llm = LLM(ModelRoles(generator=config), cache=False)
+    module.DELAY_S.append(30.0)
+    module.REPLIES.extend(["late", "late"])
+    with pytest.raises(LLMCallError, match="did not answer within its deadline of 0.3 s") as raised:
+        asyncio.run(llm.acomplete(USER))
+    assert len(module.ASKED) == 2  # a timeout is retried, then reported
+
+    module.DELAY_S.clear()
+    task = text_task(TaskKind.UML_CLASS)
+    ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent="openhands")
+    attempt = run_attempt("openhands", ctx, model_name=config.model)
+    assert attempt.status == AttemptStatus.ERROR
+    assert "cannot call tools" in (attempt.error or "")
+
+
 def test_an_unknown_langchain_name_or_factory_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
     from sysmo.errors import ConfigError, UnknownNameError
 
@@ -214,7 +246,7 @@ def test_an_unknown_langchain_name_or_factory_is_a_clear_error(tmp_path: Path, m
                                ("langchain:no_such_module_here:chat", UnknownNameError, "cannot import"),
                                ("langchain:not_models:missing", UnknownNameError, "has no 'missing'"),
                                ("langchain:not_models:chat", ConfigError, "not a LangChain chat model")]:
-        with pytest.raises(error, match=None) as raised:
+        with pytest.raises(error) as raised:
             LLM(ModelRoles(generator=name), cache=False).validate()
         assert words in str(raised.value), (name, str(raised.value))
 
