@@ -153,6 +153,9 @@ class LangChainProvider:
         for name, value in self._call_params(request).items():
             if name == "extra_body" and isinstance(value, dict):
                 body.update(value)
+            elif name == "max_tokens" and self.config.api_base:
+                # ChatOpenAI renames it max_completion_tokens, which OpenAI-compatible servers may not read
+                body[name] = value
             elif name in OPENAI_BODY_FIELDS:
                 fields[name] = value
             else:
@@ -161,7 +164,10 @@ class LangChainProvider:
                           timeout=self.config.timeout_s, max_retries=0, http_client=http, http_async_client=ahttp,
                           extra_body=body or None, **({"use_responses_api": False} if self.config.api_base else {}),
                           **fields)
-        return chat, {**fields, **body}
+        sent = {**fields, **body}
+        if "max_tokens" in fields:  # OpenAI itself is sent the newer name
+            sent["max_completion_tokens"] = sent.pop("max_tokens")
+        return chat, sent
 
     def _factory_model(self, request: LLMRequest) -> tuple[Any, dict[str, Any]]:
         """The factory's model with the call's parameters it has fields for; the others are not sent."""

@@ -62,7 +62,7 @@ def run_through(model: str, tmp_path: Path) -> tuple[list[dict[str, Any]], list[
         config = ExperimentConfig(
             id="same", output_dir=tmp_path / model.replace("/", "_").replace(":", "_"), agents=["base_modeling"],
             models=[{"model": model, "api_base": fake.base_url, "price_per_mtok": PRICE}], samples=2,
-            temperature=[0.2, 0.7], concurrency=1, checkpoints="none",
+            temperature=[0.2, 0.7], max_tokens=900, concurrency=1, checkpoints="none",
             tasks=TaskSelection(benchmarks=["starter"], ids=UML))
         summary = run_experiment(config, progress=False)
         bodies = [{k: v for k, v in b.items() if k != "stream"} for b in fake.requests]
@@ -96,7 +96,7 @@ def test_the_same_experiment_through_litellm_and_langchain_gives_the_same_attemp
         assert by_litellm.pop("providers") == {"openai"} and by_langchain.pop("providers") == {"langchain/openai"}
         assert by_langchain == by_litellm
     # the per-sample seed and the arm's temperature were sent, and recorded as sent
-    assert all(call["seed"] == row["seed"] and call["temperature"] == row["temperature"]
+    assert all(call["seed"] == row["seed"] and call["temperature"] == row["temperature"] and call["max_tokens"] == 900
                for row in through_langchain for call in row["params"])
     assert langchain_bodies == litellm_bodies  # the same requests reached the server (stream=false aside)
     assert langchain_summary.tokens == litellm_summary.tokens > 0
