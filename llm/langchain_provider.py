@@ -22,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 from sysmo.errors import ConfigError, LLMError, UnknownNameError
-from sysmo.llm.litellm_provider import BODY_SLACK, BYTES_PER_CHAR, NO_KEY, price, refused_error
+from sysmo.llm.litellm_provider import BODY_SLACK, BYTES_PER_CHAR, NO_KEY, estimated_usage, price, refused_error
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
@@ -230,7 +230,6 @@ class LangChainProvider:
         start = time.perf_counter()
         messages = convert_to_messages(request.messages)
         guard = self._guard() if self.target.openai_model is not None else None
-        chat = None
         try:
             if guard is not None:
                 chat, sent = self._openai_model(request, shared_client(self.config.api_base, self.config.timeout_s),
@@ -242,8 +241,8 @@ class LangChainProvider:
                 chat, sent = self._factory_model(request)
                 output = self._runnable(chat, request, sent).invoke(messages, config=self._run_config(request))
         except Exception as exc:
-            raise self._refused(exc, guard, chat, messages) from exc
-        return self._convert(output, chat, request, sent, time.perf_counter() - start)
+            raise self._refused(exc, guard, request) from exc
+        return self._convert(output, request, sent, time.perf_counter() - start)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         from langchain_core.messages import convert_to_messages
@@ -251,7 +250,6 @@ class LangChainProvider:
         start = time.perf_counter()
         messages = convert_to_messages(request.messages)
         guard = self._guard() if self.target.openai_model is not None else None
-        chat = None
         try:
             if guard is not None:
                 http = await shared_async_client(self.config.api_base, self.config.timeout_s)
@@ -270,17 +268,16 @@ class LangChainProvider:
                                        f"{self.config.timeout_s:g} s (timeout_s in the model's settings)",
                                        retryable=True, error_class="Timeout") from exc
         except Exception as exc:
-            raise self._refused(exc, guard, chat, messages) from exc
-        return self._convert(output, chat, request, sent, time.perf_counter() - start)
+            raise self._refused(exc, guard, request) from exc
+        return self._convert(output, request, sent, time.perf_counter() - start)
 
-    def _refused(self, exc: Exception, guard: CallGuard | None, chat: Any, messages: list[Any]) -> Exception:
+    def _refused(self, exc: Exception, guard: CallGuard | None, request: LLMRequest) -> Exception:
         if isinstance(exc, ConfigError | LLMCallError):
             return exc
         return refused_error(exc, guard, self.config, self.priced_as,
-                             lambda: _counted(chat, messages, "", []) if chat is not None else Usage())
+                             lambda: estimated_usage(self.priced_as, request.messages, "", []))
 
-    def _convert(self, output: Any, chat: Any, request: LLMRequest, sent: dict[str, Any],
-                 latency_s: float) -> LLMResponse:
+    def _convert(self, output: Any, request: LLMRequest, sent: dict[str, Any], latency_s: float) -> LLMResponse:
         parsed = None
         if isinstance(output, dict) and "raw" in output:  # with_structured_output(include_raw=True)
             output, parsed = output["raw"], output.get("parsed")
@@ -296,8 +293,8 @@ class LangChainProvider:
         if metadata:
             usage = Usage(prompt_tokens=_tokens(metadata, "input_tokens"),
                           completion_tokens=_tokens(metadata, "output_tokens"))
-        if usage.total_tokens == 0 and (text or calls):
-            usage = _counted(chat, convert_messages(request), text, calls)
+        if usage.total_tokens == 0 and (text or calls):  # no usage reported: litellm's tokenizer, as for litellm's
+            usage = estimated_usage(self.priced_as, request.messages, text, calls)
         cost, note = price(self.priced_as, usage, self.config)
         meta = getattr(message, "response_metadata", None) or {}
         return LLMResponse(
@@ -315,14 +312,16 @@ class LangChainProvider:
             cost_note=note,
             latency_s=latency_s,
             params_sent=sent,
-            raw=json.loads(json.dumps(message.model_dump(mode="json", warnings=False), default=str)),
+            raw=_raw_json(message),
         )
 
 
-def convert_messages(request: LLMRequest) -> list[Any]:
-    from langchain_core.messages import convert_to_messages
+def _raw_json(message: Any) -> dict[str, Any]:
+    """The model's message as plain JSON; lone surrogates (not encodable as UTF-8) become U+FFFD."""
+    from sysmo.llm.client import repair_surrogates
 
-    return convert_to_messages(request.messages)
+    text = json.dumps(message.model_dump(mode="json", warnings=False), default=str, ensure_ascii=False)
+    return json.loads(repair_surrogates(text))
 
 
 def _ls_params(chat: Any) -> dict[str, Any]:
@@ -350,16 +349,3 @@ def _tool_calls(message: Any) -> list[ToolCall]:
     calls += [ToolCall.parse(c.get("id") or f"call_bad_{i}", c.get("name") or "", c.get("args"))
               for i, c in enumerate(getattr(message, "invalid_tool_calls", None) or [])]
     return calls
-
-
-def _counted(chat: Any, messages: list[Any], text: str, calls: list[ToolCall]) -> Usage:
-    """Token counts by the model's own counter (``get_num_tokens*``) for a model that reported no usage, so token
-    caps and the cost still count the call; zero when it cannot count."""
-    try:
-        prompt = chat.get_num_tokens_from_messages(messages)
-        answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
-        completion = chat.get_num_tokens(answer) if answer else 0
-    except Exception as exc:  # a tokenizer that cannot load offline
-        log.warning("llm.usage_not_counted", model=type(chat).__name__, error=str(exc)[:200])
-        return Usage()
-    return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)

@@ -210,17 +210,24 @@ class LiteLLMProvider:
         )
 
     def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:
-        """Token counts by litellm's tokenizer for a server that reported none (some OpenAI-compatible servers
-        and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if it cannot count."""
-        try:
-            prompt = self.litellm.token_counter(model=self.config.model, messages=request.messages)
-            answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
-            completion = self.litellm.token_counter(model=self.config.model, text=answer)
-        except Exception as exc:  # a tokenizer litellm cannot load offline
-            log.warning("llm.usage_not_counted", model=self.config.model, error=str(exc)[:200])
-            return Usage()
-        log.info("llm.usage_estimated", model=self.config.model, prompt_tokens=prompt, completion_tokens=completion)
-        return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
+        """Token counts by litellm's tokenizer for a server that reported none (``estimated_usage``)."""
+        return estimated_usage(self.config.model, request.messages, text, calls)
+
+
+def estimated_usage(model: str, messages: list[dict[str, Any]], text: str, calls: list[ToolCall]) -> Usage:
+    """Token counts by litellm's tokenizer (bundled: no download) for a server that reported none (some
+    OpenAI-compatible servers and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if
+    it cannot count."""
+    litellm = import_litellm()
+    try:
+        prompt = litellm.token_counter(model=model, messages=messages)
+        answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
+        completion = litellm.token_counter(model=model, text=answer)
+    except Exception as exc:  # a tokenizer litellm cannot load offline
+        log.warning("llm.usage_not_counted", model=model, error=str(exc)[:200])
+        return Usage()
+    log.info("llm.usage_estimated", model=model, prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
 
 
 def refused_error(exc: Exception, guard: CallGuard | None, config: RoleConfig, priced_as: str,

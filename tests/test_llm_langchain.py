@@ -378,6 +378,18 @@ def test_a_langchain_200_reply_that_is_not_json_is_recorded_as_malformed(server:
     assert error.error_class == "MalformedReply" and event.error_type == "MalformedReply"
 
 
+def test_a_reply_without_usage_is_counted_by_the_same_tokenizer_through_both_providers() -> None:
+    counted = {}
+    for model in ("openai/fake-model", "langchain:openai/fake-model"):
+        with FakeOpenAI() as fake:
+            fake.push(reply("MODULE Spinlock\nVARIABLE lock\n====", usage=(0, 0)))
+            config = RoleConfig(model=model, api_base=fake.base_url, price_per_mtok=(1.0, 1.0))
+            answer = LLM(ModelRoles(generator=config), cache=False).complete(USER)
+        counted[model] = (answer.usage.prompt_tokens, answer.usage.completion_tokens, answer.usage.estimated)
+    assert counted["langchain:openai/fake-model"] == counted["openai/fake-model"]
+    assert counted["openai/fake-model"][0] > 0 and counted["openai/fake-model"][2]
+
+
 def test_langchain_calls_are_retried_then_cached(server: FakeOpenAI, tmp_path: Path) -> None:
     from fake_openai import http_error
 
