@@ -230,6 +230,8 @@ def test_a_factory_models_async_call_stops_at_its_deadline_and_a_tool_agent_need
     assert len(module.ASKED) == 2  # a timeout is retried, then reported
 
     module.DELAY_S.clear()
+    answer = llm.complete(USER, temperature=0.9)  # a synchronous call (the judge's and helper's way) as well
+    assert answer.text == "late" and module.SEEN[-1]["temperature"] == 0.9 and answer.usage.prompt_tokens == 100
     task = text_task(TaskKind.UML_CLASS)
     ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent="openhands")
     attempt = run_attempt("openhands", ctx, model_name=config.model)
