@@ -33,8 +33,6 @@ from sysmo.log import get_logger
 log = get_logger("sysmo.llm")
 
 PREFIX = "langchain:"
-# the per-call parameters a LangChain model is sent when its class has a field of that name
-MODEL_FIELDS = ("temperature", "max_tokens", "seed")
 # ChatOpenAI fields that are request-body parameters (its ``_default_params``); other extras go in ``extra_body``
 OPENAI_BODY_FIELDS = frozenset({
     "temperature", "max_tokens", "seed", "top_p", "stop", "n", "presence_penalty", "frequency_penalty",
@@ -170,7 +168,8 @@ class LangChainProvider:
         return chat, sent
 
     def _factory_model(self, request: LLMRequest) -> tuple[Any, dict[str, Any]]:
-        """The factory's model with the call's parameters it has fields for; the others are not sent."""
+        """The factory's model with each of the call's parameters (temperature, max_tokens, seed, the role's extras)
+        that its class has a field of that name for, set on a copy; the others are not sent."""
         declared = type(self.chat).model_fields
         sent = {k: v for k, v in self._call_params(request).items() if k in declared}
         return (self.chat.model_copy(update=sent) if sent else self.chat), sent
