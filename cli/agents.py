@@ -35,7 +35,8 @@ def attempt(
         ..., "--agent", help=", ".join(AGENT_NAMES) + "."
     ),
     model: str = typer.Option(
-        ..., "--model", help="litellm model string, `reference` or `mockllm/<script>`."
+        ..., "--model", help="litellm model string, `langchain:openai/<model>`, `langchain:<module>:<factory>`, "
+        "`reference` or `mockllm/<script>`."
     ),
     api_base: str | None = typer.Option(
         None, "--api-base", help="OpenAI-compatible server (vLLM, Ollama, a proxy)."

@@ -136,7 +136,8 @@ def register(app: typer.Typer) -> None:
         config_file: Optional[Path] = typer.Argument(None, help="Experiment YAML (fields of ExperimentConfig)."),
         agent: list[str] = typer.Option([], "--agent", "-a", help="Agent(s); default all five."),
         model: list[str] = typer.Option([], "--model", "-m", help=(
-            "Generator model(s): litellm name, mockllm/<script>, reference, or replay/<source>:<model> "
+            "Generator model(s): litellm name, a LangChain chat model (langchain:openai/<model>, "
+            "langchain:<module>:<factory>), mockllm/<script>, reference, or replay/<source>:<model> "
             "(published outputs, e.g. replay/designbench:qwen3).")),
         api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint for the --model(s)."),
         helper: Optional[str] = typer.Option(None, help="Helper-role model (mappings, invariant concretisation)."),

@@ -9,7 +9,9 @@ with ``api_base`` for an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a li
 offline controls, ``mockllm/<script>`` (see ``sysmo.llm.mockllm``) and ``reference`` (see
 ``sysmo.llm.reference``), labelled ``is_control`` in every response and record. Responses are cached in
 SQLite by model, server, messages, parameters and sample index. LangGraph nodes call ``LLM`` directly
-(tool calling included: ``tools=`` and ``LLMResponse.tool_calls``); there is no LangChain chat-model adapter.
+(tool calling included: ``tools=`` and ``LLMResponse.tool_calls``). A LangChain chat model can be the model
+instead of litellm: ``langchain:openai/<model>`` (``ChatOpenAI``) or ``langchain:<module>:<factory>`` (see
+``sysmo.llm.langchain_provider``), invoked inside the graph's run so LangChain tracers see each call.
 litellm is imported when a hosted model is first called, never by ``import sysmo.llm``.
 """
 

@@ -188,6 +188,10 @@ class LLM:
             name = config.model.split("/", 1)[1]
             script = self.scripts.get(name) or find_script(name, config.script)
             return MockLLMProvider(config.model, script)
+        if config.model.startswith("langchain:"):
+            from sysmo.llm.langchain_provider import LangChainProvider
+
+            return LangChainProvider(config)
         from sysmo.llm.litellm_provider import LiteLLMProvider
 
         return LiteLLMProvider(config)
@@ -367,7 +371,7 @@ class LLM:
             request_hash=key,
             sample_index=request.sample_index,
             messages=request.messages,
-            params=request.params(),
+            params=response.params_sent if response and response.params_sent is not None else request.params(),
             context=request.context,
             response=response,
             prompt_tokens=response.usage.prompt_tokens if response else charged[0],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -169,35 +170,9 @@ class LiteLLMProvider:
         return self._convert(raw, request, time.perf_counter() - start)
 
     def _refused(self, exc: Exception, guard: CallGuard | None, request: LLMRequest) -> Exception:
-        """``exc`` as the error to record: a reply cut at the byte cap or the deadline, or a 200 whose body is
-        not JSON, becomes an ``LLMCallError`` charged what the server billed; anything else stays as it is."""
-        received = guard.received if guard else 0
-        model = repr(self.config.model)
-        if guard is not None and guard.connect_error is not None and guard.tripped is None:
-            return guard.connect_error  # no server answered: a connection failure (retried), not litellm's 500
-        if guard is not None and guard.tripped == "size":
-            message = (f"{model} sent a reply of more than {guard.max_bytes:,} bytes (max_reply_chars "
-                       f"{self.config.max_reply_chars:,} in the model's settings); it was refused while it arrived "
-                       f"and not kept")
-            kind = "ReplyTooLarge"
-        elif guard is not None and guard.tripped == "deadline" and received:
-            message = (f"{model} was still sending its reply when the call's deadline of {guard.deadline_s:g} s "
-                       f"(timeout_s in the model's settings) passed, after {received:,} bytes; not retried")
-            kind = "DeadlineExceeded"
-        elif _json_error_in(exc):
-            message = (f"{model} answered with a body that is not valid JSON ({_json_error_in(exc)}); the server "
-                       "or a proxy in front of it is broken")
-            kind = "MalformedReply"
-        else:
-            return exc
-        usage = self._estimated_usage(request, "", []) if received else Usage()
-        usage = usage.model_copy(update={"completion_tokens": -(-received // BYTES_PER_TOKEN), "estimated": True})
-        cost, _ = price(self.config.model, usage, self.config)
-        log.warning("llm.reply_refused", model=self.config.model, kind=kind, bytes=received,
-                    prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=cost)
-        return LLMCallError(message, status_code=200 if kind == "MalformedReply" else None, retryable=False,
-                            error_class=kind, prompt_tokens=usage.prompt_tokens,
-                            completion_tokens=usage.completion_tokens, cost_usd=cost)
+        """``exc`` as the error to record (``refused_error``), a refused reply's prompt counted by litellm."""
+        return refused_error(exc, guard, self.config, self.config.model,
+                             lambda: self._estimated_usage(request, "", []))
 
     def _convert(self, raw: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
         if not getattr(raw, "choices", None):
@@ -235,17 +210,59 @@ class LiteLLMProvider:
         )
 
     def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:
-        """Token counts by litellm's tokenizer for a server that reported none (some OpenAI-compatible servers
-        and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if it cannot count."""
-        try:
-            prompt = self.litellm.token_counter(model=self.config.model, messages=request.messages)
-            answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
-            completion = self.litellm.token_counter(model=self.config.model, text=answer)
-        except Exception as exc:  # a tokenizer litellm cannot load offline
-            log.warning("llm.usage_not_counted", model=self.config.model, error=str(exc)[:200])
-            return Usage()
-        log.info("llm.usage_estimated", model=self.config.model, prompt_tokens=prompt, completion_tokens=completion)
-        return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
+        """Token counts by litellm's tokenizer for a server that reported none (``estimated_usage``)."""
+        return estimated_usage(self.config.model, request.messages, text, calls)
+
+
+def estimated_usage(model: str, messages: list[dict[str, Any]], text: str, calls: list[ToolCall]) -> Usage:
+    """Token counts by litellm's tokenizer (bundled: no download) for a server that reported none (some
+    OpenAI-compatible servers and proxies), so ``--max-total-tokens`` and the cost still count the call; zero if
+    it cannot count."""
+    litellm = import_litellm()
+    try:
+        prompt = litellm.token_counter(model=model, messages=messages)
+        answer = text + "".join(json.dumps(c.model_dump(mode="json")) for c in calls)
+        completion = litellm.token_counter(model=model, text=answer)
+    except Exception as exc:  # a tokenizer litellm cannot load offline
+        log.warning("llm.usage_not_counted", model=model, error=str(exc)[:200])
+        return Usage()
+    log.info("llm.usage_estimated", model=model, prompt_tokens=prompt, completion_tokens=completion)
+    return Usage(prompt_tokens=prompt, completion_tokens=completion, estimated=True)
+
+
+def refused_error(exc: Exception, guard: CallGuard | None, config: RoleConfig, priced_as: str,
+                  estimate: Callable[[], Usage]) -> Exception:
+    """``exc`` as the error to record: a reply cut at the byte cap or the deadline, or a 200 whose body is not
+    JSON, becomes an ``LLMCallError`` charged what the server billed (``estimate()``: the prompt's tokens, the
+    bytes received as completion tokens, priced as ``priced_as``); anything else stays as it is. Shared by the
+    providers whose HTTP goes through ``transport``'s guarded clients."""
+    received = guard.received if guard else 0
+    model = repr(config.model)
+    if guard is not None and guard.connect_error is not None and guard.tripped is None:
+        return guard.connect_error  # no server answered: a connection failure (retried), not litellm's 500
+    if guard is not None and guard.tripped == "size":
+        message = (f"{model} sent a reply of more than {guard.max_bytes:,} bytes (max_reply_chars "
+                   f"{config.max_reply_chars:,} in the model's settings); it was refused while it arrived "
+                   f"and not kept")
+        kind = "ReplyTooLarge"
+    elif guard is not None and guard.tripped == "deadline" and received:
+        message = (f"{model} was still sending its reply when the call's deadline of {guard.deadline_s:g} s "
+                   f"(timeout_s in the model's settings) passed, after {received:,} bytes; not retried")
+        kind = "DeadlineExceeded"
+    elif _json_error_in(exc):
+        message = (f"{model} answered with a body that is not valid JSON ({_json_error_in(exc)}); the server "
+                   "or a proxy in front of it is broken")
+        kind = "MalformedReply"
+    else:
+        return exc
+    usage = estimate() if received else Usage()
+    usage = usage.model_copy(update={"completion_tokens": -(-received // BYTES_PER_TOKEN), "estimated": True})
+    cost, _ = price(priced_as, usage, config)
+    log.warning("llm.reply_refused", model=config.model, kind=kind, bytes=received,
+                prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=cost)
+    return LLMCallError(message, status_code=200 if kind == "MalformedReply" else None, retryable=False,
+                        error_class=kind, prompt_tokens=usage.prompt_tokens,
+                        completion_tokens=usage.completion_tokens, cost_usd=cost)
 
 
 def _json_error_in(exc: BaseException) -> str | None:

@@ -175,6 +175,9 @@ class LLMResponse(BaseModel):
     attempts: int = 1  # HTTP attempts, retries included
     cached: bool = False
     request_hash: str = ""
+    # the parameters the provider sent, when they are not the request's (a LangChain model that does not take a
+    # seed is not sent one); the call's record keeps these
+    params_sent: dict[str, Any] | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
 
     def parse(self, schema: type[T]) -> T:

@@ -52,7 +52,8 @@ def run_kind(models: list[str]) -> ModelKind:
 
 
 class RoleConfig(BaseModel):
-    """How to reach one model. ``model``: a litellm provider string, ``mockllm/<script>`` or ``reference``."""
+    """How to reach one model. ``model``: a litellm provider string, ``langchain:openai/<model>`` or
+    ``langchain:<module>:<factory>`` (a LangChain chat model), ``mockllm/<script>`` or ``reference``."""
 
     model: str
     api_base: str | None = None  # OpenAI-compatible server (vLLM, Ollama, llama.cpp, a litellm proxy)
