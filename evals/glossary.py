@@ -132,11 +132,12 @@ GLOSSARY: tuple[Definition, ...] = (
                "cell then saying 'k of N tasks' (column best-of-n tasks)",
                columns=("best-of-n METRIC", "best-of-n tasks")),
     # errors, rounds, cost
-    Definition(name="errors", meaning="the group's attempts that could not run to their end, with their causes "
-               "(model, budget, infrastructure)", denominator=COUNT + " of the group's samples", columns=("errors",)),
+    Definition(name="errors", meaning="the group's attempts that could not run to their end (status error), with "
+               "their causes (model, budget, infrastructure)", denominator=COUNT + " of the group's samples",
+               columns=("status",)),
     Definition(name="KIND errors", meaning="errored attempts by cause: model (the model call failed for good), budget "
                "(a cost or token cap), infrastructure (a tool, the sandbox or the harness)",
-               denominator=COUNT + " of the group's samples", columns=("KIND errors",)),
+               denominator=COUNT + " of the group's samples", columns=("status", "error")),
     Definition(name="error kind", meaning="the cause an error message is counted under (model, budget, "
                "infrastructure)", denominator=LABEL),
     Definition(name="message", meaning="an error message, its first 160 characters", denominator=LABEL,

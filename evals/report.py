@@ -41,7 +41,6 @@ from sysmo.evals.leaderboard import (  # noqa: E402
     error_messages,
     errored_groups_note,
     leaderboards,
-    metric_lines,
 )
 from sysmo.evals.paired import CORRECTION_NAMES, display_tables, paired_rows, rows_frame  # noqa: E402
 from sysmo.store import Store  # noqa: E402
@@ -464,9 +463,7 @@ def write_report(directory: Path) -> dict[str, Path]:
                   + "otherwise no attempt to compute it on (rounds: none passed).")
         if any(board.isna().any().any() for board in boards.values()):
             md.append(legend + "\n")
-        md.append("What the columns measure:\n")
-        md.extend(f"- {line}" for line in metric_lines(boards))
-        md.append("")
+        md.append("What every column measures, and over what: the [glossary](#glossary) at the end.\n")
         md.append("## Errors\n")
         if errors_table.empty or not errors_table["errors"].any():
             md.append("No attempt errored: every attempt ran to its end.\n")
@@ -500,7 +497,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         banner += "".join(f'<p class="control">{html.escape(note)}</p>' for note in notes)
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
         sections += level_html
-        sections += (f"<h2>Glossary</h2><p>{html.escape(GLOSSARY_NOTE)}</p><ul>"
+        sections += (f"<h2 id=\"glossary\">Glossary</h2><p>{html.escape(GLOSSARY_NOTE)}</p><ul>"
                      + "".join(f"<li>{html.escape(line)}</li>" for line in glossary) + "</ul>")
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
@@ -516,7 +513,7 @@ behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>
 <p>{html.escape(PASS_AT_K_NOTE.replace("**", ""))}</p>{f'<p class="control">{html.escape(errored_note)}</p>' if errored_note else ''}
 {"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board, why_not_scored)}" for kind, board in boards.items())}
 {f"<p>{html.escape(legend)}</p>" if any(board.isna().any().any() for board in boards.values()) else ""}
-<ul>{"".join(f"<li>{html.escape(line)}</li>" for line in metric_lines(boards))}</ul>
+<p>What every column measures, and over what: the <a href="#glossary">glossary</a> at the end.</p>
 <h2>Errors</h2>{html_table(errors_table) + html_table(messages) if not errors_table.empty and errors_table["errors"].any()
                 else "<p>No attempt errored: every attempt ran to its end.</p>"}
 {sections}<h2>Plots</h2>{images}<h2>Provenance</h2><pre>{html.escape(provenance_json(store, experiment_id))}</pre>

@@ -161,7 +161,7 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
     assert (a_bare.level_only, a_bare.baseline_only, a_bare.p_mcnemar, a_bare.delta_pass) == (0, 0, 1.0, 0.0)
     assert (b_full.level_only, b_full.pass_baseline) == (6, 0.4)
     md = (runs / experiment / "report" / "report.md").read_text()
-    assert "### uml_class" in md and "diagnostics vs none" in md and "p McNemar (Holm)" in md
+    assert "### uml_class" in md and "diagnostics vs none" in md and "p McNemar pass after repair (Holm)" in md
 
 
 def cot_helps_on_the_first_tasks(body: dict, text: str, task_index: int) -> bool:
