@@ -268,16 +268,16 @@ def plot_cost(summary: pd.DataFrame, folder: Path) -> list[Plot]:
     top = float(summary["cost $"].max())
     ax.set_xlim(-0.05 * (top or 1.0), 1.15 * top if top > 0 else 1.0)  # costs are never negative
     ax.set_xlabel("cost of the group's replies, incl. cached at list price (USD)")
-    ax.set_ylabel("pass@1")
+    ax.set_ylabel("pass@1 after repair")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("pass@1 against cost, one point per agent / model / task kind", fontsize=10)
+    ax.set_title("pass@1 after repair against cost, one point per agent / model / task kind", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
     place_labels(ax, list(at), [", ".join(numbers) for numbers in at.values()])
     path = folder / "cost_vs_score.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [Plot(path, ("pass@1 of each agent / model / task kind against its cost incl. cached at list price "
+    return [Plot(path, ("pass@1 after repair of each agent / model / task kind against its cost incl. cached at list price "
                         "(its replies at the models' list prices, cached ones included; the money spent is in the "
                         "leaderboards); the numbers on the points are the legend's."))]
 

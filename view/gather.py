@@ -726,7 +726,7 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
 
 PLOT_CAPTIONS = {
     "rounds_to_success": "Share of attempts passed by each round (0 = the first answer), per agent / model.",
-    "cost_vs_score": "Model spend of each agent / model / kind group against its pass@1.",
+    "cost_vs_score": "Cost incl. cached at list price of each agent / model / kind group against its pass@1 after repair.",
 }
 
 
