@@ -198,3 +198,12 @@ def test_two_experiments_that_differ_in_strategy_give_the_numbers_of_one_with_bo
     assert (row.level_only, row.baseline_only, row.first_answer_passes_level_only) == (6, 0, 6)
     assert row.p_mcnemar == pytest.approx(2 * 0.5 ** 6) and row.delta_score > 0
     assert "## What each level buys" in (runs / "both" / "report" / "report.md").read_text()
+    # compare.md's table names are the report's, each defined once in its glossary
+    from sysmo.evals.glossary import definitions_of
+    from sysmo.evals.report import table_headers
+
+    compare_md = (tmp_path / "cmp" / "compare.md").read_text()
+    names = table_headers(compare_md)
+    assert "Δfirst answer parses" in names and all(len(definitions_of(n)) == 1 for n in names)
+    glossary = compare_md.split("## Glossary\n", 1)[1]
+    assert all(f"- {definitions_of(n)[0].line()}" in glossary for n in names)
