@@ -46,7 +46,7 @@ class Definition(BaseModel, frozen=True):
     name: str  # may hold a placeholder (K, METRIC, ATTRIBUTE=LEVEL, CORRECTION, KIND)
     meaning: str
     denominator: str
-    columns: tuple[str, ...] = ()  # the CSV / Parquet columns it is stored in
+    columns: tuple[str, ...] = ()  # the CSV / Parquet columns it is stored in (each column in one definition)
     suffix: str = ""  # a regex the printed name may end with (" [95% CI]"), same definition
 
     @cached_property
@@ -137,7 +137,7 @@ GLOSSARY: tuple[Definition, ...] = (
                columns=("status",)),
     Definition(name="KIND errors", meaning="errored attempts by cause: model (the model call failed for good), budget "
                "(a cost or token cap), infrastructure (a tool, the sandbox or the harness)",
-               denominator=COUNT + " of the group's samples", columns=("status", "error")),
+               denominator=COUNT + " of the group's samples"),  # from attempts.csv's status and error
     Definition(name="error kind", meaning="the cause an error message is counted under (model, budget, "
                "infrastructure)", denominator=LABEL),
     Definition(name="message", meaning="an error message, its first 160 characters", denominator=LABEL,
