@@ -168,10 +168,12 @@ GLOSSARY: tuple[Definition, ...] = (
                columns=("held_fixed",)),
     Definition(name="n pairs", meaning="the (task, sample index) pairs both levels ran, every other factor held fixed",
                denominator=COUNT, columns=("n_pairs",)),
-    Definition(name="pass after repair (base → level)", meaning="share of the pairs whose attempt passed after repair "
+    Definition(name="pass after repair (base → level)",
+               meaning="share of the pairs whose attempt passed after repair "
                "(as pass@1 after repair), baseline then level", denominator=PAIRS,
                columns=("pass_baseline", "pass_level")),
-    Definition(name="Δpass after repair [95% CI]", meaning="level minus baseline in pass after repair: the mean paired "
+    Definition(name="Δpass after repair [95% CI]",
+               meaning="level minus baseline in pass after repair: the mean paired "
                "difference of 0/1, 95% bootstrap CI over the pairs", denominator=PAIRS,
                columns=("delta_pass", "delta_pass_ci_low", "delta_pass_ci_high")),
     Definition(name="p McNemar pass after repair (CORRECTION)", meaning="exact McNemar test on pass after repair: raw "

@@ -1,5 +1,5 @@
-"""Report tables a person reads at a glance: one leaderboard per task kind, an error breakdown, and one line per
-metric saying what it measures.
+"""Report tables a person reads at a glance: one leaderboard per task kind, an error breakdown, and one glossary
+line per column saying what it measures and over what.
 
 A leaderboard holds only its kind's numbers: pass@k after repair (pass@1 with its 95% CI), pass@k first answer
 parses (OODEval's single-shot), pass@1 first answer passes, the kind's stage headline values, best-of-n (with "k of
@@ -126,5 +126,5 @@ def errored_groups_note(frame: pd.DataFrame) -> str | None:
     if counts.empty or not counts["errors"].any():
         return None
     parts = [f"{r.agent} / {r.model} / {r.kind}: {r.errors} of {r.samples}" for r in counts.itertuples() if r.errors]
-    return ("Errored attempts count as not passed in pass@1; they are failures of the run, not necessarily of the "
+    return ("Errored attempts count as not passed in pass@1 after repair; they are failures of the run, not necessarily of the "
             "model (see the error breakdown): " + "; ".join(parts) + ".")

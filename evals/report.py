@@ -277,7 +277,8 @@ def plot_cost(summary: pd.DataFrame, folder: Path) -> list[Plot]:
     path = folder / "cost_vs_score.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [Plot(path, ("pass@1 after repair of each agent / model / task kind against its cost incl. cached at list price "
+    return [Plot(path, ("pass@1 after repair of each agent / model / task kind against its cost incl. cached at list "
+                        "price "
                         "(its replies at the models' list prices, cached ones included; the money spent is in the "
                         "leaderboards); the numbers on the points are the legend's."))]
 
@@ -404,7 +405,8 @@ def write_report(directory: Path) -> dict[str, Path]:
         not_covered = int((every["status"] == "not_covered").sum()) if not every.empty else 0
         frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not_covered else every
         summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
-        breakdowns = {by: _level_columns(breakdown_frame(frame, by), by) for by in ("benchmark", "domain", "difficulty")}
+        breakdowns = {by: _level_columns(breakdown_frame(frame, by), by)
+                      for by in ("benchmark", "domain", "difficulty")}
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)

@@ -51,8 +51,8 @@ log = get_logger(__name__)
 PARSER_CODE = {"plantuml": "syntax"}  # the diagnostic code of the tool's own parser, where lint runs beside it
 FIRST_ANSWER_PARSES = "first answer parses "  # prefix of OODEval's single-shot pass@k columns
 FIRST_ANSWER_PASSES = "first answer passes "  # prefix of the pass@k columns of first answers that passed every check
-NOT_METRICS = {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass", "cost $", "best-of-n tasks",
-               "spent $", "tokens", "wall s"}
+NOT_METRICS = {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass", "cost $",
+               "best-of-n tasks", "spent $", "tokens", "wall s"}
 
 
 def first_answer_parses_check(check: CheckResult | None) -> bool:
@@ -238,7 +238,8 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
                                "samples": int(len(group))}
         for k, value in pass_at_ks(counts, ks).items():
             row[f"pass@{k}"] = value
-        for prefix, column in ((FIRST_ANSWER_PARSES, "first_answer_parses"), (FIRST_ANSWER_PASSES, "first_answer_passes")):
+        for prefix, column in ((FIRST_ANSWER_PARSES, "first_answer_parses"),
+                               (FIRST_ANSWER_PASSES, "first_answer_passes")):
             if column in group.columns:
                 firsts = [(len(g), int(g[column].sum())) for _, g in per_task]
                 for k, value in pass_at_ks(firsts, ks).items():
