@@ -602,7 +602,8 @@ def register(app: typer.Typer) -> None:
     )
     app.command(name="compare", help=(
         "Paired analysis across experiments: attempts paired on (task, sample index) and every factor not "
-        "compared; each level against its baseline with exact McNemar (pass, single-shot pass), Wilcoxon "
+        "compared; each level against its baseline with exact McNemar (pass after repair, first answer parses, "
+        "first answer passes), Wilcoxon "
         "(headline score), bootstrap CIs and adjusted p-values. Writes paired.csv and compare.md "
         "(docs/paired-analysis.md)."))(compare_command)
     app.command(name="check-transitions")(check_transitions)
@@ -636,7 +637,8 @@ def compare_command(
     console.print(f"factor(s): {', '.join(result.factors)}; tasks shared: {result.shared_tasks}")
     for family, table in display_tables(result.rows, correction).items():  # type: ignore[arg-type]
         # the console shows the headline columns; compare.md and paired.csv have every one
-        columns = [c for c in table.columns if not c.startswith(("pass (", "Δsingle-shot", "p single-shot"))]
+        columns = [c for c in table.columns if not c.startswith(("pass after repair (", "Δfirst answer",
+                                                                  "p McNemar first answer"))]
         records = [{k: str(row[k]) for k in columns} for row in table.to_dict("records")]
         print_records(console, family, columns, records, key="level vs baseline")
     if not result.rows:

@@ -168,6 +168,10 @@ def markdown(result: Comparison) -> str:
     if result.rows:
         lines.append(f"Method: {result.rows[0].method}. Every number: `paired.csv`; definitions: "
                      "docs/paired-analysis.md.\n")
+        from sysmo.evals.glossary import glossary_lines
+        from sysmo.evals.report import table_headers
+
+        lines += ["## Glossary\n", *(f"- {line}" for line in glossary_lines(table_headers("\n".join(lines)))), ""]
     return "\n".join(lines)
 
 

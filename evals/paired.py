@@ -7,8 +7,10 @@ every other factor held fixed. For each pair of arms (baseline level, other leve
 
 - an exact McNemar test on pass after repair (the status ``passed``), a two-sided binomial test on the
   discordant pairs (``scipy.stats.binomtest(level_only, level_only + baseline_only, 0.5)``);
-- the same test on single-shot pass: the first answer, before any feedback, passed the tool check
-  (``passed_round == 0``; not OODEval's parser-only ``single_shot`` column);
+- the same test on the first answer, before any feedback, under both of the report's definitions (names from
+  ``sysmo.evals.glossary``): "first answer parses" (OODEval's single-shot: the language's parser accepted it,
+  ``first_answer_parses``, the leaderboard's "pass@k first answer parses (OODEval)") and "first answer passes"
+  (it passed every check of the tool check, ``passed_round == 0``);
 - a Wilcoxon signed-rank test on the family's headline score (the kind's selection metric,
   ``tables.DEFAULT_SELECTION_METRIC`` or the experiment's ``selection_metric``), ``zero_method="wilcox"``
   (pairs with equal scores are dropped, as Wilcoxon's original test);
@@ -76,11 +78,16 @@ class PairedRow(BaseModel):
     delta_pass: float
     delta_pass_ci_low: float
     delta_pass_ci_high: float
-    single_shot_baseline: float
-    single_shot_level: float
-    single_shot_level_only: int
-    single_shot_baseline_only: int
-    p_mcnemar_single_shot: float
+    first_answer_parses_baseline: float | None  # None: the attempts carry no first_answer_parses column
+    first_answer_parses_level: float | None
+    first_answer_parses_level_only: int | None
+    first_answer_parses_baseline_only: int | None
+    p_mcnemar_first_answer_parses: float | None
+    first_answer_passes_baseline: float
+    first_answer_passes_level: float
+    first_answer_passes_level_only: int
+    first_answer_passes_baseline_only: int
+    p_mcnemar_first_answer_passes: float
     score_metric: str | None
     n_score_pairs: int
     delta_score: float | None
@@ -88,7 +95,8 @@ class PairedRow(BaseModel):
     delta_score_ci_high: float | None
     p_wilcoxon: float | None
     p_mcnemar_adjusted: float | None = None
-    p_mcnemar_single_shot_adjusted: float | None = None
+    p_mcnemar_first_answer_parses_adjusted: float | None = None
+    p_mcnemar_first_answer_passes_adjusted: float | None = None
     p_wilcoxon_adjusted: float | None = None
     method: str = ""
 
@@ -157,7 +165,7 @@ def _level_text(value: object) -> str:
 
 def factor_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """The attempts with their factors as text columns (agents without the report's ``[feedback=...]`` label) and
-    ``single_shot_pass`` (the first answer passed the tool check)."""
+    ``first_answer_passes`` (the first answer passed every check: ``passed_round == 0``)."""
     data = frame.copy()
     if "agent" in data.columns:
         data["agent"] = data["agent"].astype(str).str.replace(_LEVEL_SUFFIX, "", regex=True)
@@ -165,7 +173,7 @@ def factor_frame(frame: pd.DataFrame) -> pd.DataFrame:
         if factor in data.columns:
             data[factor] = data[factor].map(_level_text)
     rounds = data["passed_round"] if "passed_round" in data.columns else pd.Series(np.nan, index=data.index)
-    data["single_shot_pass"] = (pd.to_numeric(rounds, errors="coerce") == 0).astype(int)
+    data["first_answer_passes"] = (pd.to_numeric(rounds, errors="coerce") == 0).astype(int)
     data["passed"] = data["passed"].astype(int)
     return data
 
@@ -225,9 +233,13 @@ def _compare(family: str, factor: str, baseline: str, level: str, held: str, bas
     if pairs.empty:
         return None
     passed_b, passed_l = pairs["passed_b"].to_numpy(), pairs["passed_l"].to_numpy()
-    shot_b, shot_l = pairs["single_shot_pass_b"].to_numpy(), pairs["single_shot_pass_l"].to_numpy()
     level_only, baseline_only = _discordant(passed_b, passed_l)
-    ss_level_only, ss_base_only = _discordant(shot_b, shot_l)
+    passes_level_only, passes_base_only = _discordant(pairs["first_answer_passes_b"].to_numpy(),
+                                                      pairs["first_answer_passes_l"].to_numpy())
+    parses = "first_answer_parses_b" in pairs.columns
+    parses_level_only, parses_base_only = (_discordant(pairs["first_answer_parses_b"].to_numpy(),
+                                                       pairs["first_answer_parses_l"].to_numpy())
+                                           if parses else (None, None))
     delta = bootstrap_ci(list((passed_l - passed_b).astype(float)), resamples=BOOTSTRAP_RESAMPLES, seed=BOOTSTRAP_SEED)
     scored = pairs.dropna(subset=["headline_b", "headline_l"])
     score_diff = (scored["headline_l"] - scored["headline_b"]).to_numpy(dtype=float)
@@ -238,9 +250,15 @@ def _compare(family: str, factor: str, baseline: str, level: str, held: str, bas
         pass_baseline=_rate(pairs["passed_b"]), pass_level=_rate(pairs["passed_l"]), level_only=level_only,
         baseline_only=baseline_only, p_mcnemar=mcnemar_exact(level_only, baseline_only), delta_pass=delta.mean,
         delta_pass_ci_low=delta.low, delta_pass_ci_high=delta.high,
-        single_shot_baseline=_rate(pairs["single_shot_pass_b"]), single_shot_level=_rate(pairs["single_shot_pass_l"]),
-        single_shot_level_only=ss_level_only, single_shot_baseline_only=ss_base_only,
-        p_mcnemar_single_shot=mcnemar_exact(ss_level_only, ss_base_only),
+        first_answer_parses_baseline=_rate(pairs["first_answer_parses_b"]) if parses else None,
+        first_answer_parses_level=_rate(pairs["first_answer_parses_l"]) if parses else None,
+        first_answer_parses_level_only=parses_level_only, first_answer_parses_baseline_only=parses_base_only,
+        p_mcnemar_first_answer_parses=(mcnemar_exact(parses_level_only, parses_base_only)
+                                       if parses_level_only is not None and parses_base_only is not None else None),
+        first_answer_passes_baseline=_rate(pairs["first_answer_passes_b"]),
+        first_answer_passes_level=_rate(pairs["first_answer_passes_l"]),
+        first_answer_passes_level_only=passes_level_only, first_answer_passes_baseline_only=passes_base_only,
+        p_mcnemar_first_answer_passes=mcnemar_exact(passes_level_only, passes_base_only),
         score_metric=score_metric if score_ci is not None else None, n_score_pairs=int(score_diff.size),
         delta_score=score_ci.mean if score_ci else None, delta_score_ci_low=score_ci.low if score_ci else None,
         delta_score_ci_high=score_ci.high if score_ci else None,
@@ -313,7 +331,8 @@ def adjusted(rows: list[PairedRow], correction: Correction = "holm") -> list[Pai
     """``rows`` with their adjusted p-values (each test across every row that has it) and the method named."""
     out = [r.model_copy(update={"method": method_text(correction)}) for r in rows]
     for raw, target in (("p_mcnemar", "p_mcnemar_adjusted"),
-                        ("p_mcnemar_single_shot", "p_mcnemar_single_shot_adjusted"),
+                        ("p_mcnemar_first_answer_parses", "p_mcnemar_first_answer_parses_adjusted"),
+                        ("p_mcnemar_first_answer_passes", "p_mcnemar_first_answer_passes_adjusted"),
                         ("p_wilcoxon", "p_wilcoxon_adjusted")):
         have = [i for i, r in enumerate(out) if getattr(r, raw) is not None]
         for i, value in zip(have, adjust([getattr(out[i], raw) for i in have], correction)):
@@ -339,19 +358,29 @@ def _signed(value: float | None, low: float | None, high: float | None) -> str:
     return f"{value:+.3f} [{low:+.3f}, {high:+.3f}]"
 
 
+def _difference(baseline: float | None, level: float | None) -> str:
+    return "" if baseline is None or level is None else f"{level - baseline:+.3f}"
+
+
 def display_tables(rows: Sequence[PairedRow], correction: Correction = "holm") -> dict[str, pd.DataFrame]:
-    """One table per family for people: level vs baseline, pairs, Δpass and Δscore with CIs, raw and adjusted p."""
+    """One table per family for people: level vs baseline, pairs, Δpass after repair, Δfirst answer parses, Δfirst
+    answer passes and Δscore, raw and adjusted p (column names: ``sysmo.evals.glossary``)."""
     name = CORRECTION_NAMES[correction]
     tables: dict[str, list[dict[str, object]]] = {}
     for r in rows:
         tables.setdefault(r.family, []).append({
             "factor": r.factor, "level vs baseline": f"{r.level} vs {r.baseline}", "held fixed": r.held_fixed,
-            "n pairs": r.n_pairs, "pass (base → level)": f"{r.pass_baseline:.3f} → {r.pass_level:.3f}",
-            "Δpass [95% CI]": _signed(r.delta_pass, r.delta_pass_ci_low, r.delta_pass_ci_high),
-            f"p McNemar ({name})": _p(r.p_mcnemar, r.p_mcnemar_adjusted),
-            "Δsingle-shot pass": f"{r.single_shot_level - r.single_shot_baseline:+.3f}",
-            f"p single-shot ({name})": _p(r.p_mcnemar_single_shot, r.p_mcnemar_single_shot_adjusted),
+            "n pairs": r.n_pairs,
+            "pass after repair (base → level)": f"{r.pass_baseline:.3f} → {r.pass_level:.3f}",
+            "Δpass after repair [95% CI]": _signed(r.delta_pass, r.delta_pass_ci_low, r.delta_pass_ci_high),
+            f"p McNemar pass after repair ({name})": _p(r.p_mcnemar, r.p_mcnemar_adjusted),
+            "Δfirst answer parses": _difference(r.first_answer_parses_baseline, r.first_answer_parses_level),
+            f"p McNemar first answer parses ({name})": _p(r.p_mcnemar_first_answer_parses,
+                                                         r.p_mcnemar_first_answer_parses_adjusted),
+            "Δfirst answer passes": _difference(r.first_answer_passes_baseline, r.first_answer_passes_level),
+            f"p McNemar first answer passes ({name})": _p(r.p_mcnemar_first_answer_passes,
+                                                         r.p_mcnemar_first_answer_passes_adjusted),
             "Δscore [95% CI]": (f"{r.score_metric}: " if r.score_metric else "")
             + _signed(r.delta_score, r.delta_score_ci_low, r.delta_score_ci_high),
-            f"p Wilcoxon ({name})": _p(r.p_wilcoxon, r.p_wilcoxon_adjusted)})
+            f"p Wilcoxon score ({name})": _p(r.p_wilcoxon, r.p_wilcoxon_adjusted)})
     return {family: pd.DataFrame(table) for family, table in tables.items()}

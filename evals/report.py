@@ -21,11 +21,13 @@ import pandas as pd  # noqa: E402
 
 from sysmo.evals.metric_scales import metric_scale  # noqa: E402
 from sysmo.evals.plot_style import place_labels, style  # noqa: E402
+from sysmo.evals.glossary import definition_of, glossary_lines  # noqa: E402
 from sysmo.evals.tables import (  # noqa: E402
-    SINGLE_SHOT,
+    FIRST_ANSWER_PARSES,
     attempts_frame,
     DEFAULT_SELECTION_METRIC,
     breakdown_frame,
+    display_name,
     provenance,
     provenance_json,
     rounds_to_success,
@@ -39,16 +41,18 @@ from sysmo.evals.leaderboard import (  # noqa: E402
     error_messages,
     errored_groups_note,
     leaderboards,
-    metric_lines,
 )
 from sysmo.evals.paired import CORRECTION_NAMES, display_tables, paired_rows, rows_frame  # noqa: E402
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
-    "Both pass@k use the unbiased estimator 1 - C(n-c,k)/C(n,k) over the n samples of each task. "
-    "**pass@k after repair** (sysmo's): a sample counts when its final artifact passed the tool check, repair "
-    "rounds included. **pass@k single-shot (OODEval)**: a sample counts when its first answer, before any "
-    "feedback, is accepted by the language's parser (for PlantUML, PlantUML's own verdict, as the OODEval paper).")
+    "Every pass@k uses the unbiased estimator 1 - C(n-c,k)/C(n,k) over the n samples of each task, averaged over "
+    "every task of the group (a task with no passing sample counts 0). **pass@k after repair** (sysmo's): a sample "
+    "counts when its final artifact passed the tool check, repair rounds included. **pass@k first answer parses "
+    "(OODEval)** (OODEval's single-shot pass@k): a sample counts when its first answer, before any feedback, is "
+    "accepted by the language's parser (for PlantUML, PlantUML's own verdict, as the OODEval paper). **pass@k first "
+    "answer passes**: its first answer passed every check, lint included. The glossary at the end defines every "
+    "column with its denominator.")
 CONTROL_BANNER = ("CONTROL EXPERIMENT: answers came from offline providers (`reference` returns the gold model, "
                   "`mockllm/...` replays a script). The numbers measure the harness, not any LLM.")
 
@@ -128,7 +132,7 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
     if summary.empty:
         return plots
     metrics = [c for c in summary.columns
-               if (c in ("pass@1", f"{SINGLE_SHOT}pass@1") or c in _stage_names(summary)) and "." not in c]
+               if (c in ("pass@1", f"{FIRST_ANSWER_PARSES}pass@1") or c in _stage_names(summary)) and "." not in c]
     for kind, group in summary.groupby("kind"):
         for metric in metrics:
             if metric not in group or group[metric].isna().all():
@@ -148,18 +152,20 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
                         n_err = errored.get((table.index[i], table.columns[j], kind), 0) if metric == "pass@1" else 0
                         ax.text(j, i, f"{v:.2f}" + (f"\n({n_err} errored)" if n_err else ""), ha="center",
                                 va="center", color="white" if dark else "black", fontsize=8 if n_err else None)
-            ax.set_title(f"{metric} ({kind}): mean per agent and model", fontsize=10)
+            name = display_name(metric).split(" (")[0] if metric_scale(metric).name != "0-1" else display_name(metric)
+            ax.set_title(f"{name} ({kind}) per agent and model", fontsize=10)
             ax.set_xlabel("model")
             ax.set_ylabel("agent")
-            fig.colorbar(im, ax=ax, label=f"{metric} ({scale.name})")
+            fig.colorbar(im, ax=ax, label=f"{name} ({scale.name})")
             fig.tight_layout()
             path = folder / f"heatmap_{kind}_{_slug(metric)}.png"
             fig.savefig(path, dpi=110)
             plt.close(fig)
+            definition = definition_of(name, stages=[name])
             plots.append(Plot(path, (
-                f"{metric} on {kind} tasks, one cell per agent (row) and model (column): the mean over the "
-                f"group's attempts, on a {scale.name} scale"
+                f"{name} on {kind} tasks, one cell per agent (row) and model (column), on a {scale.name} scale"
                 + (", with the number of errored attempts where there were any" if metric == "pass@1" else "")
+                + (f"; denominator: {definition.denominator}" if definition else "")
                 + ". A blank cell: not scored for that group (or the group did not run).")))
     return plots
 
@@ -167,7 +173,7 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
 def _stage_names(summary: pd.DataFrame) -> set[str]:
     return {c for c in summary.columns if not c.endswith(" CI") and c not in
             {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "cost $", "spent $", "tokens", "wall s",
-             "mean rounds to pass"} and not c.startswith(("pass@", SINGLE_SHOT, "best-of-n"))}
+             "mean rounds to pass"} and not c.startswith(("pass@", "first answer ", "best-of-n"))}
 
 
 def _slug(text: str) -> str:
@@ -262,16 +268,17 @@ def plot_cost(summary: pd.DataFrame, folder: Path) -> list[Plot]:
     top = float(summary["cost $"].max())
     ax.set_xlim(-0.05 * (top or 1.0), 1.15 * top if top > 0 else 1.0)  # costs are never negative
     ax.set_xlabel("cost of the group's replies, incl. cached at list price (USD)")
-    ax.set_ylabel("pass@1")
+    ax.set_ylabel("pass@1 after repair")
     ax.set_ylim(-0.05, 1.05)
-    ax.set_title("pass@1 against cost, one point per agent / model / task kind", fontsize=10)
+    ax.set_title("pass@1 after repair against cost, one point per agent / model / task kind", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1), borderaxespad=0)
     fig.tight_layout()
     place_labels(ax, list(at), [", ".join(numbers) for numbers in at.values()])
     path = folder / "cost_vs_score.png"
     fig.savefig(path, dpi=110)
     plt.close(fig)
-    return [Plot(path, ("pass@1 of each agent / model / task kind against its cost incl. cached at list price "
+    return [Plot(path, ("pass@1 after repair of each agent / model / task kind against its cost incl. cached at list "
+                        "price "
                         "(its replies at the models' list prices, cached ones included; the money spent is in the "
                         "leaderboards); the numbers on the points are the legend's."))]
 
@@ -337,9 +344,28 @@ def report_notes(store: Store, experiment_id: str, prov: dict | None = None) -> 
 LEVELS_NOTE = (
     "Each level of a factor (agent, model, feedback, strategy, temperature, max rounds) against the factor's "
     "baseline, on the (task, sample) pairs both ran with every other factor held fixed: Δ is level minus baseline "
-    "with a 95% bootstrap CI; McNemar's exact test on pass after repair and on single-shot pass (the first answer "
-    "passed), Wilcoxon's signed-rank test on the kind's headline score; p-values adjusted ({correction}) across "
-    "every comparison of this report. Every number: `paired.csv`; definitions: docs/paired-analysis.md.")
+    "with a 95% bootstrap CI; McNemar's exact test on pass after repair, on first answer parses (OODEval's "
+    "single-shot: the parser accepted the first answer) and on first answer passes (it passed every check), "
+    "Wilcoxon's signed-rank test on the kind's headline score; p-values adjusted ({correction}) across every "
+    "comparison of this report. Every number: `paired.csv`; definitions: the glossary below, "
+    "docs/paired-analysis.md.")
+
+
+GLOSSARY_NOTE = ("Every column name of every table above, with its one definition and its denominator (the "
+                 "same names in summary.csv, attempts.csv, paired.csv, `sysmo view` and the docs; the CSV/Parquet "
+                 "columns each is stored in last).")
+
+
+def table_headers(markdown: str) -> list[str]:
+    """The header cells of every Markdown table in ``markdown``, in order (repeats kept)."""
+    lines = markdown.splitlines()
+    return [cell.strip() for line, rule in zip(lines, lines[1:]) if line.startswith("| ") and rule.startswith("|---")
+            for cell in line.strip().strip("|").split(" | ")]
+
+
+def _level_columns(table: pd.DataFrame, by: str) -> pd.DataFrame:
+    """A breakdown's level columns named ``<by>=<level>`` (``difficulty=2``), so no level reads as a metric."""
+    return table.rename(columns={c: f"{by}={c}" for c in table.columns if c not in ("agent", "model")})
 
 
 def experiment_levels(config: dict) -> dict[str, list[str]]:
@@ -379,7 +405,8 @@ def write_report(directory: Path) -> dict[str, Path]:
         not_covered = int((every["status"] == "not_covered").sum()) if not every.empty else 0
         frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not_covered else every
         summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
-        breakdowns = {by: breakdown_frame(frame, by) for by in ("benchmark", "domain", "difficulty")}
+        breakdowns = {by: _level_columns(breakdown_frame(frame, by), by)
+                      for by in ("benchmark", "domain", "difficulty")}
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)
@@ -438,9 +465,7 @@ def write_report(directory: Path) -> dict[str, Path]:
                   + "otherwise no attempt to compute it on (rounds: none passed).")
         if any(board.isna().any().any() for board in boards.values()):
             md.append(legend + "\n")
-        md.append("What the columns measure:\n")
-        md.extend(f"- {line}" for line in metric_lines(boards))
-        md.append("")
+        md.append("What every column measures, and over what: the [glossary](#glossary) at the end.\n")
         md.append("## Errors\n")
         if errors_table.empty or not errors_table["errors"].any():
             md.append("No attempt errored: every attempt ran to its end.\n")
@@ -452,6 +477,11 @@ def write_report(directory: Path) -> dict[str, Path]:
                 md.append(f"## Pass rate by {by}\n")
                 md.append(markdown_table(table))
         md.extend(level_md)
+        glossary = glossary_lines(table_headers("\n".join(md)), stages=_stage_names(summary))
+        md.append("## Glossary\n")
+        md.append(GLOSSARY_NOTE + "\n")
+        md.extend(f"- {line}" for line in glossary)
+        md.append("")
         md.append("## Plots\n")
         md.extend(f"![{p.caption}](plots/{p.path.name})\n\n_{p.caption}_\n" for p in plots)
         md.append("## Provenance\n")
@@ -469,6 +499,8 @@ def write_report(directory: Path) -> dict[str, Path]:
         banner += "".join(f'<p class="control">{html.escape(note)}</p>' for note in notes)
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
         sections += level_html
+        sections += (f"<h2 id=\"glossary\">Glossary</h2><p>{html.escape(GLOSSARY_NOTE)}</p><ul>"
+                     + "".join(f"<li>{html.escape(line)}</li>" for line in glossary) + "</ul>")
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
 <style>body{{font-family:system-ui,sans-serif;margin:2em;max-width:1400px}}table{{border-collapse:collapse;font-size:12px}}
 td,th{{border:1px solid #ccc;padding:3px 6px;text-align:right}}.settings td,.settings th{{text-align:left}}th{{background:#eee}}.control{{background:#fff3cd;
@@ -483,7 +515,7 @@ behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>
 <p>{html.escape(PASS_AT_K_NOTE.replace("**", ""))}</p>{f'<p class="control">{html.escape(errored_note)}</p>' if errored_note else ''}
 {"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board, why_not_scored)}" for kind, board in boards.items())}
 {f"<p>{html.escape(legend)}</p>" if any(board.isna().any().any() for board in boards.values()) else ""}
-<ul>{"".join(f"<li>{html.escape(line)}</li>" for line in metric_lines(boards))}</ul>
+<p>What every column measures, and over what: the <a href="#glossary">glossary</a> at the end.</p>
 <h2>Errors</h2>{html_table(errors_table) + html_table(messages) if not errors_table.empty and errors_table["errors"].any()
                 else "<p>No attempt errored: every attempt ran to its end.</p>"}
 {sections}<h2>Plots</h2>{images}<h2>Provenance</h2><pre>{html.escape(provenance_json(store, experiment_id))}</pre>

@@ -3,7 +3,8 @@ are ``sysmo.evals.paired``).
 
 pass@k is always 1 - C(n-c, k) / C(n, k) (Chen et al. 2021), averaged over tasks; what counts as one of the c
 correct samples is the caller's: ``sysmo.evals.tables`` reports it twice, "pass@k" (the final artifact passed
-the tool check, repair rounds included) and "single-shot pass@k" (OODEval's: the first answer parses).
+the tool check, repair rounds included), "first answer parses pass@k" (OODEval's single-shot pass@k) and "first
+answer passes pass@k" (the first answer passed every check).
 
 >>> pass_at_k(n=5, c=1, k=1)
 0.2
@@ -33,7 +34,8 @@ def pass_at_ks(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dict[int
     """Mean pass@k over tasks for each k every task has samples for (k <= the smallest n), from (n, c) per task.
 
     One estimator for every notion of "passed": the caller decides what a passing sample is (after repair,
-    or single-shot as OODEval counts it) and hands the counts here.
+    the first answer parsing, as OODEval counts it, or passing every check) and hands the counts here. Every task
+    is in the mean: a task with no passing sample counts 0.
     """
     if not counts:
         return {}
@@ -41,12 +43,33 @@ def pass_at_ks(counts: Sequence[tuple[int, int]], ks: Sequence[int]) -> dict[int
     return {k: float(np.mean([pass_at_k(n, c, k) for n, c in counts])) for k in ks if 1 <= k <= n_min}
 
 
-def best_of_n(values_per_task: Sequence[Sequence[float | None]]) -> float | None:
-    """Best-of-n: each task's best sample by the declared metric, averaged over the tasks that have a value
-    (None / NaN values lose; None when no task has one)."""
+class BestOfN(BaseModel):
+    """Best-of-n over a group's tasks: ``mean`` of each task's best sample over the ``tasks`` tasks that have a
+    value, out of ``of`` tasks in all (``tasks < of`` only when some task has no sample with a value)."""
+
+    mean: float | None
+    tasks: int
+    of: int
+
+    @property
+    def denominator(self) -> str:
+        return f"{self.tasks} of {self.of} tasks"
+
+
+def best_of_n(values_per_task: Sequence[Sequence[float | None]]) -> BestOfN:
+    """Best-of-n: each task's best sample by the declared metric, averaged over the tasks that have a value.
+
+    A value the caller gives as None / NaN is "not scored" and loses to any number; an invalid sample must come
+    as 0 (``tables.metric_values`` does that), so a task whose samples are all invalid counts 0, never drops out.
+    A task with no value at all is left out and counted apart (``tasks`` of ``of``); ``mean`` is None when no
+    task has one.
+
+    >>> best_of_n([[0.0, 0.0], [0.5, 1.0]]).mean
+    0.5
+    """
     best = [max(v) for v in ([x for x in values if x is not None and not np.isnan(x)] for values in values_per_task)
             if v]
-    return float(np.mean(best)) if best else None
+    return BestOfN(mean=float(np.mean(best)) if best else None, tasks=len(best), of=len(values_per_task))
 
 
 class ConfidenceInterval(BaseModel):

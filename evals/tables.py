@@ -2,14 +2,23 @@
 
 These frames are the single source of every report table, plot and export.
 
-Two pass@k, both with the unbiased estimator over the n samples of a task (``statistics.pass_at_k``):
+Three pass@k, each with the unbiased estimator over the n samples of a task (``statistics.pass_at_k``), averaged
+over every task of the group (a task with no passing sample counts 0); their names are the glossary's
+(``sysmo.evals.glossary``), the same in the report, the CSV files, the viewer and the docs:
 
-- ``pass@k`` (sysmo's; "after repair" in the report): a sample counts when its final artifact passed the
+- ``pass@k after repair`` (sysmo's; summary column ``pass@k``): a sample counts when its final artifact passed the
   agent's tool check, after up to ``max_rounds`` repair rounds driven by tool feedback (column ``passed``).
-- ``single-shot pass@k`` (OODEval's; "single-shot parse"): a sample counts when its FIRST answer (round 0, no
-  feedback) is accepted by the language's own parser (column ``single_shot``, ``first_answer_valid``). For
-  PlantUML that is PlantUML's verdict alone, the oracle OODEval uses: our lint findings do not count. For the
-  other languages it is the round-0 tool check.
+- ``pass@k first answer parses (OODEval)`` (OODEval's single-shot pass@k; column ``first answer parses pass@k``):
+  a sample counts when its FIRST answer (round 0, no feedback) is accepted by the language's own parser
+  (attempt column ``first_answer_parses``, ``first_answer_parses_check``). For PlantUML that is PlantUML's
+  verdict alone, the oracle OODEval uses: our lint findings do not count. For the other languages it is the
+  round-0 tool check.
+- ``pass@k first answer passes`` (column ``first answer passes pass@k``): a sample counts when its first answer
+  passed every check of the agent's tool check, lint included (``passed_round == 0``; attempt column
+  ``first_answer_passes``): the paired tables test it beside the parser's.
+
+best-of-n: each task's best sample by the kind's selection metric, averaged over the
+group's tasks; a sample with no valid answer counts 0 (``metric_values``; docs/scoring-modes.md).
 
 Metric scales are declared, never guessed from the values (``sysmo.evals.metric_scales``): every bounded metric
 (0-1, 0-100 such as R2ABench's ``structure.ged_acc``, 1-5 judge rubrics) gets a mean and CI in the summary,
@@ -40,13 +49,14 @@ DEFAULT_SELECTION_METRIC = {
 GROUP = ["agent", "model", "kind"]
 log = get_logger(__name__)
 PARSER_CODE = {"plantuml": "syntax"}  # the diagnostic code of the tool's own parser, where lint runs beside it
-SINGLE_SHOT = "single-shot "  # prefix of OODEval's pass@k columns
+FIRST_ANSWER_PARSES = "first answer parses "  # prefix of OODEval's single-shot pass@k columns
+FIRST_ANSWER_PASSES = "first answer passes "  # prefix of the pass@k columns of first answers that passed every check
 NOT_METRICS = {"agent", "model", "kind", "tasks", "samples", "pass_rate_ci", "mean rounds to pass", "cost $",
-               "spent $", "tokens", "wall s"}
+               "best-of-n tasks", "spent $", "tokens", "wall s"}
 
 
-def first_answer_valid(check: CheckResult | None) -> bool:
-    """OODEval's single-shot validity of a first answer: its language's parser accepted it.
+def first_answer_parses_check(check: CheckResult | None) -> bool:
+    """Whether a first answer parses (OODEval's single-shot validity): its language's parser accepted it.
 
     No check (nothing could be extracted) is invalid; a tool that crashed or timed out is invalid. For
     PlantUML only PlantUML's own syntax verdict counts (code ``syntax``), not our lint rules.
@@ -59,11 +69,11 @@ def first_answer_valid(check: CheckResult | None) -> bool:
     return not any(d.code == parser_code for d in check.diagnostics)
 
 
-def _single_shot(store: Store, experiment_id: str) -> dict[str, int]:
+def _first_answer_parses(store: Store, experiment_id: str) -> dict[str, int]:
     rows = store.query("SELECT rounds.attempt_id AS attempt_id, rounds.check_json AS check_json FROM rounds JOIN "
                        "attempts ON attempts.id = rounds.attempt_id WHERE attempts.experiment_id=? AND rounds.idx=0",
                        (experiment_id,))
-    return {r["attempt_id"]: int(first_answer_valid(CheckResult.model_validate_json(r["check_json"])
+    return {r["attempt_id"]: int(first_answer_parses_check(CheckResult.model_validate_json(r["check_json"])
                                                     if r["check_json"] else None)) for r in rows}
 
 
@@ -128,7 +138,8 @@ def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
         wide.columns = [f"score.{c}" for c in wide.columns]
         frame = frame.merge(wide, left_on="id", right_index=True, how="left")
     frame["passed"] = (frame["status"] == "passed").astype(int)
-    frame["single_shot"] = frame["id"].map(_single_shot(store, experiment_id)).fillna(0).astype(int)
+    frame["first_answer_parses"] = frame["id"].map(_first_answer_parses(store, experiment_id)).fillna(0).astype(int)
+    frame["first_answer_passes"] = (pd.to_numeric(frame["passed_round"], errors="coerce") == 0).astype(int)
     frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
     frame = split_by_arms(frame.merge(_arm_cells(store, experiment_id), on="id", how="left"))
     return frame.sort_values(["task_id", "agent", "model", "sample_index"]).reset_index(drop=True)
@@ -151,6 +162,29 @@ def shown_metric(column: str, values: pd.Series) -> bool:
     return scale.shown
 
 
+def metric_values(group: pd.DataFrame, column: str) -> pd.Series:
+    """Each attempt's value of a score column (``score.<stage>`` or ``score.<stage>.<metric>``) as every aggregate
+    counts it (stage means, best-of-n): an answer that is not valid counts 0, one not scored is missing.
+
+    The stored value where there is one. 0 where the answer had no value because it was invalid: a sub-metric of a
+    stage that scored 0 with no metrics (gated by an earlier stage's failure: nothing extracted, rejected by the
+    parser), or an attempt that errored with no scorecard at all. Missing (left out of a mean, a task of best-of-n
+    counted apart) where the stage was not scored for a reason of its own (no judge, no traces), and for a
+    metric whose scale does not start at 0 (a 1-5 rubric: 0 is not one of its values)."""
+    values = pd.to_numeric(group[column], errors="coerce")
+    scale = metric_scale(column)
+    if scale.low not in (0, 0.0):
+        return values
+    parts = column.split(".")
+    if len(parts) > 2 and f"score.{parts[1]}" in group.columns:
+        stage = pd.to_numeric(group[f"score.{parts[1]}"], errors="coerce")
+        values = values.where(values.notna() | (stage != 0), 0.0)
+    unscored = group[score_columns(group)].isna().all(axis=1)
+    if values.notna().any() and "status" in group.columns:  # (no attempt has it: not a metric of the group's kind)
+        values = values.where(values.notna() | ~(unscored & (group["status"] == "error")), 0.0)
+    return values
+
+
 def display_frame(summary: pd.DataFrame, headline_only: bool = True) -> pd.DataFrame:
     """The summary for people: "mean [low, high]" cells; by default only pass@k and each stage's headline value."""
     if summary.empty:
@@ -159,7 +193,8 @@ def display_frame(summary: pd.DataFrame, headline_only: bool = True) -> pd.DataF
     for col in summary.columns:
         if col.endswith(" CI") or col == "pass_rate_ci":
             continue
-        if headline_only and "." in col and not col.startswith(("pass@", SINGLE_SHOT, "best-of-n")):
+        if headline_only and "." in col and not col.startswith(("pass@", FIRST_ANSWER_PARSES, FIRST_ANSWER_PASSES,
+                                                                 "best-of-n")):
             continue
         keep.append(col)
     out = summary[keep].copy()
@@ -174,11 +209,15 @@ def display_frame(summary: pd.DataFrame, headline_only: bool = True) -> pd.DataF
 
 
 def display_name(column: str) -> str:
-    """The two pass@k named for people: ``pass@3`` -> ``pass@3 after repair``, the single-shot one after OODEval."""
+    """A summary column by its name in the report, the viewer and the docs (``sysmo.evals.glossary``):
+    ``pass@3`` -> ``pass@3 after repair``, ``first answer parses pass@3`` -> ``pass@3 first answer parses
+    (OODEval)``, ``first answer passes pass@3`` -> ``pass@3 first answer passes``, a 0-100 metric with its scale."""
     if column.startswith("pass@"):
         return f"{column} after repair"
-    if column.startswith(SINGLE_SHOT + "pass@"):
-        return f"{column[len(SINGLE_SHOT):]} single-shot (OODEval)"
+    if column.startswith(FIRST_ANSWER_PARSES + "pass@"):
+        return f"{column[len(FIRST_ANSWER_PARSES):]} {FIRST_ANSWER_PARSES.strip()} (OODEval)"
+    if column.startswith(FIRST_ANSWER_PASSES + "pass@"):
+        return f"{column[len(FIRST_ANSWER_PASSES):]} {FIRST_ANSWER_PASSES.strip()}"
     scale = metric_scale(column)
     if scale.shown and scale.name != "0-1" and column not in NOT_METRICS:
         return f"{column} ({scale.name})"
@@ -199,23 +238,28 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
                                "samples": int(len(group))}
         for k, value in pass_at_ks(counts, ks).items():
             row[f"pass@{k}"] = value
-        if "single_shot" in group.columns:
-            single = [(len(g), int(g["single_shot"].sum())) for _, g in per_task]
-            for k, value in pass_at_ks(single, ks).items():
-                row[f"{SINGLE_SHOT}pass@{k}"] = value
+        for prefix, column in ((FIRST_ANSWER_PARSES, "first_answer_parses"),
+                               (FIRST_ANSWER_PASSES, "first_answer_passes")):
+            if column in group.columns:
+                firsts = [(len(g), int(g[column].sum())) for _, g in per_task]
+                for k, value in pass_at_ks(firsts, ks).items():
+                    row[f"{prefix}pass@{k}"] = value
         ci = bootstrap_ci(list(group.groupby("task_id")["passed"].mean()))
         row["pass_rate_ci"] = f"[{ci.low:.3f}, {ci.high:.3f}]"
         metric = f"score.{selection.get(kind, '')}"
         for col in score_columns(group):
-            values = group[col].dropna()
+            values = metric_values(group, col).dropna()
             if values.empty or not shown_metric(col, values):
                 continue
             ci = bootstrap_ci(list(values))
             digits = metric_scale(col).decimals
             row[f"{col[6:]}"] = ci.mean
             row[f"{col[6:]} CI"] = f"[{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
-        if metric in group.columns and (best := best_of_n([list(g) for _, g in per_task[metric]])) is not None:
-            row[f"best-of-n {selection[kind]}"] = best
+        if metric in group.columns:
+            best = best_of_n([list(g) for _, g in metric_values(group, metric).groupby(group["task_id"])])
+            if best.mean is not None:
+                row[f"best-of-n {selection[kind]}"] = best.mean
+                row["best-of-n tasks"] = best.tasks  # its denominator; of ``tasks``
         solved = group[group["passed"] == 1]
         row["mean rounds to pass"] = float(solved["passed_round"].mean() + 1) if not solved.empty else None
         row["spent $"] = float(group["spend_usd"].sum())  # new money

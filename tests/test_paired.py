@@ -46,8 +46,8 @@ def test_each_level_is_paired_with_the_baseline_holding_the_other_factors_fixed(
     assert (diag.level_only, diag.baseline_only) == (only, 0) == (12, 0)
     assert diag.p_mcnemar == pytest.approx(stats.binomtest(12, 12, 0.5).pvalue)
     assert diag.delta_pass == pytest.approx(12 / 16) and diag.delta_pass_ci_low > 0
-    # single-shot: the level changes only the repair, so the first answers agree
-    assert (diag.single_shot_level_only, diag.single_shot_baseline_only, diag.p_mcnemar_single_shot) == (0, 0, 1.0)
+    # first answer passes: the level changes only the repair, so the first answers agree
+    assert (diag.first_answer_passes_level_only, diag.first_answer_passes_baseline_only, diag.p_mcnemar_first_answer_passes) == (0, 0, 1.0)
     # headline: a gated clue.clue (the stage scored 0, no metrics) counts 0, a failed one with a value keeps it
     score_l = level["score.clue.clue"].fillna(0.0)
     score_b = base["score.clue.clue"].where(base["score.clue.clue"].notna() | (base["score.clue"] != 0), 0.0)

@@ -150,7 +150,7 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
         assert row.delta_pass_ci_low <= row.delta_pass <= row.delta_pass_ci_high
         assert "Holm" in row.method
         if key[0] == "feedback":  # the level changes only the repair: the first answers are the same in every arm
-            assert (row.single_shot_level_only, row.single_shot_baseline_only) == (0, 0)
+            assert (row.first_answer_passes_level_only, row.first_answer_passes_baseline_only) == (0, 0)
 
     # the expected direction: told the lines, every broken first answer is repaired; told "check failed", none is
     a_diag, a_bare, b_full = (rows[("feedback", f"model={model}", level)] for model, level in
@@ -161,7 +161,7 @@ def test_line_numbered_diagnostics_help_and_bare_ones_do_not(tmp_path: Path) -> 
     assert (a_bare.level_only, a_bare.baseline_only, a_bare.p_mcnemar, a_bare.delta_pass) == (0, 0, 1.0, 0.0)
     assert (b_full.level_only, b_full.pass_baseline) == (6, 0.4)
     md = (runs / experiment / "report" / "report.md").read_text()
-    assert "### uml_class" in md and "diagnostics vs none" in md and "p McNemar (Holm)" in md
+    assert "### uml_class" in md and "diagnostics vs none" in md and "p McNemar pass after repair (Holm)" in md
 
 
 def cot_helps_on_the_first_tasks(body: dict, text: str, task_index: int) -> bool:
@@ -195,6 +195,15 @@ def test_two_experiments_that_differ_in_strategy_give_the_numbers_of_one_with_bo
     pd.testing.assert_frame_equal(across, within)
     (row,) = across.itertuples()
     assert (row.factor, row.baseline, row.level, row.n_pairs) == ("strategy", "default", "cot", len(TASKS) * SAMPLES)
-    assert (row.level_only, row.baseline_only, row.single_shot_level_only) == (6, 0, 6)
+    assert (row.level_only, row.baseline_only, row.first_answer_passes_level_only) == (6, 0, 6)
     assert row.p_mcnemar == pytest.approx(2 * 0.5 ** 6) and row.delta_score > 0
     assert "## What each level buys" in (runs / "both" / "report" / "report.md").read_text()
+    # compare.md's table names are the report's, each defined once in its glossary
+    from sysmo.evals.glossary import definitions_of
+    from sysmo.evals.report import table_headers
+
+    compare_md = (tmp_path / "cmp" / "compare.md").read_text()
+    names = table_headers(compare_md)
+    assert "Δfirst answer parses" in names and all(len(definitions_of(n)) == 1 for n in names)
+    glossary = compare_md.split("## Glossary\n", 1)[1]
+    assert all(f"- {definitions_of(n)[0].line()}" in glossary for n in names)

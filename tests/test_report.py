@@ -111,7 +111,7 @@ def test_paired_analysis_of_two_agents_on_the_same_tasks():
     assert row.p_mcnemar_adjusted == row.p_mcnemar and row.p_wilcoxon is None  # one comparison; no score
 
 
-# -- the two pass@k: sysmo's after repair, OODEval's single-shot parse validity
+# -- the pass@k: sysmo's after repair, OODEval's single-shot (the first answer parses), the first answer passes
 
 SYNTAX_ERROR = "@startuml\nclass A {\n  x : int\n}\nA -> -> B\n@enduml"  # PlantUML's parser rejects it
 UNCLOSED = BROKEN  # PlantUML's parser rejects it too, and our lint adds unclosed-body
@@ -142,22 +142,24 @@ def repaired_experiment(tmp_path_factory):
     return directory
 
 
-def test_single_shot_pass_at_k_counts_first_answers_the_parser_accepts_not_repairs(repaired_experiment):
+def test_first_answer_parses_pass_at_k_counts_first_answers_the_parser_accepts_not_repairs(repaired_experiment):
     store = Store(repaired_experiment / "results.sqlite")
     frame = attempts_frame(store, "exp2")
     store.close()
     assert list(frame["passed"]) == [1, 1, 1, 0]  # 3 of 4 pass after repair
-    assert list(frame["single_shot"]) == [1, 0, 0, 0]  # only one first answer parses
+    assert list(frame["first_answer_parses"]) == [1, 0, 0, 0]  # only one first answer parses
+    assert list(frame["first_answer_passes"]) == [1, 0, 0, 0]  # and only that one passed every check
     row = summary_frame(frame, ks=(1, 2)).iloc[0]
-    assert row["pass@1"] == pytest.approx(3 / 4) and row["single-shot pass@1"] == pytest.approx(1 / 4)
-    assert row["pass@2"] == pytest.approx(1.0) and row["single-shot pass@2"] == pytest.approx(1 - 3 / 6)
+    assert row["pass@1"] == pytest.approx(3 / 4) and row["first answer parses pass@1"] == pytest.approx(1 / 4)
+    assert row["pass@2"] == pytest.approx(1.0) and row["first answer parses pass@2"] == pytest.approx(1 - 3 / 6)
     md = write_report(repaired_experiment)["markdown"].read_text()
-    assert "pass@1 after repair" in md and "pass@1 single-shot (OODEval)" in md
-    assert "| 0.250 |" in md  # single-shot pass@1 in the summary table
+    assert "pass@1 after repair" in md and "pass@1 first answer parses (OODEval)" in md
+    assert "single-shot" not in md.split("## Glossary")[0].replace("OODEval's single-shot", "")  # one name, OODEval's
+    assert "| 0.250 |" in md  # first answer parses pass@1 in the summary table
 
 
 def test_a_lint_finding_does_not_make_a_first_answer_invalid_under_the_parser_oracle():
-    from sysmo.evals.tables import first_answer_valid
+    from sysmo.evals.tables import first_answer_parses_check as first_answer_valid
     from sysmo.tools.plantuml import check
 
     lint_only = check(LINT_ONLY)

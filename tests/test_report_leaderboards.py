@@ -138,17 +138,21 @@ def test_pass_at_1_heatmap_says_how_many_attempts_errored(experiment, tmp_path):
         matplotlib.figure.Figure.savefig = original
     cells = dict(texts)
     # weak: its one run failed, its other errored; good: one passed, one errored
-    assert "0.00\n(1 errored)" in cells["pass@1 (uml_class): mean per agent and model"]
-    assert "0.50\n(1 errored)" in cells["pass@1 (tla): mean per agent and model"]
+    assert "0.00\n(1 errored)" in cells["pass@1 after repair (uml_class) per agent and model"]
+    assert "0.50\n(1 errored)" in cells["pass@1 after repair (tla) per agent and model"]
 
 
 def test_pass_at_k_variants_stay_with_pass_at_k_not_with_the_stages():
     summary = pd.DataFrame([{"agent": "a", "model": "m", "kind": "uml_class", "tasks": 1, "samples": 2,
                              "pass@1": 0.5, "pass_rate_ci": "[0.000, 1.000]", "pass@2": 1.0,
-                             "single-shot pass@1": 0.0, "single-shot pass@2": 0.0, "syntax": 0.5,
+                             "first answer parses pass@1": 0.0, "first answer parses pass@2": 0.0,
+                             "first answer passes pass@1": 0.0, "first answer passes pass@2": 0.0, "syntax": 0.5,
                              "syntax CI": "[0.000, 1.000]", "mean rounds to pass": 2.0, "cost $": 0.0}])
     board = leaderboards(summary, pd.DataFrame())["uml_class"]
     columns = list(board.columns)
-    assert columns.index("pass@2 after repair") < columns.index("pass@1 single-shot (OODEval)") \
-        < columns.index("pass@2 single-shot (OODEval)") < columns.index("syntax")
-    assert any(line.startswith("single-shot pass@k: ") for line in metric_lines({"uml_class": board}))
+    assert columns.index("pass@2 after repair") < columns.index("pass@1 first answer parses (OODEval)") \
+        < columns.index("pass@2 first answer parses (OODEval)") < columns.index("pass@1 first answer passes") \
+        < columns.index("syntax")
+    assert "pass@2 first answer passes" not in columns  # beside pass@1 first answer parses; every k in the CSV
+    assert any(line.startswith("pass@K first answer parses (OODEval): OODEval's single-shot pass@K")
+               for line in metric_lines({"uml_class": board}))

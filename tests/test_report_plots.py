@@ -51,7 +51,7 @@ def test_cost_labels_of_a_crowd_of_nearby_points_do_not_overlap(tmp_path) -> Non
     assert sorted(seen["labels"], key=int) == [str(n) for n in range(1, 13)]
     for a, b in itertools.combinations(seen["boxes"], 2):
         assert not a.overlaps(b), (a, b)
-    assert "pass@1 against cost" in seen["title"]
+    assert "pass@1 after repair against cost" in seen["title"]
     assert "incl. cached at list price" in seen["plots"][0].caption
 
 

@@ -31,8 +31,15 @@ def test_pass_at_k_is_monotone_in_k(n, data):
 
 
 def test_best_of_n_averages_each_tasks_best_sample():
-    assert best_of_n([[0.5, None, 0.9], [0.2, float("nan")], [None]]) == pytest.approx((0.9 + 0.2) / 2)
-    assert best_of_n([[None], []]) is None
+    best = best_of_n([[0.5, None, 0.9], [0.2, float("nan")], [None]])
+    assert best.mean == pytest.approx((0.9 + 0.2) / 2) and (best.tasks, best.of) == (2, 3)
+    assert best.denominator == "2 of 3 tasks"  # the task with no scored sample is counted apart
+    assert best_of_n([[None], []]).mean is None
+
+
+def test_best_of_n_counts_a_task_whose_samples_are_all_invalid_as_0():
+    """Negative control: invalid samples come as 0, so a task none of whose samples is valid pulls the mean down."""
+    assert best_of_n([[0.8, 0.6], [0.0, 0.0, 0.0, 0.0, 0.0]]).mean == pytest.approx(0.4)
 
 
 def test_bootstrap_ci_brackets_the_mean_and_is_deterministic():

@@ -599,17 +599,13 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
 
 # ---------------------------------------------------------------------------------------------- report
 CI_TEXT = re.compile(r"^\s*(-?[\d.]+(?:e-?\d+)?)\s*\[(-?[\d.]+(?:e-?\d+)?),\s*(-?[\d.]+(?:e-?\d+)?)\]")
-LOWER_IS_BETTER = ("rounds", "cost $", "errors")
-SHORT_HEADERS = {"pass@1 after repair [95% CI]": "pass@1", "samples": "n"}
+LOWER_IS_BETTER = ("rounds", "spent $", "incl. cached at list price $", "errors")
 
 
 def _short_header(column: str) -> str:
-    """A leaderboard header short enough for a narrow column (the full one goes on hover)."""
-    if column in SHORT_HEADERS:
-        return SHORT_HEADERS[column]
-    column = column.replace(" after repair", "").replace(" single-shot (OODEval)", " 1-shot")
-    column = column.replace("best-of-n ", "best ").split(" (")[0]
-    return " ".join(part.rsplit(".", 1)[-1] for part in column.split(" "))  # a sub-metric by its own name
+    """A leaderboard header: the report's column name (``evals.glossary``), its CI shown as a bar instead of
+    " [95% CI]" (the definition goes on hover)."""
+    return column.removesuffix(" [95% CI]")
 
 
 def skipped_stages(store: Store, experiment_id: str) -> dict[tuple[str, str], str]:
@@ -667,12 +663,12 @@ def scoring_provenance(store: Store, experiment_id: str) -> dict[str, str]:
 def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) -> Leaderboard:
     import pandas as pd
 
-    from sysmo.evals.leaderboard import METRIC_MEANINGS
+    from sysmo.evals.glossary import definition_of
     from sysmo.evals.metric_scales import metric_scale
 
     def meaning(col: str) -> str:
-        name = "pass@1" if col.startswith("pass@1") else col.split(" (")[0]
-        return f"{col}: {METRIC_MEANINGS[name]}" if name in METRIC_MEANINGS else col
+        definition = definition_of(col, stages=[col])
+        return f"{col}: {definition.meaning}. Denominator: {definition.denominator}." if definition else col
 
     columns = [str(c) for c in table.columns]
     rows: list[list[BoardCell]] = []
@@ -686,7 +682,7 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
             cell = BoardCell(text=text, title=text)
             if col in ("agent", "model", "samples"):
                 cell.query = group
-            elif col.startswith("pass@1"):
+            elif col.startswith("pass@1 after repair"):
                 cell.query = {**group, "status": "passed"}
             elif col == "errors":
                 cell.query = {**group, "status": "error"}
@@ -730,7 +726,7 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
 
 PLOT_CAPTIONS = {
     "rounds_to_success": "Share of attempts passed by each round (0 = the first answer), per agent / model.",
-    "cost_vs_score": "Model spend of each agent / model / kind group against its pass@1.",
+    "cost_vs_score": "Cost incl. cached at list price of each agent / model / kind group against its pass@1 after repair.",
 }
 
 
@@ -741,7 +737,9 @@ def plot_caption(stem: str) -> str:
     if stem.startswith("heatmap_"):
         rest = stem[len("heatmap_"):]
         kind = next((k for k in ("uml_class", "sysml", "tla", "architecture") if rest.startswith(k + "_")), rest.split("_")[0])
-        metric = rest[len(kind) + 1:].replace("single_shot_pass_1", "single-shot pass@1").replace("pass_1", "pass@1")
+        metric = rest[len(kind) + 1:]
+        metric = ("pass@1 first answer parses (OODEval)" if metric == "first_answer_parses_pass_1"
+                  else "pass@1 after repair" if metric == "pass_1" else metric)
         return f"{metric} per agent (rows) and model (columns), {kind} tasks."
     if stem.startswith("distribution_"):
         return f"Distribution of {stem[len('distribution_'):]} per attempt, one box per agent / model."
