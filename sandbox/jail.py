@@ -93,6 +93,14 @@ def build_root(spec: dict) -> None:
     inner = lambda p: os.path.join(root, p.lstrip("/"))  # noqa: E731
     os.makedirs(inner("/tmp"))
     mount("sysmo-tmp", inner("/tmp"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=1g")
+    # /dev before the binds, so that a bind below it (a tool folder in /dev/shm, sandbox.scratch) is not hidden
+    os.makedirs(inner("/dev"))
+    mount("sysmo-dev", inner("/dev"), "tmpfs", MS_NOSUID, "mode=0755,size=64k")
+    for name in DEVICES:
+        if os.path.exists(f"/dev/{name}"):
+            bind(f"/dev/{name}", inner(f"/dev/{name}"), readonly=False)
+    os.makedirs(inner("/dev/shm"))
+    mount("sysmo-shm", inner("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
     binds = [(s, d, True) for s, d in spec.get("ro", [])] + [(s, d, False) for s, d in spec.get("rw", [])]
     for source, dest, readonly in sorted(binds, key=lambda b: b[1].count("/")):
         if os.path.lexists(source):
@@ -106,13 +114,6 @@ def build_root(spec: dict) -> None:
         if not os.path.lexists(inner(path)):
             os.makedirs(os.path.dirname(inner(path)), exist_ok=True)
             os.symlink(target, inner(path))
-    os.makedirs(inner("/dev"))
-    mount("sysmo-dev", inner("/dev"), "tmpfs", MS_NOSUID, "mode=0755,size=64k")
-    for name in DEVICES:
-        if os.path.exists(f"/dev/{name}"):
-            bind(f"/dev/{name}", inner(f"/dev/{name}"), readonly=False)
-    os.makedirs(inner("/dev/shm"))
-    mount("sysmo-shm", inner("/dev/shm"), "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=256m")
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
                          ("stderr", "/proc/self/fd/2")):
         os.symlink(target, inner(f"/dev/{name}"))

@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import tempfile
 import time
 from functools import lru_cache
 from pathlib import Path
@@ -89,12 +88,15 @@ def owner_gone(folder: Path) -> bool:
 
 def sweep_stale(tmp: Path | None = None) -> list[str]:
     """Stop servers left by dead sysmo processes and delete their folders; returns what was swept."""
+    from sysmo.sandbox.scratch import scratch_roots
+
     swept: list[str] = []
-    root = Path(tmp or tempfile.gettempdir())
-    try:
-        entries = [p for p in root.iterdir() if p.name.startswith(PREFIXES) and p.is_dir() and not p.is_symlink()]
-    except OSError:
-        return swept
+    entries = []
+    for root in [Path(tmp)] if tmp else scratch_roots():
+        try:
+            entries += [p for p in root.iterdir() if p.name.startswith(PREFIXES) and p.is_dir() and not p.is_symlink()]
+        except OSError:
+            continue
     for folder in entries:
         if not owner_gone(folder):
             continue

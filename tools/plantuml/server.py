@@ -249,7 +249,9 @@ class PlantUMLServer(ToolServer):
             require_confinement("the PlantUML server")
         pipe = pipe_jar(str(java), jar)
         self.transport = "pipe" if pipe is not None else "picoweb"
-        self._dir = Path(tempfile.mkdtemp(prefix="sysmo-plantuml-server-"))
+        from sysmo.sandbox.scratch import memory_scratch_root
+
+        self._dir = Path(tempfile.mkdtemp(prefix="sysmo-plantuml-server-", dir=memory_scratch_root()))
         mark_owner(self._dir)
         box = self._dir / "box"
         box.mkdir()

@@ -164,7 +164,9 @@ class OpenSysMLKernel(ToolServer):
         self.level = confinement_level() if self.confine else "none"
         if self.level == "none" and self.confine:
             require_confinement("the OpenSysML kernel")
-        self.scratch = Path(tempfile.mkdtemp(prefix="sysmo-opensysml-"))
+        from sysmo.sandbox.scratch import memory_scratch_root  # each load makes and deletes a folder here
+
+        self.scratch = Path(tempfile.mkdtemp(prefix="sysmo-opensysml-", dir=memory_scratch_root()))
         mark_owner(self.scratch)
         for sub in ("models", "exports", "sockets", "root"):
             (self.scratch / sub).mkdir()
