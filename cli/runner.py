@@ -488,8 +488,12 @@ def register(app: typer.Typer) -> None:
         console.print(f"fork {result.attempt_id} of {result.parent_attempt_id} ({result.experiment_id}) at step "
                       f"{result.forked_at_step} (checkpoint {result.forked_at}), {changes}", soft_wrap=True)
         scores = ", ".join(f"{stage}={value:.3f}" for stage, value in result.scores.items()) or "not scored"
+        changed = f", feedback {result.changes['feedback']}" if "feedback" in result.changes else ""
+        seed = f"seed {result.seed} (the parent's)" if result.seed is not None else "no seed (the parent sent none)"
+        console.print(f"  arm {result.arm} (the parent's{changed}) · {seed}", soft_wrap=True)
         console.print(f"  status {result.status} after {result.rounds} round(s) ({result.inherited_rounds} from the "
-                      f"parent); scores: {scores}", soft_wrap=True)
+                      f"parent, with its timings) in {result.duration_s:.2f} s of its own; scores: {scores}",
+                      soft_wrap=True)
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         console.print(f"inspect it: sysmo trace {result.attempt_id} -o {output_dir}")
