@@ -204,8 +204,8 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     if attempt.time_limit_s:
         head.add_row("time limit", f"{attempt.time_limit_s:g} s wall clock")
     head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s"
-                 + (f" (its own run; {attempt.inherited_rounds} inherited round(s) timed as the parent ran them)"
-                    if fork else ""))
+                 + ((" (its own run" + (f"; {attempt.inherited_rounds} inherited round(s), timed as the parent ran "
+                                         "them)" if attempt.inherited_rounds else ")")) if fork else ""))
     head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens}; spent "
                                   f"${attempt.spend_usd:.4f}; incl. cached at list price ${attempt.cost_usd:.4f}")
     calls = [e for e in attempt.events if e.type == "llm_call"]
