@@ -179,6 +179,12 @@ def test_feedback_and_prompt_file_change_the_next_request(parent, server: FakeOp
     assert request[-1]["content"].startswith("Syntax error: Syntax check failed.\n\nFix every problem above")
     assert stored.rounds[1].messages[-1]["content"] != request[-1]["content"]  # the parent's was diagnostics
     assert request[:-1] == stored.rounds[1].messages[:-1]
+    store = _store(runs)
+    try:  # the level is recorded as one value, the parent's other settings with it
+        row = store.query("SELECT arm, feedback FROM attempts WHERE id=?", (result.stdout.split()[1],))[0]
+    finally:
+        store.close()
+    assert (row["feedback"], row["arm"]) == ("bare", "feedback=bare,strategy=default,temperature=0.2,max_rounds=2")
 
     # --prompt-file at round:0 (text): replaces the task prompt, the system prompt stays
     prompt = tmp_path / "prompt.txt"
