@@ -140,10 +140,11 @@ class AttemptRecord:
     def of(cls, attempt: Attempt, task_meta: dict[str, Any]) -> AttemptRecord:
         passed_round = next((r.index for r in attempt.rounds if r.passed), None)
         calls = attempt.all_llm_calls()
+        own = attempt.rounds[attempt.inherited_rounds:]  # a fork's time is its own run's (its duration_s too)
         row = (attempt.id, attempt.task_id, task_meta.get("benchmark"), task_meta.get("kind"), task_meta.get("domain"),
                task_meta.get("difficulty"), attempt.agent, attempt.model, attempt.sample_index, attempt.status.value,
                len(attempt.rounds), attempt.repair_rounds, passed_round, attempt.duration_s,
-               sum(r.llm_time_s for r in attempt.rounds), sum(r.tool_time_s for r in attempt.rounds),
+               sum(r.llm_time_s for r in own), sum(r.tool_time_s for r in own),
                sum(c.prompt_tokens for c in calls), sum(c.completion_tokens for c in calls),
                sum(c.cost_usd for c in calls), int(attempt.is_control), attempt.error, attempt.model_dump_json(),
                attempt.spend_usd, attempt.parent_attempt_id, attempt.forked_at, *_arm_cells(attempt))

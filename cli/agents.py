@@ -51,6 +51,8 @@ def attempt(
         None, "--sources-dir", help="Checkouts of the systems' source code."
     ),
     sample: int = typer.Option(0, "--sample", min=0, help="Sample index (part of the response-cache key)."),
+    seed: int = typer.Option(0, "--seed", help="Seed the per-sample seed sent with every model call derives from, "
+                             "as in `sysmo run --seed` (the same task, sample and seed send the same seed)."),
     temperature: float | None = typer.Option(None, "--temperature", help="Generator temperature."),
     cache: bool = typer.Option(True, "--cache/--no-cache", help="Use the LLM response cache."),
     checkpoint_db: Path | None = typer.Option(
@@ -64,6 +66,7 @@ def attempt(
     from sysmo.agents.registry import get_agent
     from sysmo.agents.run import run_attempt
     from sysmo.benchmarks.registry import get_task
+    from sysmo.contracts.arms import sample_seed
     from sysmo.evals.trace_view import render_attempt
     from sysmo.graphs.context import AgentContext
     from sysmo.llm import LLM, ModelRoles, RoleConfig
@@ -85,6 +88,7 @@ def attempt(
         attempt_id=uuid.uuid4().hex[:16],
         agent=agent,
         sample_index=sample,
+        seed=sample_seed(seed, the_task.id, sample),  # the rule of a run's attempts (runner.units.expand)
         max_rounds=max_rounds,
         temperature=temperature,
         feedback=Feedback(feedback).value if feedback in {f.value for f in Feedback} else _bad_feedback(feedback),

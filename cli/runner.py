@@ -400,7 +400,9 @@ def register(app: typer.Typer) -> None:
                         "status": r["status"], "rounds": r["n_rounds"], "reason": r["reason"]}
                        for r in rows]
             # ids, tasks and agents whole (an id can be pasted back); a narrow terminal gets one block per attempt
-            print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}",
+            forks = sum(1 for r in rows if r["parent_attempt_id"])  # beside the plan's attempts, not among them
+            counted = f": {len(rows) - forks} of the plan · {forks} fork{'s' if forks > 1 else ''}" if forks else ""
+            print_records(console, f"{'failed ' if failed else ''}attempts of {directory.name}{counted}",
                           ["attempt", "task", "agent", "model", "sample", *(["arm"] if several else []), "status",
                            "rounds", "reason"], records,
                           justify={"sample": "right", "rounds": "right"}, wrap=("reason", "arm"),
@@ -494,8 +496,14 @@ def register(app: typer.Typer) -> None:
         console.print(f"fork {result.attempt_id} of {result.parent_attempt_id} ({result.experiment_id}) at step "
                       f"{result.forked_at_step} (checkpoint {result.forked_at}), {changes}", soft_wrap=True)
         scores = ", ".join(f"{stage}={value:.3f}" for stage, value in result.scores.items()) or "not scored"
-        console.print(f"  status {result.status} after {result.rounds} round(s) ({result.inherited_rounds} from the "
-                      f"parent); scores: {scores}", soft_wrap=True)
+        changed = f", with feedback {result.changes['feedback']}" if "feedback" in result.changes else ""
+        seed = f"seed {result.seed} (the parent's)" if result.seed is not None else "no seed (the parent sent none)"
+        console.print(f"  arm {result.arm} (the parent's{changed}) · {seed}", soft_wrap=True)
+        n = result.inherited_rounds
+        inherited = f"{n} from the parent, timed as the parent ran {'it' if n == 1 else 'them'}" if n \
+            else "none from the parent"
+        console.print(f"  status {result.status} after {result.rounds} round(s) ({inherited}) in "
+                      f"{result.duration_s:.2f} s of its own; scores: {scores}", soft_wrap=True)
         for note in result.notes:
             console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         console.print(f"inspect it: sysmo trace {result.attempt_id} -o {output_dir}")

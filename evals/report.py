@@ -303,6 +303,14 @@ def cost_notes(store: Store, experiment_id: str) -> list[str]:
             "to price it)" for model in store.unpriced_models(experiment_id)]
 
 
+def fork_notes(store: Store, experiment_id: str) -> list[str]:
+    """The attempts made by ``sysmo fork``, which no number of the report counts (not samples of the plan)."""
+    n = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=? AND parent_attempt_id IS NOT NULL",
+                    (experiment_id,))[0]["n"] or 0
+    return [f"forks: {n} attempt(s) made by `sysmo fork` are left out of every number here (a fork is not a sample "
+            f"of the plan); `sysmo trace {experiment_id} --all` lists them"] if n else []
+
+
 def not_scored_reasons(store: Store, experiment_id: str) -> dict[str, str]:
     """Stage -> why it was not scored for some attempts (its most frequent reason of its own, e.g. no judge
     model): the hover text of its "—" cells."""
@@ -336,9 +344,10 @@ def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
 
 def report_notes(store: Store, experiment_id: str, prov: dict | None = None) -> list[str]:
     """What a reader of the numbers must know first (the report's and ``sysmo view``'s): similarity fallbacks,
-    stages skipped for a reason of their own, models whose cost was not counted."""
+    stages skipped for a reason of their own, models whose cost was not counted, forks left out."""
     prov = provenance(store, experiment_id) if prov is None else prov
-    return scoring_notes(prov) + skipped_stage_notes(store, experiment_id) + cost_notes(store, experiment_id)
+    return (scoring_notes(prov) + skipped_stage_notes(store, experiment_id) + cost_notes(store, experiment_id)
+            + fork_notes(store, experiment_id))
 
 
 LEVELS_NOTE = (

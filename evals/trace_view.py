@@ -82,7 +82,7 @@ def annotated_listing(artifact: Artifact, check: CheckResult | None) -> Text:
     return text
 
 
-def round_panel(rnd: Round, previous: Artifact | None, full: bool = False) -> Panel:
+def round_panel(rnd: Round, previous: Artifact | None, full: bool = False, inherited: bool = False) -> Panel:
     parts: list[Any] = []
     prompt = rnd.messages[-1]["content"] if rnd.messages else ""
     parts.append(Text(f"prompt ({len(rnd.messages)} messages; last shown):", style="bold cyan"))
@@ -110,7 +110,9 @@ def round_panel(rnd: Round, previous: Artifact | None, full: bool = False) -> Pa
         trace = c.details.get("trace") if c.details else None
         if trace:
             parts.append(Text(f"TLC counterexample: {len(trace)} states", style="bold red"))
-    title = f"round {rnd.index} · {rnd.kind} · {rnd.duration_s:.2f} s"
+    # a fork's round taken from its parent: the parent's record, its time the parent's run
+    title = f"round {rnd.index} · {rnd.kind} · {rnd.duration_s:.2f} s" + (" (inherited: the parent's round)"
+                                                                           if inherited else "")
     return Panel(Group(*parts), title=title, title_align="left")
 
 
@@ -195,11 +197,15 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     head = Table.grid(padding=(0, 2))
     head.add_row("attempt", attempt.id)
     head.add_row("task / agent / model", f"{attempt.task_id} / {attempt.agent} / {attempt.model}{control}")
-    head.add_row("sample / seed", f"{attempt.sample_index} / {attempt.seed if attempt.seed is not None else 'none sent'}")
+    fork = attempt.parent_attempt_id is not None
+    head.add_row("sample / seed", f"{attempt.sample_index} / {attempt.seed if attempt.seed is not None else 'none sent'}"
+                 + (" (the parent's)" if fork else ""))
     head.add_row("arm", attempt.arm_label)
     if attempt.time_limit_s:
         head.add_row("time limit", f"{attempt.time_limit_s:g} s wall clock")
-    head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s")
+    head.add_row("status", f"{attempt.status.value} after {len(attempt.rounds)} round(s), {attempt.duration_s:.2f} s"
+                 + ((" (its own run" + (f"; {attempt.inherited_rounds} inherited round(s), timed as the parent ran "
+                                         "them)" if attempt.inherited_rounds else ")")) if fork else ""))
     head.add_row("tokens / cost", f"{attempt.prompt_tokens}+{attempt.completion_tokens}; spent "
                                   f"${attempt.spend_usd:.4f}; incl. cached at list price ${attempt.cost_usd:.4f}")
     calls = [e for e in attempt.events if e.type == "llm_call"]
@@ -227,8 +233,8 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
     if settings is not None:
         console.print(settings_panel(settings, "settings of its run"))
     previous: Artifact | None = None
-    for rnd in attempt.rounds:
-        console.print(round_panel(rnd, previous, full=full))
+    for i, rnd in enumerate(attempt.rounds):
+        console.print(round_panel(rnd, previous, full=full, inherited=i < attempt.inherited_rounds))
         previous = rnd.artifact or previous
     for role, document in (attempt.extras.get("documents") or {}).items():  # metagpt's typed SOP documents
         text = json.dumps(document, indent=2)

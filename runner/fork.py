@@ -6,13 +6,17 @@ The fork is a LangGraph fork through LangGraph's public API, on the experiment's
 1. the parent's steps up to the chosen one (``graph.aget_state_history`` finds it) are copied to the fork's own
    thread (thread id = the fork's attempt id) with the saver's ``aget_tuple`` / ``aput``, checkpoint ids and
    values as they were, so the fork's history starts with the parent's steps;
-2. a change to the state (the next model request: ``--prompt-file``, or the repair feedback it carries:
-   ``--feedback``) is written with ``graph.aupdate_state`` as the node that made that step, going on to the
-   node that came next (a ``Command``);
+2. the fork's changes to the state are written with ``graph.aupdate_state`` as the node that made that step, going
+   on to the node that came next (a ``Command``): always the round's clock (``round_started``: the fork's own time
+   from here), and the next model request when it changes (``--prompt-file``, or the repair feedback it carries:
+   ``--feedback``);
 3. ``graph.astream(None, config_with_checkpoint_id)`` (``ainvoke``'s streaming form) runs the rest with the
    real tools and the fork's model client; the new steps are checkpointed in the same file.
 
-The attempt is then recorded, its artifacts written and it is scored like any attempt (``UnitRunner``).
+The fork runs with the parent's arm (every arm factor as the parent ran it, ``--feedback`` replacing one) and the
+parent's per-sample seed, and its clock starts when it resumes: the rounds it took from the parent keep the parent's
+timings, its own rounds are timed by its own run. The attempt is then recorded, its artifacts written and it is
+scored like any attempt (``UnitRunner``).
 
 >>> result = fork_attempt(store, attempt, ForkRequest(at="round:2", model="openai/gpt-4.1"))
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from sysmo.contracts.arms import ARM_FACTORS, Arm
 from sysmo.contracts.attempt import Attempt
 from sysmo.errors import ConfigError, SysmoError
 from sysmo.graphs.checkpoint import FORK_COPY, UPDATE_STATE, CheckpointStep, history
@@ -67,6 +73,9 @@ class ForkResult(BaseModel):
     rounds: int
     inherited_rounds: int
     changes: dict[str, str] = Field(default_factory=dict)
+    arm: str  # every arm factor the fork ran with (``Arm.label``): the parent's, with the change applied
+    seed: int | None  # the per-sample seed sent with its model calls: the parent's (None: the parent sent none)
+    duration_s: float  # the fork's own run, from where it resumed to its end (the inherited rounds not included)
     scores: dict[str, float] = Field(default_factory=dict)  # each scoring stage's value (empty: not scored)
     notes: list[str] = Field(default_factory=list)
 
@@ -142,6 +151,23 @@ def checkpoint_file(attempt: Attempt, experiment_dir: Path) -> Path:
 
 
 # ---------------------------------------------------------------------------------------------------- changes
+def fork_arm(parent: Attempt, request: ForkRequest) -> Arm:
+    """The arm the fork runs with: the parent's value of every arm factor (as it ran them, whichever arm of its
+    experiment it was), with the requested change parsed as one value of its factor."""
+    values = parent.arm_values()
+    if request.feedback is not None:
+        values["feedback"] = ARM_FACTORS["feedback"].parse(request.feedback.value)
+    return Arm.of(values)
+
+
+def restart_clock(values: dict[str, Any]) -> dict[str, Any]:
+    """The round clock of the state the fork resumes (``round_started``, a ``time.monotonic`` reading): now,
+    less the time the parent's round had already spent in its model calls and tool checks at that step (none at
+    ``round:N``). The parent's reading would time the fork's round from when the parent was at that step."""
+    spent = float(values.get("llm_time_s") or 0.0) + float(values.get("tool_time_s") or 0.0)
+    return {"round_started": time.monotonic() - spent}
+
+
 def read_prompt_file(path: Path) -> list[dict[str, Any]] | str:
     """A ``--prompt-file``: a JSON list of chat messages (``[{"role": ..., "content": ...}, ...]``) is a whole
     request; any other file's text is the content of the request's last user message."""
@@ -260,12 +286,13 @@ def _fork_graph_run(db: Path, point: Any, step: CheckpointStep, update: dict[str
             saver.serde = TextsSerializer(path=db)  # the steps' long texts are stored once in the file
             graph = compiled_graph(spec, ctx).copy({"checkpointer": saver})
             at = await _copy_steps(saver, point.config, ctx.attempt_id)
-            values = dict(point.values)
-            if update:
-                as_node = step.node if step.node and step.node not in (UPDATE_STATE, FORK_COPY) else None
-                goto = step.next[0] if len(step.next) == 1 else step.next
-                at = await graph.aupdate_state(at, Command(update=update, goto=goto), as_node=as_node)
-                values = dict((await graph.aget_state(at)).values)
+            # the change, with the round's clock restarted now (the fork's own time, not the time since the
+            # parent was here); written as the step's node, going on to the node that came next
+            as_node = step.node if step.node and step.node not in (UPDATE_STATE, FORK_COPY) else None
+            goto = step.next[0] if len(step.next) == 1 else step.next
+            change = {**update, **restart_clock(dict(point.values))}
+            at = await graph.aupdate_state(at, Command(update=change, goto=goto), as_node=as_node)
+            values = dict((await graph.aget_state(at)).values)
             resume = {**config, "configurable": {**config["configurable"], **at["configurable"]}}
             return await drive_within(graph, None, resume, ctx, values=values, durability="sync")
 
@@ -295,15 +322,14 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
             else request.model
         update["models"] = [m for m in config.models if (m if isinstance(m, str) else m["model"]) != request.model] \
             + [entry]
-    if request.feedback is not None:
-        update["feedback"] = request.feedback.value
-    config = config.model_copy(update=update)
+    config = config.model_copy(update=update)  # the arm is the parent's (fork_arm), not the experiment's first
     task = next((t for t in load_selected_tasks(config) if t.id == parent.task_id), None)
     if task is None:
         raise ForkError(f"task {parent.task_id} of attempt {parent.id} is not in its experiment's selection any more")
     changes = {k: v for k, v in (("model", request.model), ("feedback", request.feedback and request.feedback.value),
                                  ("prompt_file", request.prompt_file and str(request.prompt_file))) if v}
-    unit = ForkUnit(task, parent.agent, model, parent.sample_index, experiment_id,
+    arm = fork_arm(parent, request)
+    unit = ForkUnit(task, parent.agent, model, parent.sample_index, experiment_id, arm=arm, seed=parent.seed,
                     fork_id=uuid.uuid4().hex[:16])
     runner = UnitRunner(config, directory)
     notes: list[str] = []
@@ -332,9 +358,11 @@ def fork_attempt(store: Any, parent: Attempt, request: ForkRequest) -> ForkResul
             store.save_score(experiment_id, attempt.id, card, events)
     finally:
         runner.close()
-    log.info("fork.done", attempt=attempt.id, parent=parent.id, step=step.step, status=attempt.status.value)
+    log.info("fork.done", attempt=attempt.id, parent=parent.id, step=step.step, status=attempt.status.value,
+             arm=attempt.arm_label, seed=attempt.seed)
     return ForkResult(attempt_id=attempt.id, parent_attempt_id=parent.id, experiment_id=experiment_id,
                       forked_at=step.checkpoint_id, forked_at_step=step.step, status=attempt.status.value,
                       rounds=len(attempt.rounds), inherited_rounds=attempt.inherited_rounds, changes=changes,
+                      arm=attempt.arm_label, seed=attempt.seed, duration_s=attempt.duration_s,
                       scores={s.stage: s.value for s in card.stages} if card is not None else {}, notes=notes)
 

@@ -3,6 +3,8 @@ and what an attempt leaves behind (checkpoint history of every node, prompt hash
 
 from __future__ import annotations
 
+import json
+
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -466,6 +468,33 @@ def test_sysmo_attempt_runs_one_attempt_and_prints_its_rounds() -> None:
     assert result.exit_code == 0, result.output
     assert "round 0" in result.output and "round 1" in result.output
     assert "passed after 2 round(s)" in result.output and "CONTROL" in result.output
+
+
+def test_sysmo_attempt_sends_the_per_sample_seed_a_run_would_send(server: FakeOpenAI, tmp_path: Path) -> None:
+    """The seed of (task, sample) under ``--seed``, derived as a run's attempts derive theirs: the server gets it."""
+    from sysmo.benchmarks.registry import get_task
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.cli.agents import register
+    from sysmo.runner.config import ExperimentConfig
+    from sysmo.runner.units import expand
+
+    app = typer.Typer()
+    app.callback()(lambda: None)
+    register(app)
+    task = get_task("starter/uml_class/library_loans")
+    server.push(*replies_for("base_modeling", task, [task.references.model]))
+    out = tmp_path / "attempt.json"
+    result = CliRunner().invoke(app, ["attempt", "--task", task.id, "--agent", "base_modeling", "--model",
+                                      "openai/fake-seed", "--api-base", server.base_url, "--sample", "2", "--seed",
+                                      "7", "--no-cache", "--json", str(out)], env={"COLUMNS": "160"})
+
+    assert result.exit_code == 0, result.output
+    config = ExperimentConfig(agents=["base_modeling"], models=["openai/fake-seed"], samples=3, seed=7,
+                              tasks=TaskSelection(benchmarks=["starter"], ids=[task.id]))
+    (run_unit,) = [u for u in expand(config, [task], "exp")[0] if u.sample == 2]
+    assert [r["seed"] for r in server.requests] == [run_unit.seed]
+    assert json.loads(out.read_text())["seed"] == run_unit.seed
+    assert f"2 / {run_unit.seed}" in result.output
 
 
 def test_sysmo_trace_shows_metagpt_documents(server: FakeOpenAI, tmp_path: Path) -> None:

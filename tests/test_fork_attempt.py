@@ -117,8 +117,8 @@ def test_a_fork_at_round_2_with_another_model_keeps_the_parents_first_rounds(par
     assert parent_steps[at].next == ["generate"] and parent_steps[at].round_index == 2
     shared = [(s.step, s.node, s.checkpoint_id) for s in parent_steps[:at + 1]]
     assert [(s.step, s.node, s.checkpoint_id) for s in fork_steps[:at + 1]] == shared
-    # LangGraph's copy of the resumed checkpoint (a model is not in the state: no update), then the rest
-    assert [s.node for s in fork_steps[at + 1:]] == ["fork", "generate", "check"]
+    # the fork's update of the state (a model is not in it: only the round's clock, restarted), then the rest
+    assert [s.node for s in fork_steps[at + 1:]] == ["update_state", "generate", "check"]
     assert fork_steps[-1].status == "passed"
     assert (runs / "parent" / "artifacts" / fork.id / "round2").is_dir()
 
@@ -179,6 +179,12 @@ def test_feedback_and_prompt_file_change_the_next_request(parent, server: FakeOp
     assert request[-1]["content"].startswith("Syntax error: Syntax check failed.\n\nFix every problem above")
     assert stored.rounds[1].messages[-1]["content"] != request[-1]["content"]  # the parent's was diagnostics
     assert request[:-1] == stored.rounds[1].messages[:-1]
+    store = _store(runs)
+    try:  # the level is recorded as one value, the parent's other settings with it
+        row = store.query("SELECT arm, feedback FROM attempts WHERE id=?", (result.stdout.split()[1],))[0]
+    finally:
+        store.close()
+    assert (row["feedback"], row["arm"]) == ("bare", "feedback=bare,strategy=default,temperature=0.2,max_rounds=2")
 
     # --prompt-file at round:0 (text): replaces the task prompt, the system prompt stays
     prompt = tmp_path / "prompt.txt"
@@ -288,3 +294,109 @@ def test_a_step_is_named_by_round_by_number_or_by_checkpoint_id() -> None:
     with pytest.raises(ForkError, match=r"forkable steps: 0 \(start\), 1 \(round:0\), 2 \(after generate\), "
                                         r"3 \(round:1\), 4 \(after generate\) "):
         resolve_step(steps, "round:2", "a")
+
+
+ARMS = "none,bare,diagnostics,full"  # every repair feedback level (sysmo.contracts.arms.FeedbackLevel)
+
+
+@pytest.fixture(scope="module")
+def four_arms(tmp_path_factory):
+    """An experiment of four feedback arms, one sample, three rounds that all fail, on its own fake server
+    (it answers the broken diagram to every request: the arms' first request is one, their repairs differ)."""
+    from sysmo.agents.control_script import broken_artifact
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig, run_experiment
+
+    task = _task()
+    runs = tmp_path_factory.mktemp("fork-arms")
+    (broken,) = replies_for("base_modeling", task, [broken_artifact(task)])
+    with FakeOpenAI(default=broken) as fake:
+        config = ExperimentConfig(id="arms", output_dir=runs, agents=["base_modeling"], samples=1, max_rounds=2,
+                                  feedback=ARMS, seed=11,
+                                  models=[{"model": "openai/fake-arms", "api_base": fake.base_url}],
+                                  tasks=TaskSelection(benchmarks=["starter"], ids=[TASK]))
+        run_experiment(config, progress=False)
+        yield runs, fake
+
+
+def test_a_fork_of_a_bare_attempt_runs_and_records_its_arm_its_seed_its_own_time_and_counts_apart(four_arms) -> None:
+    import time
+
+    from starlette.testclient import TestClient
+    from sysmo.contracts.arms import sample_seed
+    from sysmo.evals.report import write_report
+    from sysmo.view import gather
+    from sysmo.view.app import create_app
+
+    runs, server = four_arms
+    store = _store(runs, "arms")
+    try:
+        (bare_id,) = [r["id"] for r in store.query("SELECT id FROM attempts WHERE feedback='bare'")]
+        bare = store.attempt(bare_id)
+    finally:
+        store.close()
+    assert bare.seed == sample_seed(11, TASK, 0) and len(bare.rounds) == 3 and bare.status.value == "failed"
+    time.sleep(1.0)  # the parent's round 1 request was built a while before the fork resumes it
+
+    task = _task()
+    server.push(*replies_for("base_modeling", task, [task.references.model]))  # the fork's model passes
+    asked = len(server.requests)
+    forked = run_sysmo("fork", bare_id, "--at", "round:1", "--model", "openai/fake-arms-fork", "--api-base",
+                       server.base_url, "-o", str(runs), env={"COLUMNS": "200"})
+    assert forked.code == 0, forked.output
+    text = " ".join(forked.stdout.split())
+    assert f"arm feedback=bare,strategy=default,temperature=0.2,max_rounds=2 (the parent's) · seed {bare.seed} " \
+           "(the parent's)" in text
+    # the fork's model call (round 1, at bare feedback) reached the server with the parent's seed
+    sent = server.requests[asked:]
+    assert [(r["model"], r["seed"]) for r in sent] == [("fake-arms-fork", bare.seed)]
+    assert sent[0]["messages"][-1]["content"] == bare.rounds[1].messages[-1]["content"]  # bare, as the parent's
+
+    # --feedback full (parsed as one level, not a list of letters): the parent's other settings, full feedback
+    server.push(*replies_for("base_modeling", task, [task.references.model]))
+    full = json.loads(run_sysmo("fork", bare_id, "--at", "round:1", "--feedback", "full", "--model",
+                                "openai/fake-arms-full", "--api-base", server.base_url, "--json",
+                                "-o", str(runs)).stdout)
+    assert full["arm"] == "feedback=full,strategy=default,temperature=0.2,max_rounds=2"
+    assert full["seed"] == bare.seed and server.requests[-1]["seed"] == bare.seed
+
+    store = _store(runs, "arms")
+    try:
+        fork_id = next(i for i in store.forks_of(bare_id) if i != full["attempt_id"])
+        fork = store.attempt(fork_id)
+        columns = {r["id"]: dict(r) for r in store.query(
+            "SELECT id, arm, seed, feedback, max_rounds, duration_s, llm_time_s, tool_time_s FROM attempts "
+            "WHERE parent_attempt_id IS NOT NULL")}
+        summary = gather.experiment_summary(store, "arms")
+    finally:
+        store.close()
+    assert fork.arm_label == bare.arm_label and fork.feedback == "bare" and fork.seed == bare.seed
+    assert (columns[fork_id]["arm"], columns[fork_id]["seed"], columns[fork_id]["feedback"]) == \
+        (bare.arm_label, bare.seed, "bare")
+    assert (columns[full["attempt_id"]]["feedback"], columns[full["attempt_id"]]["max_rounds"]) == ("full", 2)
+
+    # timings: round 0 is the parent's, as it was; round 1 falls within the fork's own run
+    assert fork.status.value == "passed" and len(fork.rounds) == 2
+    assert fork.inherited_rounds == 1 and fork.rounds[0].model_dump() == bare.rounds[0].model_dump()
+    own = fork.rounds[1:]
+    assert sum(r.duration_s for r in own) <= fork.duration_s
+    assert all(r.llm_time_s + r.tool_time_s <= r.duration_s for r in own)
+    row = columns[fork_id]
+    assert row["llm_time_s"] == pytest.approx(sum(r.llm_time_s for r in own))
+    assert row["llm_time_s"] + row["tool_time_s"] <= row["duration_s"]
+    trace = " ".join(run_sysmo("trace", fork_id, "-o", str(runs), env={"COLUMNS": "200"}).stdout.split())
+    assert f"0 / {bare.seed} (the parent's)" in trace and "(inherited: the parent's round)" in trace
+
+    # counts: the plan's four attempts, the two forks beside them, never in them
+    assert (summary.attempts, summary.planned, summary.failed, summary.forks) == (4, 4, 4, 2)
+    assert summary.passed == 0 and summary.pass_rate == 0.0  # the forks passed; the plan's attempts did not
+    progress = gather.progress(runs)["arms"]
+    assert (progress["attempts"], progress["planned"], progress["passed"], progress["forks"]) == (4, 4, 0, 2)
+    client = TestClient(create_app(runs), base_url="http://localhost")
+    listing = client.get("/").text
+    assert '<span data-field="done">4 / 4</span><span class="dim" data-field="forks"> · 2 forks</span>' in listing
+    assert '· 2 forks</span>' in client.get("/e/arms").text
+    page = client.get(f"/e/arms/a/{fork_id}").text
+    assert "(inherited)" in page and f"0 / {bare.seed}" in page
+    paths = write_report(runs / "arms")
+    assert "forks: 2 attempt(s) made by `sysmo fork` are left out of every number here" in paths["markdown"].read_text()

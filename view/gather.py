@@ -119,7 +119,8 @@ def _isolation(store: Store, experiment_id: str, environment: dict[str, Any]) ->
 
 def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] | None = None) -> ExperimentSummary:
     record = store.experiment(experiment_id)
-    rows = attempt_rows(store, experiment_id) if rows is None else rows
+    every = attempt_rows(store, experiment_id) if rows is None else rows
+    rows = [r for r in every if not r.parent_attempt_id]  # the plan's attempts; forks are counted apart
     kinds: dict[str, int] = {}
     for r in rows:
         if r.error_kind:
@@ -136,7 +137,7 @@ def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] 
         agents=sorted({r.agent for r in rows}), models=models,
         isolation=_isolation(store, experiment_id, record.get("environment") or {}),
         settings=settings_lines(experiment_settings(store, experiment_id)),
-        planned=(record.get("environment") or {}).get("planned_attempts"),
+        planned=(record.get("environment") or {}).get("planned_attempts"), forks=len(every) - len(rows),
         arms=len(expand_arms({name: factor_values(name, record["config"].get(name, factor.default))
                               for name, factor in ARM_FACTORS.items()})))
 
@@ -510,7 +511,8 @@ def time_splits(store: Store, attempt: Attempt) -> list[TimeSplit]:
         "SELECT round_idx AS idx, SUM(duration_s) AS s FROM tool_calls WHERE attempt_id=? GROUP BY round_idx", (attempt.id,))}
     return [TimeSplit(round_index=r.index, kind=r.kind, total_s=r.duration_s,
                       model_s=model.get(r.index, sum(c.latency_s for c in r.llm_calls)),
-                      tool_s=tool.get(r.index, r.check.duration_s if r.check else 0.0)) for r in attempt.rounds]
+                      tool_s=tool.get(r.index, r.check.duration_s if r.check else 0.0),
+                      inherited=i < attempt.inherited_rounds) for i, r in enumerate(attempt.rounds)]
 
 
 def outcome_of(row: AttemptRow, attempt: Attempt, stages: list[StageView]) -> Outcome:
@@ -561,9 +563,9 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
         previous_round = s.round_index
     rounds: list[RoundView] = []
     previous: Artifact | None = None
-    for rnd in attempt.rounds:
+    for i, rnd in enumerate(attempt.rounds):
         rounds.append(RoundView(
-            index=rnd.index, kind=rnd.kind, duration_s=rnd.duration_s,
+            index=rnd.index, kind=rnd.kind, duration_s=rnd.duration_s, inherited=i < attempt.inherited_rounds,
             messages=[MessageView(role=str(m.get("role", "")), content=_content(m.get("content", ""))) for m in rnd.messages],
             response=rnd.response,
             llm_calls=[LlmCallView(role=c.role, purpose=c.purpose, model=c.model, prompt_tokens=c.prompt_tokens,
@@ -839,16 +841,18 @@ def final_diff(a: AttemptView, b: AttemptView) -> list[FileDiff]:
 
 def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
     """Per experiment: status, done and planned attempts, passed, failed, errors, pass rate and cost (the
-    experiments page polls this to refresh running experiments)."""
+    experiments page polls this to refresh running experiments), and apart from them its forks."""
     out = {}
     for experiment_id, directory in experiment_dirs(runs_dir).items():
         store = Store(directory / STORE_FILE)
         try:
             record = store.experiment(experiment_id)
-            counts = store.query(
+            counts = store.query(  # the plan's attempts (as experiment_summary counts them); forks apart
                 "SELECT COUNT(*) AS n, SUM(status='passed') AS passed, SUM(status='failed') AS failed, "
-                "SUM(status='error') AS errors, SUM(COALESCE(cost_usd, 0)) AS cost FROM attempts WHERE experiment_id=?",
-                (experiment_id,))[0]
+                "SUM(status='error') AS errors, SUM(COALESCE(cost_usd, 0)) AS cost FROM attempts WHERE experiment_id=? "
+                "AND parent_attempt_id IS NULL", (experiment_id,))[0]
+            forks = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=? "
+                                "AND parent_attempt_id IS NOT NULL", (experiment_id,))[0]["n"] or 0
         except SysmoError:
             continue
         finally:
@@ -858,5 +862,5 @@ def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
             "status": record.get("status") or "", "attempts": n, "passed": counts["passed"] or 0,
             "failed": counts["failed"] or 0, "errors": counts["errors"] or 0, "cost_usd": counts["cost"] or 0.0,
             "pass_rate": (counts["passed"] or 0) / n if n else None,
-            "planned": (record.get("environment") or {}).get("planned_attempts")}
+            "planned": (record.get("environment") or {}).get("planned_attempts"), "forks": forks}
     return out

@@ -31,6 +31,9 @@ class ExperimentSummary(BaseModel):
     models: list[str] = Field(default_factory=list)
     isolation: str = "not recorded"
     planned: int | None = None  # attempts the last run planned (None: recorded before sysmo kept the number)
+    # attempts made by `sysmo fork`: shown beside the counts, never in them (a fork is not a sample of the plan;
+    # attempts, passed, failed, errors, cost and tokens above are the plan's)
+    forks: int = 0
 
     @property
     def done(self) -> int:
@@ -198,6 +201,7 @@ class TimeSplit(BaseModel):
     total_s: float
     model_s: float
     tool_s: float
+    inherited: bool = False  # a fork's round taken from its parent: the parent's span, not the fork's
 
     @property
     def queue_s(self) -> float:
@@ -225,6 +229,7 @@ class RoundView(BaseModel):
     index: int
     kind: str
     duration_s: float
+    inherited: bool = False  # a fork's round taken from its parent (its record and timing are the parent's)
     messages: list[MessageView]
     response: str
     llm_calls: list[LlmCallView]

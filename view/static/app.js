@@ -69,6 +69,7 @@ document.addEventListener("DOMContentLoaded", () => {
           const set = (field, text) => { const el = row.querySelector(`[data-field="${field}"]`); if (el) el.textContent = text; };
           set("status", p.status);
           set("done", p.planned ? `${p.attempts} / ${p.planned}` : `${p.attempts}`);
+          set("forks", p.forks ? ` · ${p.forks} fork${p.forks > 1 ? "s" : ""}` : "");
           set("passed", p.passed); set("failed", p.failed); set("errors", p.errors);
           set("pass_rate", p.pass_rate === null ? "—" : `${Math.round(100 * p.pass_rate)}%`);
           set("cost_usd", money(p.cost_usd));
