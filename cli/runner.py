@@ -369,7 +369,8 @@ def register(app: typer.Typer) -> None:
         console.print(f"or in a browser: sysmo view {config.output_dir}")
 
     @app.command(help="Show one attempt round by round (prompt, reply, diff, diagnostics by line, scores); "
-                      "or, given an experiment id and --failed/--all, list its attempts.")
+                      "given an experiment id, its attempts and its counts per agent, model, arm and kind; with "
+                      "--failed/--all, list its attempts only.")
     def trace(
         ref: str = typer.Argument(..., help="Attempt id (or prefix), or experiment id with --failed/--all."),
         failed: bool = typer.Option(False, "--failed", help="List the attempts worth reading (not passed)."),
@@ -400,7 +401,7 @@ def register(app: typer.Typer) -> None:
             for r in rows:  # why each attempt that did not pass did not: its error, or its last check's first error
                 r["reason"] = (_error_cell(r["status"], r["error"]) if r["error"] or r["status"] == "passed"
                                else _failure_reason(store, r["id"]))
-            groups = _group_summaries(store, directory.name)
+            groups = _group_summaries(store, directory.name) if not (failed or all_attempts) else []
             if as_json:
                 print(json.dumps({"experiment": directory.name, "settings": settings,
                                   "summary": [g.model_dump() for g in groups],
@@ -426,7 +427,8 @@ def register(app: typer.Typer) -> None:
                            "rounds", "reason"], records,
                           justify={"sample": "right", "rounds": "right"}, wrap=("reason", "arm"),
                           styles={"status": {"passed": "green", "failed": "yellow", "error": "bold red"}})
-            _print_group_summaries(groups, directory.name)
+            if experiment_dir is not None and not (failed or all_attempts):  # the experiment, not a list asked for
+                _print_group_summaries(groups, directory.name)
             return
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
