@@ -105,7 +105,7 @@ def _print_group_summaries(groups: list, experiment_id: str) -> None:
                 "passed": g.passed, "failed": g.failed, "errors": g.errors, "pass rate": f"{g.pass_rate:.3f}"}
                for g in groups]
     print_records(console, f"summary of {experiment_id} per agent, model{', arm' if several else ''} and kind "
-                  "(forks left out)", columns, records, wrap=("arm",),
+                  "(forks left out)", columns, records, key="arm" if several else "agent",
                   justify={c: "right" for c in ("attempts", "passed", "failed", "errors", "pass rate")})
 
 

@@ -149,8 +149,9 @@ def test_the_experiment_page_the_list_and_trace_count_per_arm_as_the_report_does
     shown = " ".join(run_sysmo("trace", EXPERIMENT, "-o", str(runs)).stdout.split())
     assert "summary of four per agent, model, arm and kind" in shown
     for arm, r in report.items():  # a table row, or a block on a narrow terminal
-        assert re.search(rf"{arm}\W+(kind: )?uml_class\W+(attempts: )?6\W+(passed: )?{r['passed']}\W+(failed: )?"
-                         rf"{6 - r['passed']}\W+(errors: )?0\W+(pass rate: )?{r['passed'] / 6:.3f}", shown), arm
+        assert re.search(rf"{arm}\W+(agent: base_modeling · model: openai/fake-b · )?(kind: )?uml_class\W+"
+                         rf"(attempts: )?6\W+(passed: )?{r['passed']}\W+(failed: )?{6 - r['passed']}\W+"
+                         rf"(errors: )?0\W+(pass rate: )?{r['passed'] / 6:.3f}", shown), arm
 
 
 def test_the_viewers_report_page_and_the_report_agree_on_every_number_of_every_arm(runs: Path) -> None:
