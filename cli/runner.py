@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 import yaml
@@ -16,6 +16,9 @@ from sysmo.errors import ConfigError, SysmoError
 from sysmo.runner.resume import added_arms, check_resume_flags
 from sysmo.log import library_warnings_into
 from sysmo.runner.summary import skipped_lines, skipped_reasons
+
+if TYPE_CHECKING:
+    from sysmo.view.models import GroupSummary
 
 console = Console()
 err_console = Console(stderr=True)
@@ -88,14 +91,14 @@ def _failure_reason(store, attempt_id: str) -> str:
     return (Attempt.model_validate_json(rows[0]["attempt_json"]).failure_reason() or "") if rows else ""
 
 
-def _group_summaries(store, experiment_id: str) -> list:
+def _group_summaries(store, experiment_id: str) -> list[GroupSummary]:
     """The experiment's counts per (agent, model, kind, arm), as ``sysmo view``'s experiment page has them."""
     from sysmo.view.gather import attempt_rows, group_summaries
 
     return group_summaries(attempt_rows(store, experiment_id))
 
 
-def _print_group_summaries(groups: list, experiment_id: str) -> None:
+def _print_group_summaries(groups: list[GroupSummary], experiment_id: str) -> None:
     """The summary table under ``sysmo trace EXP``'s attempts: one row per agent, model, kind and arm (no rate
     over several arms), forks left out."""
     several = any(g.arm for g in groups)
