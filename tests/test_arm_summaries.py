@@ -117,7 +117,7 @@ def test_the_experiment_page_the_list_and_trace_count_per_arm_as_the_report_does
     page = client.get(f"/e/{EXPERIMENT}")
     assert page.status_code == 200
     summary = {row["arm"]: row for row in tables_of(page.text)["summary"]}
-    assert set(summary) == set(report)
+    assert list(summary) == list(report)  # in the levels' order: none, bare, diagnostics, full
     for arm, r in report.items():
         row = summary[arm]
         assert (row["agent"], row["model"], row["kind"]) == ("base_modeling", "openai/fake-b", "uml_class")
@@ -136,6 +136,8 @@ def test_the_experiment_page_the_list_and_trace_count_per_arm_as_the_report_does
     listing = client.get("/").text
     for arm, r in report.items():
         assert re.search(rf'data-arm-rate="{arm}">{round(100 * r["pass@1"])}%<', listing), arm
+    assert [listing.index(f'data-arm-rate="{arm}"') for arm in report] == \
+        sorted(listing.index(f'data-arm-rate="{arm}"') for arm in report)
     assert 'data-field="pass_rate"' not in listing
     progress = client.get("/progress.json").json()[EXPERIMENT]
     assert progress["arm_pass_rates"] == {arm: pytest.approx(r["pass@1"]) for arm, r in report.items()}

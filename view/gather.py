@@ -153,7 +153,24 @@ def arm_rates(rows: list[AttemptRow]) -> list[ArmRate]:
     if len(by_arm) < 2:
         return []
     return [ArmRate(arm=arm, attempts=len(members), passed=sum(r.status == "passed" for r in members))
-            for arm, members in sorted(by_arm.items())]
+            for arm, members in sorted(by_arm.items(), key=lambda item: arm_order(item[0]))]
+
+
+def arm_order(arm: str) -> tuple[tuple[int, float, str], ...]:
+    """How arms are listed: each factor's levels in the paired analysis' order (feedback none, bare, diagnostics,
+    full; strategy default first; numbers ascending), not alphabetically."""
+    from sysmo.evals.paired import DECLARED_ORDER
+
+    key = []
+    for part in arm.split(",") if arm else []:
+        name, _, value = part.partition("=")
+        declared = DECLARED_ORDER.get(name, ())
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("inf")
+        key.append((declared.index(value) if value in declared else len(declared), number, value))
+    return tuple(key)
 
 
 def experiments(runs_dir: Path, summary: Any = None) -> list[ExperimentSummary]:
@@ -302,7 +319,8 @@ def group_summaries(rows: list[AttemptRow]) -> list[GroupSummary]:
             continue
         groups.setdefault((r.agent, r.model, r.kind, r.arm), []).append(r)
     out = []
-    for (agent, model, kind, arm), members in sorted(groups.items()):
+    for (agent, model, kind, arm), members in sorted(groups.items(),
+                                                     key=lambda item: (*item[0][:3], arm_order(item[0][3]))):
         passed = sum(r.status == "passed" for r in members)
         errors = sum(r.status == "error" for r in members)
         ran = len(members) - errors
