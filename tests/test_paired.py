@@ -158,3 +158,17 @@ def test_a_baseline_that_names_no_factor_or_level_is_refused_naming_what_there_i
              "passed": int(t > 0.5 and i < 3)} for t in (0.2, 0.7, 1.0) for i in range(4)]
     found = paired_rows(pd.DataFrame(rows), headline={}, pairing=Pairing.of(["temperature=0.70"]))
     assert {(r.baseline, r.level) for r in found} == {("0.7", "0.2"), ("0.7", "1")}
+
+
+def test_all_pairs_leaves_a_factor_with_a_chosen_baseline_to_it() -> None:
+    from sysmo.evals.paired import Pairing, baseline_lines
+
+    frame = _attempts()
+    listed = {"model": ["a", "b"]}
+    pairing = Pairing.of(["model=b"], all_pairs=True)
+    rows = paired_rows(frame, headline={}, listed=listed, pairing=pairing)
+    assert {(r.baseline, r.level) for r in rows if r.factor == "model"} == {("b", "a")}
+    assert {(r.baseline, r.level) for r in rows if r.factor == "feedback"} == {
+        ("none", "bare"), ("none", "diagnostics"), ("bare", "diagnostics")}
+    assert baseline_lines(frame, pairing, listed=listed) == ["model=b (--baseline)",
+                                                              "feedback: every pair of levels (--all-pairs)"]
