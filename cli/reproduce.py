@@ -612,15 +612,20 @@ def register(app: typer.Typer) -> None:
 def compare_command(
     experiments: list[str] = typer.Argument(..., help="Two or more experiment ids or directories."),
     factor: list[str] = typer.Option([], "--factor", "-f", help=(
-        "Factor(s) to compare: agent, model, feedback, strategy, temperature, max_rounds (default: the one "
-        "setting the experiments differ in).")),
+        "Factor(s) to compare: agent, model, feedback, strategy, temperature, max_rounds, seed (default: the one "
+        "setting the experiments differ in; seed only when named).")),
     out: Optional[Path] = typer.Option(None, "--out", "-o", help=(
         "Folder for paired.csv and compare.md (default: <experiments dir>/compare/<A>_vs_<B>...).")),
     experiments_dir: Path = typer.Option(Path("runs"), "--experiments-dir", help="Where the experiments live."),
     correction: str = typer.Option("holm", "--correction", help="holm (default) or bh (Benjamini-Hochberg)."),
+    baseline: list[str] = typer.Option([], "--baseline", metavar="FACTOR=LEVEL", help=(
+        "Compare every level of FACTOR with LEVEL (repeatable, one per factor), e.g. feedback=bare; default: "
+        "feedback none, strategy default, the smallest temperature and max_rounds, the first agent and model.")),
+    all_pairs: bool = typer.Option(False, "--all-pairs", help=(
+        "Compare every pair of levels of each factor without a --baseline, all p-values adjusted together.")),
 ) -> None:
     from sysmo.evals.compare import NO_PAIRS, compare, write_comparison
-    from sysmo.evals.paired import CORRECTION_NAMES
+    from sysmo.evals.paired import COMPARE_ONLY, CORRECTION_NAMES, FACTORS, Pairing
     from sysmo.cli.runner import _find_experiment
     from sysmo.terminal import print_records
 
@@ -628,13 +633,15 @@ def compare_command(
         raise ConfigError(f"--correction must be holm or bh, not {correction!r}")
     factors = [f.strip() for chunk in factor for f in chunk.split(",") if f.strip()]
     directories = [_find_experiment(ref, experiments_dir) for ref in experiments]
-    result = compare(directories, factors, correction)  # type: ignore[arg-type]
+    result = compare(directories, factors, correction, Pairing.of(baseline, all_pairs, (*FACTORS, *COMPARE_ONLY)))  # type: ignore[arg-type]
     target = out or experiments_dir / "compare" / "_vs_".join(d.name for d in directories)
     paths = write_comparison(result, target)
     from sysmo.evals.paired import display_tables
 
     console = Console()
     console.print(f"factor(s): {', '.join(result.factors)}; tasks shared: {result.shared_tasks}")
+    if result.baselines:
+        console.print(f"baseline: {'; '.join(result.baselines)}", soft_wrap=True, highlight=False)
     for family, table in display_tables(result.rows, correction).items():  # type: ignore[arg-type]
         # the console shows the headline columns; compare.md and paired.csv have every one
         columns = [c for c in table.columns if not c.startswith(("pass after repair (", "Δfirst answer",

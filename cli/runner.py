@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 import yaml
@@ -16,6 +16,9 @@ from sysmo.errors import ConfigError, SysmoError
 from sysmo.runner.resume import added_arms, check_resume_flags
 from sysmo.log import library_warnings_into
 from sysmo.runner.summary import skipped_lines, skipped_reasons
+
+if TYPE_CHECKING:
+    from sysmo.view.models import GroupSummary
 
 console = Console()
 err_console = Console(stderr=True)
@@ -86,6 +89,27 @@ def _failure_reason(store, attempt_id: str) -> str:
 
     rows = store.query("SELECT attempt_json FROM attempts WHERE id=?", (attempt_id,))
     return (Attempt.model_validate_json(rows[0]["attempt_json"]).failure_reason() or "") if rows else ""
+
+
+def _group_summaries(store, experiment_id: str) -> list[GroupSummary]:
+    """The experiment's counts per (agent, model, kind, arm), as ``sysmo view``'s experiment page has them."""
+    from sysmo.view.gather import attempt_rows, group_summaries
+
+    return group_summaries(attempt_rows(store, experiment_id))
+
+
+def _print_group_summaries(groups: list[GroupSummary], experiment_id: str) -> None:
+    """The summary table under ``sysmo trace EXP``'s attempts: one row per agent, model, kind and arm (no rate
+    over several arms), forks left out."""
+    several = any(g.arm for g in groups)
+    columns = ["agent", "model", *(["arm"] if several else []), "kind", "attempts", "passed", "failed", "errors",
+               "pass rate"]
+    records = [{"agent": g.agent, "model": g.model, "arm": g.arm, "kind": g.kind, "attempts": g.attempts,
+                "passed": g.passed, "failed": g.failed, "errors": g.errors, "pass rate": f"{g.pass_rate:.3f}"}
+               for g in groups]
+    print_records(console, f"summary of {experiment_id} per agent, model{', arm' if several else ''} and kind "
+                  "(forks left out)", columns, records, key="arm" if several else "agent",
+                  justify={c: "right" for c in ("attempts", "passed", "failed", "errors", "pass rate")})
 
 
 def _arm_help(name: str) -> str:
@@ -258,6 +282,10 @@ def register(app: typer.Typer) -> None:
         if model:
             data["models"] = [{"model": m, "api_base": api_base} if api_base else m for m in model]
             given("models", "--model")
+        elif api_base and stored is not None:  # a resume: the endpoint of the stored models (refused if it moves)
+            data["models"] = [{**(m if isinstance(m, dict) else {"model": m}), "api_base": api_base}
+                              for m in stored.models]
+            given("models", "--api-base")
         elif api_base:
             raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
         arm_values = _arm_flags({"feedback": feedback, "strategy": strategy, "temperature": temperature,
@@ -350,7 +378,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
 
     @app.command(help="Show one attempt round by round (prompt, reply, diff, diagnostics by line, scores); "
-                      "or, given an experiment id and --failed/--all, list its attempts.")
+                      "given an experiment id, its attempts and its counts per agent, model, arm and kind; with "
+                      "--failed/--all, list its attempts only.")
     def trace(
         ref: str = typer.Argument(..., help="Attempt id (or prefix), or experiment id with --failed/--all."),
         failed: bool = typer.Option(False, "--failed", help="List the attempts worth reading (not passed)."),
@@ -381,8 +410,10 @@ def register(app: typer.Typer) -> None:
             for r in rows:  # why each attempt that did not pass did not: its error, or its last check's first error
                 r["reason"] = (_error_cell(r["status"], r["error"]) if r["error"] or r["status"] == "passed"
                                else _failure_reason(store, r["id"]))
+            groups = _group_summaries(store, directory.name) if not (failed or all_attempts) else []
             if as_json:
                 print(json.dumps({"experiment": directory.name, "settings": settings,
+                                  "summary": [g.model_dump() for g in groups],
                                   "attempts": [{**dict(r), "error_kind": error_kind(r["status"], r["error"])}
                                                for r in rows]} if experiment_dir is not None and not
                                  (failed or all_attempts) else
@@ -407,6 +438,8 @@ def register(app: typer.Typer) -> None:
                            "rounds", "reason"], records,
                           justify={"sample": "right", "rounds": "right"}, wrap=("reason", "arm"),
                           styles={"status": {"passed": "green", "failed": "yellow", "error": "bold red"}})
+            if experiment_dir is not None and not (failed or all_attempts):  # the experiment, not a list asked for
+                _print_group_summaries(groups, directory.name)
             return
         store, attempt = _find_attempt(ref, output_dir)
         card = store.scorecard(attempt.id)
@@ -512,12 +545,21 @@ def register(app: typer.Typer) -> None:
     def report(
         ref: str = typer.Argument(..., help="Experiment id or directory."),
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
+        baseline: list[str] = typer.Option([], "--baseline", metavar="FACTOR=LEVEL", help=(
+            "The paired section compares every level of FACTOR with LEVEL (repeatable, one per factor), e.g. "
+            "feedback=bare; default: feedback none, strategy default, the smallest temperature and max_rounds, the "
+            "first agent and model.")),
+        all_pairs: bool = typer.Option(False, "--all-pairs", help=(
+            "The paired section compares every pair of levels of each factor without a --baseline, all p-values "
+            "adjusted together.")),
     ) -> None:
+        from sysmo.evals.paired import Pairing
         from sysmo.evals.report import write_report
 
+        pairing = Pairing.of(baseline, all_pairs)
         directory = _find_experiment(ref, output_dir)
         with library_warnings_into(directory / "run.log") as warned:  # matplotlib's warnings: the log, not here
-            paths = write_report(directory)
+            paths = write_report(directory, pairing)
         for name, path in paths.items():
             console.print(f"{name}: {path}", soft_wrap=True)
         if warned:

@@ -5,7 +5,9 @@ arms of one experiment are: two experiments that differ only in their strategy g
 with both strategies gives. The experiments' recorded settings (``config.yaml``, as stored in results.sqlite)
 must differ only in the factors compared; settings that only say how a run was carried out (concurrency,
 executor, budget, output folder, the task selection and sample count: pairs are on the tasks and samples both
-ran) are not compared.
+ran) are not compared. The seed is compared as ``sysmo run --resume`` does: experiments whose ``--seed`` differs
+sent other seeds with every model call, so they are refused unless ``--factor seed`` names it (what the seed
+changes is then the comparison). Every refusal names the ``sysmo run`` flag of the setting that differs.
 """
 
 from __future__ import annotations
@@ -17,20 +19,39 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from sysmo.contracts.arms import ARM_FACTORS
 from sysmo.errors import AnalysisError
-from sysmo.evals.paired import FACTORS, Correction, PairedRow, display_tables, paired_rows, rows_frame
+from sysmo.evals.paired import (
+    COMPARE_ONLY,
+    FACTORS,
+    Correction,
+    PairedRow,
+    Pairing,
+    baseline_lines,
+    display_tables,
+    paired_rows,
+    rows_frame,
+)
 from sysmo.evals.tables import DEFAULT_SELECTION_METRIC, attempts_frame
 from sysmo.log import get_logger
 from sysmo.store import Store
 
 log = get_logger(__name__)
 
-# a recorded setting -> the factor it sets
+# a recorded setting -> the factor it sets (``seed`` only when named with --factor: see factors_to_compare)
 SETTING_FACTOR: dict[str, str] = {"agents": "agent", "models": "model", "feedback": "feedback",
-                                  "strategy": "strategy", "temperature": "temperature", "max_rounds": "max_rounds"}
+                                  "strategy": "strategy", "temperature": "temperature", "max_rounds": "max_rounds",
+                                  "seed": "seed"}
 # how a run was carried out, not what it measured; tasks and samples: the pairs are what both ran
 NOT_COMPARED = {"id", "output_dir", "concurrency", "tool_concurrency", "executor", "ray_address", "ray_workers",
-                "checkpoints", "budget", "data_dir", "sources_dir", "seed", "tasks", "samples"}
+                "checkpoints", "budget", "data_dir", "sources_dir", "tasks", "samples", "processes"}
+# a recorded setting -> the `sysmo run` flag that sets it (a refusal names the flag)
+SETTING_FLAG: dict[str, str] = {
+    "agents": "--agent", "models": "--model", "helper": "--helper", "judge": "--judge", "seed": "--seed",
+    "max_tokens": "--max-tokens", "attempt_timeout": "--attempt-timeout", "scoring_mode": "--scoring-mode",
+    "score": "--no-score", "scoring": "--similarity or the experiment file's scoring",
+    "selection_metric": "the experiment file's selection_metric",
+    **{name: factor.flag for name, factor in ARM_FACTORS.items()}}
 # factors an attempt record may not carry yet: their level is the experiment's setting
 FROM_SETTINGS = {"feedback": "feedback", "strategy": "strategy", "temperature": "temperature",
                  "max_rounds": "max_rounds"}
@@ -58,6 +79,7 @@ class Comparison(BaseModel):
     shared_tasks: int
     rows: list[PairedRow]
     correction: str
+    baselines: list[str] = []  # what each factor's levels are compared with (``paired.baseline_lines``)
 
 
 def _model_name(model: Any) -> str:
@@ -76,36 +98,56 @@ def setting_value(key: str, value: Any) -> Any:
     return value
 
 
+# a setting an older record may lack, and the value it ran with
+RECORDED_DEFAULT: dict[str, Any] = {"seed": 0}
+
+
 def differing_settings(configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """The recorded settings whose values are not the same in every experiment (in a stable order)."""
     keys = sorted({k for c in configs.values() for k in c} - NOT_COMPARED)
-    return [k for k in keys if len({repr(setting_value(k, c.get(k))) for c in configs.values()}) > 1]
+    return [k for k in keys
+            if len({repr(setting_value(k, c.get(k, RECORDED_DEFAULT.get(k)))) for c in configs.values()}) > 1]
 
 
 def _and(names: Sequence[str]) -> str:
     return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
-def factors_to_compare(names: Sequence[str], differing: Sequence[str], named: Sequence[str]) -> list[str]:
-    """The factors to compare: those named, else the one setting the experiments differ in. Refuses (one line) when
-    they differ in a setting that is no factor, or in factors not named."""
+def _flagged(setting: str) -> str:
+    """A setting with the `sysmo run` flag that sets it: ``strategy (--strategy)``."""
+    flag = SETTING_FLAG.get(setting)
+    return f"{setting} ({flag})" if flag else setting
+
+
+def factors_to_compare(names: Sequence[str], differing: Sequence[str], named: Sequence[str],
+                       seeds: Sequence[Any] = ()) -> list[str]:
+    """The factors to compare: those named, else the one setting the experiments differ in. Refuses (one line
+    naming the flag) when they differ in a setting that is no factor, in factors not named, or in their seed
+    (``seeds``: each experiment's) unless ``seed`` is named."""
     who = _and(list(names))
-    unknown = [f for f in named if f not in FACTORS]
+    known = (*FACTORS, *COMPARE_ONLY)
+    unknown = [f for f in named if f not in known]
     if unknown:
-        raise AnalysisError(f"unknown factor {_and(unknown)}: name one of {', '.join(FACTORS)}")
+        raise AnalysisError(f"unknown factor {_and(unknown)}: name one of {', '.join(known)}")
     other = [k for k in differing if k not in SETTING_FACTOR]
     if other:
-        raise AnalysisError(f"{who} differ in {_and(other)}, which no factor covers ({', '.join(FACTORS)}): their "
-                            "attempts are not comparable pair by pair")
+        raise AnalysisError(f"{who} differ in {_and([_flagged(k) for k in other])}, which no factor covers "
+                            f"({', '.join(known)}): their attempts are not comparable pair by pair")
+    if "seed" in differing and "seed" not in named:
+        raise AnalysisError(
+            f"{who} were run with another --seed ({', '.join(str(s) for s in seeds)}): every model call was sent "
+            "another seed, so their attempts are not the same samples (as `sysmo run --resume` refuses a --seed "
+            "change); compare experiments run with one --seed, or add --factor seed to compare the seeds")
     varied = [SETTING_FACTOR[k] for k in differing]
     if named:
         extra = [f for f in varied if f not in named]
         if extra:
-            raise AnalysisError(f"{who} differ in {_and(varied)}; name the factor(s) to compare with --factor "
-                                f"(not named: {_and(extra)})")
+            raise AnalysisError(f"{who} differ in {_and([_flagged(k) for k in differing])}; name the factor(s) to "
+                                f"compare with --factor (not named: {_and(extra)})")
         return list(dict.fromkeys(named))
     if len(varied) > 1:
-        raise AnalysisError(f"{who} differ in {_and(varied)}; name the factor(s) to compare with --factor")
+        raise AnalysisError(f"{who} differ in {_and([_flagged(k) for k in differing])}; name the factor(s) to "
+                            "compare with --factor")
     if not varied:
         raise AnalysisError(f"{who} have the same settings; name the factor(s) to compare with --factor")
     return varied
@@ -128,11 +170,14 @@ def load_experiment(directory: Path) -> tuple[Experiment, pd.DataFrame]:
             if isinstance(value, (str, int, float)) and (factor not in frame.columns or frame[factor].isna().all()):
                 frame[factor] = value
         frame["experiment"] = name
+        frame["seed"] = config.get("seed", 0)  # the experiment's seed (the factor ``seed``), not the per-sample one
     return Experiment(name=name, directory=directory, config=config), frame
 
 
-def compare(directories: Sequence[Path], factors: Sequence[str] = (), correction: Correction = "holm") -> Comparison:
-    """The paired analysis of the experiments in ``directories`` over ``factors`` (default: the one they differ in)."""
+def compare(directories: Sequence[Path], factors: Sequence[str] = (), correction: Correction = "holm",
+            pairing: Pairing | None = None) -> Comparison:
+    """The paired analysis of the experiments in ``directories`` over ``factors`` (default: the one they differ
+    in), each level against its factor's baseline or every pair of levels (``pairing``)."""
     if len(directories) < 2:
         raise AnalysisError("compare needs at least two experiments")
     loaded = [load_experiment(Path(d)) for d in directories]
@@ -140,7 +185,8 @@ def compare(directories: Sequence[Path], factors: Sequence[str] = (), correction
     names = [e.name for e in experiments]
     if len(set(names)) < len(names):
         raise AnalysisError(f"an experiment is named twice: {', '.join(names)}")
-    chosen = factors_to_compare(names, differing_settings({e.name: e.config for e in experiments}), factors)
+    chosen = factors_to_compare(names, differing_settings({e.name: e.config for e in experiments}), factors,
+                                [e.config.get("seed", 0) for e in experiments])
     tasks = [set(frame["task_id"]) if not frame.empty else set() for _, frame in loaded]
     shared = set.intersection(*tasks)
     if not shared:
@@ -149,9 +195,11 @@ def compare(directories: Sequence[Path], factors: Sequence[str] = (), correction
     listed = {"agent": list(dict.fromkeys(str(a) for e in experiments for a in e.config.get("agents") or [])),
               "model": list(dict.fromkeys(_model_name(m) for e in experiments for m in e.config.get("models") or []))}
     headline = {**DEFAULT_SELECTION_METRIC, **(experiments[0].config.get("selection_metric") or {})}
-    rows = paired_rows(frame, headline=headline, factors=chosen, listed=listed, correction=correction)
+    rows = paired_rows(frame, headline=headline, factors=chosen, listed=listed, correction=correction,
+                       pairing=pairing)
     log.info("compare.done", experiments=names, factors=chosen, shared_tasks=len(shared), rows=len(rows))
-    return Comparison(experiments=names, factors=chosen, shared_tasks=len(shared), rows=rows, correction=correction)
+    return Comparison(experiments=names, factors=chosen, shared_tasks=len(shared), rows=rows, correction=correction,
+                      baselines=baseline_lines(frame, pairing, chosen, listed))
 
 
 def markdown(result: Comparison) -> str:
@@ -161,6 +209,8 @@ def markdown(result: Comparison) -> str:
     lines = [f"# sysmo compare: {' vs '.join(result.experiments)}\n",
              f"Factor(s) compared: {', '.join(result.factors)}; tasks shared: {result.shared_tasks}; pairs are "
              "(task, sample index) with every other factor held fixed. Δ is level minus baseline.\n"]
+    if result.baselines:
+        lines.append(f"baseline: {'; '.join(result.baselines)}\n")
     if not result.rows:
         lines.append(f"_({NO_PAIRS})_\n")
     for family, table in display_tables(result.rows, result.correction).items():  # type: ignore[arg-type]

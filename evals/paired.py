@@ -21,9 +21,12 @@ every other factor held fixed. For each pair of arms (baseline level, other leve
   separately: Holm's step-down method by default, Benjamini-Hochberg (``scipy.stats.false_discovery_control``)
   on request.
 
-Baselines: feedback ``none``, strategy ``default`` (sysmo's own prompt; else ``zero-shot``), the smallest
-temperature and max_rounds, the first agent and model the experiment lists; a held-fixed setting without the
-baseline level compares with its first level. docs/paired-analysis.md has the definitions and a worked example.
+Baselines (``Pairing``): by default feedback ``none``, strategy ``default`` (sysmo's own prompt; else
+``zero-shot``), the smallest temperature and max_rounds, the first agent and model the experiment lists; a
+held-fixed setting without the baseline level compares with its first level. ``--baseline FACTOR=LEVEL`` chooses
+a factor's baseline (a held-fixed setting without it is left out, never compared with another level), and
+``--all-pairs`` compares every pair of levels of each factor without a chosen baseline; either way every row of
+the analysis is adjusted together. docs/paired-analysis.md has the definitions and a worked example.
 
 >>> holm([0.01, 0.04, 0.03])
 [0.03, 0.06, 0.06]
@@ -37,12 +40,14 @@ from typing import Literal
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from sysmo.errors import AnalysisError
 from sysmo.evals.statistics import bootstrap_ci
 
 FACTORS: tuple[str, ...] = ("agent", "model", "feedback", "strategy", "temperature", "max_rounds")
+# factors only ``sysmo compare`` varies: an experiment has one seed (its column, when compared, is the experiment's)
+COMPARE_ONLY: tuple[str, ...] = ("seed",)
 PAIR_KEY: tuple[str, ...] = ("task_id", "sample_index")
 # declared level orders: the first level present is the factor's baseline
 DECLARED_ORDER: dict[str, tuple[str, ...]] = {
@@ -59,6 +64,33 @@ Correction = Literal["holm", "bh"]
 CORRECTION_NAMES: dict[str, str] = {"holm": "Holm", "bh": "Benjamini-Hochberg"}
 # the report's split of agents by level (tables.split_by_feedback): the factor columns carry the level already
 _LEVEL_SUFFIX = re.compile(r" \[(?:" + "|".join(FACTORS) + r")=[^\]]*\]")
+
+
+class Pairing(BaseModel):
+    """Which levels are compared: each level against its factor's baseline, the default one (``level_order``) or
+    one chosen per factor (``--baseline FACTOR=LEVEL``), or every pair of levels (``--all-pairs``: each factor
+    without a chosen baseline)."""
+
+    baselines: dict[str, str] = Field(default_factory=dict)  # factor -> its chosen baseline level
+    all_pairs: bool = False
+
+    @classmethod
+    def of(cls, baselines: Sequence[str] = (), all_pairs: bool = False, factors: Sequence[str] = FACTORS) -> Pairing:
+        """From the command line's ``--baseline FACTOR=LEVEL`` items (one baseline per factor; ``factors``: those
+        the command analyses)."""
+        chosen: dict[str, str] = {}
+        for item in baselines:
+            factor, sep, level = (part.strip() for part in item.partition("="))
+            factor = factor.replace("-", "_")
+            if not sep or not factor or not level:
+                raise AnalysisError(f"--baseline {item!r}: write FACTOR=LEVEL, e.g. feedback=bare")
+            if factor not in factors:
+                raise AnalysisError(f"--baseline {item}: no factor {factor!r}; name one of {', '.join(factors)}")
+            if chosen.get(factor, level) != level:
+                raise AnalysisError(f"--baseline names two baselines of {factor} ({chosen[factor]}, {level}): "
+                                    "give one per factor")
+            chosen[factor] = level
+        return cls(baselines=chosen, all_pairs=all_pairs)
 
 
 class PairedRow(BaseModel):
@@ -169,7 +201,7 @@ def factor_frame(frame: pd.DataFrame) -> pd.DataFrame:
     data = frame.copy()
     if "agent" in data.columns:
         data["agent"] = data["agent"].astype(str).str.replace(_LEVEL_SUFFIX, "", regex=True)
-    for factor in FACTORS:
+    for factor in (*FACTORS, *COMPARE_ONLY):
         if factor in data.columns:
             data[factor] = data[factor].map(_level_text)
     rounds = data["passed_round"] if "passed_round" in data.columns else pd.Series(np.nan, index=data.index)
@@ -207,6 +239,68 @@ def level_order(factor: str, levels: Sequence[str], listed: Sequence[str] | None
         return sorted(present, key=lambda v: (number(v), v))
     rank = {v: i for i, v in enumerate(listed or [])}
     return sorted(present, key=lambda v: (rank.get(v, len(rank)), v))
+
+
+def matching_level(factor: str, wanted: str, levels: Sequence[str]) -> str | None:
+    """The level of ``levels`` that ``wanted`` names (numbers by value: ``0.20`` is ``0.2``), or None."""
+    if wanted in levels:
+        return wanted
+    if factor in NUMERIC | set(COMPARE_ONLY):
+        try:
+            number = float(wanted)
+        except ValueError:
+            return None
+        return next((lv for lv in levels if _number(lv) == number), None)
+    return None
+
+
+def _number(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def resolve_pairing(data: pd.DataFrame, pairing: Pairing, factors: Sequence[str],
+                    listed: Mapping[str, Sequence[str]] | None = None) -> Pairing:
+    """``pairing`` with each chosen baseline written as the attempts write its level; refuses (one line naming the
+    levels there are) a factor that is not analysed or a level no attempt ran."""
+    resolved: dict[str, str] = {}
+    for factor, wanted in pairing.baselines.items():
+        if factor not in factors or factor not in data.columns:
+            raise AnalysisError(f"--baseline {factor}={wanted}: {factor} is not a factor of this analysis "
+                                f"(factors: {', '.join(f for f in factors if f in data.columns) or 'none'})")
+        levels = level_order(factor, list(data[factor].unique()), (listed or {}).get(factor))
+        found = matching_level(factor, wanted, levels)
+        if found is None:
+            raise AnalysisError(f"--baseline {factor}={wanted}: no attempt ran {factor} {wanted}; its levels here: "
+                                f"{', '.join(levels)}")
+        resolved[factor] = found
+    return pairing.model_copy(update={"baselines": resolved})
+
+
+def baseline_lines(frame: pd.DataFrame, pairing: Pairing | None = None, factors: Sequence[str] | None = None,
+                   listed: Mapping[str, Sequence[str]] | None = None) -> list[str]:
+    """What each varied factor's levels are compared with, one phrase per factor: ``feedback=none (default)``,
+    ``feedback=bare (--baseline)``, ``feedback: every pair of levels (--all-pairs)``."""
+    pairing = pairing or Pairing()
+    if frame.empty:
+        return []
+    data = factor_frame(frame)
+    names = [f for f in (factors or FACTORS) if f in data.columns]
+    out = []
+    for factor in names:
+        levels = level_order(factor, list(data[factor].unique()), (listed or {}).get(factor))
+        if len(levels) < 2:
+            continue
+        chosen = matching_level(factor, pairing.baselines[factor], levels) if factor in pairing.baselines else None
+        if chosen is not None:
+            out.append(f"{factor}={chosen} (--baseline)")
+        elif pairing.all_pairs:
+            out.append(f"{factor}: every pair of levels (--all-pairs)")
+        else:
+            out.append(f"{factor}={levels[0]} (default)")
+    return out
 
 
 def _rate(values: pd.Series) -> float:
@@ -269,40 +363,59 @@ def row_of(frame: pd.DataFrame, factor: str, level: str) -> pd.DataFrame:
     return frame[frame[factor] == level]
 
 
-def _baseline(group: pd.DataFrame, cell: pd.DataFrame, factor: str, levels: list[str],
-              held: dict[str, str]) -> tuple[str, pd.DataFrame]:
-    """The baseline level of a held-fixed cell and its attempts: the factor's baseline where the cell has it, else
-    the first of the cell's levels."""
-    baseline = levels[0]
-    base = row_of(cell, factor, baseline)
-    moot = MOOT.get((factor, baseline), ())
+def _attempts_of(group: pd.DataFrame, cell: pd.DataFrame, factor: str, level: str,
+                 held: dict[str, str]) -> pd.DataFrame:
+    """The attempts of ``level`` that stand for it in a held-fixed cell: the cell's own, or, for a level that does
+    not use a held factor (one shot has no repair rounds), its attempts under the cell's other held factors."""
+    base = row_of(cell, factor, level)
+    moot = MOOT.get((factor, level), ())
     if base.empty and any(f in moot for f in held):
-        # the baseline does not use a held factor (one shot has no repair rounds): its attempts under the other
-        # held factors stand for every level of that factor
-        base = row_of(group, factor, baseline)
+        base = row_of(group, factor, level)
         for f, v in held.items():
             if f not in moot:
                 base = base[base[f] == v]
-    if base.empty:
-        baseline = next((lv for lv in levels if not row_of(cell, factor, lv).empty), baseline)
-        base = row_of(cell, factor, baseline)
-    return baseline, base
+    return base
+
+
+def _pairs(group: pd.DataFrame, cell: pd.DataFrame, factor: str, levels: list[str], held: dict[str, str],
+           pairing: Pairing) -> list[tuple[str, pd.DataFrame, str]]:
+    """(baseline level, its attempts, level) for each comparison of a held-fixed cell, as ``pairing`` asks."""
+    present = [lv for lv in levels if not row_of(cell, factor, lv).empty]
+    chosen = pairing.baselines.get(factor)
+    if chosen is not None or not pairing.all_pairs:
+        baseline = chosen if chosen is not None else levels[0]
+        base = _attempts_of(group, cell, factor, baseline, held)
+        if base.empty and chosen is None and present:  # the default baseline falls back to the cell's first level
+            baseline = present[0]
+            base = row_of(cell, factor, baseline)
+        if base.empty:
+            return []
+        return [(baseline, base, lv) for lv in present if lv != baseline]
+    out = []
+    for i, baseline in enumerate(levels):
+        base = _attempts_of(group, cell, factor, baseline, held)
+        if not base.empty:
+            out += [(baseline, base, lv) for lv in levels[i + 1:] if lv in present]
+    return out
 
 
 def paired_rows(frame: pd.DataFrame, *, headline: Mapping[str, str], factors: Sequence[str] | None = None,
-                listed: Mapping[str, Sequence[str]] | None = None, correction: Correction = "holm") -> list[PairedRow]:
-    """Every level of every factor against its baseline, per family (task kind) and held-fixed setting, with
-    p-values adjusted across all the rows (each test on its own).
+                listed: Mapping[str, Sequence[str]] | None = None, correction: Correction = "holm",
+                pairing: Pairing | None = None) -> list[PairedRow]:
+    """Every level of every factor against its baseline (or every pair of levels: ``pairing``), per family (task
+    kind) and held-fixed setting, with p-values adjusted across all the rows (each test on its own).
 
     ``frame``: one row per attempt (``tables.attempts_frame``; not-covered attempts left out). ``headline``:
     kind -> score metric for the Wilcoxon test. ``factors``: the factors to vary (default: every one with more
-    than one level). ``listed``: the order an experiment lists agents and models in (the first is the baseline).
+    than one level; ``seed`` only when named). ``listed``: the order an experiment lists agents and models in (the
+    first is the default baseline). ``pairing``: chosen baselines, or every pair (default: each factor's default).
     """
     if frame.empty:
         return []
     data = factor_frame(frame)
-    present = [f for f in FACTORS if f in data.columns]
+    present = [f for f in (*FACTORS, *(f for f in COMPARE_ONLY if f in (factors or ()))) if f in data.columns]
     wanted = [f for f in (factors or present) if f in present]
+    pairing = resolve_pairing(data, pairing or Pairing(), wanted, listed)
     rows: list[PairedRow] = []
     for family, group in data.groupby("kind", sort=True):
         family = str(family)
@@ -317,13 +430,12 @@ def paired_rows(frame: pd.DataFrame, *, headline: Mapping[str, str], factors: Se
             for held_values, cell in cells:
                 held_values = held_values if isinstance(held_values, tuple) else (held_values,)
                 held = ", ".join(f"{f}={v}" for f, v in zip(held_by, held_values))
-                baseline, base = _baseline(group, cell, factor, levels, dict(zip(held_by, held_values)))
-                for level in levels:
-                    if level != baseline and row_of(cell, factor, level).size:
-                        row = _compare(family, factor, baseline, level, held, base, row_of(cell, factor, level),
-                                       headline.get(family))
-                        if row is not None:
-                            rows.append(row)
+                for baseline, base, level in _pairs(group, cell, factor, levels, dict(zip(held_by, held_values)),
+                                                    pairing):
+                    row = _compare(family, factor, baseline, level, held, base, row_of(cell, factor, level),
+                                   headline.get(family))
+                    if row is not None:
+                        rows.append(row)
     return adjusted(rows, correction)
 
 

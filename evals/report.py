@@ -42,7 +42,14 @@ from sysmo.evals.leaderboard import (  # noqa: E402
     errored_groups_note,
     leaderboards,
 )
-from sysmo.evals.paired import CORRECTION_NAMES, display_tables, paired_rows, rows_frame  # noqa: E402
+from sysmo.evals.paired import (  # noqa: E402
+    CORRECTION_NAMES,
+    Pairing,
+    baseline_lines,
+    display_tables,
+    paired_rows,
+    rows_frame,
+)
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
@@ -383,23 +390,35 @@ def experiment_levels(config: dict) -> dict[str, list[str]]:
     return {"agent": [str(a) for a in config.get("agents") or []], "model": models}
 
 
-def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path) -> tuple[list[str], str]:
-    """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``."""
+def baseline_text(frame: pd.DataFrame, config: dict, pairing: Pairing | None = None) -> str:
+    """``baseline: feedback=none (default); model=... (default)``: what the paired section compares each level
+    with ("" when no factor varies)."""
+    lines = baseline_lines(frame, pairing, listed=experiment_levels(config))
+    return f"baseline: {'; '.join(lines)}" if lines else ""
+
+
+def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path,
+                         pairing: Pairing | None = None) -> tuple[list[str], str]:
+    """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``;
+    ``pairing``: chosen baselines or every pair of levels (default: each factor's default baseline)."""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
-                       listed=experiment_levels(config))
+                       listed=experiment_levels(config), pairing=pairing)
     if not rows:
         return [], ""
     rows_frame(rows).to_csv(out / "paired.csv", index=False)
     note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"])
-    md, page = ["## What each level buys\n", note + "\n"], f"<h2>What each level buys</h2><p>{html.escape(note)}</p>"
+    baseline = baseline_text(frame, config, pairing)
+    md = ["## What each level buys\n", note + "\n", baseline + "\n"]
+    page = f"<h2>What each level buys</h2><p>{html.escape(note)}</p><p>{html.escape(baseline)}</p>"
     for family, table in display_tables(rows).items():
         md += [f"### {family}\n", markdown_table(table)]
         page += f"<h3>{html.escape(family)}</h3>{html_table(table)}"
     return md, page
 
 
-def write_report(directory: Path) -> dict[str, Path]:
-    """Write every report file under ``<experiment>/report/``; return their paths by name."""
+def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, Path]:
+    """Write every report file under ``<experiment>/report/``; return their paths by name. ``pairing``: the
+    paired section's baselines (``sysmo report --baseline/--all-pairs``; default: each factor's default)."""
     directory = Path(directory)
     experiment_id = directory.name
     store = Store(directory / "results.sqlite")
@@ -419,7 +438,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)
-        level_md, level_html = what_each_level_buys(frame, config, out)
+        level_md, level_html = what_each_level_buys(frame, config, out, pairing)
 
         paths: dict[str, Path] = {}
         every.to_csv(out / "attempts.csv", index=False)

@@ -21,9 +21,21 @@ def changed_settings(stored: ExperimentConfig, resumed: ExperimentConfig) -> lis
     return [name for name in after if before.get(name) != after[name]]
 
 
+def model_flags(stored: ExperimentConfig, resumed: ExperimentConfig) -> list[str]:
+    """Which of ``--model`` (the models' names) and ``--api-base`` (their endpoint) a change of the generator
+    models comes from."""
+    def endpoints(config: ExperimentConfig) -> set[str | None]:
+        return {m.get("api_base") if isinstance(m, dict) else None for m in config.models}
+
+    changed = (["--model"] if stored.model_names != resumed.model_names else []) + (
+        ["--api-base"] if endpoints(stored) != endpoints(resumed) else [])
+    return changed or ["--model"]  # another setting of a model's role config: it came with --model
+
+
 def check_resume_flags(stored: ExperimentConfig, resumed: ExperimentConfig, flags: dict[str, list[str]]) -> None:
     """Refuse a resume whose flags change a result-changing setting, naming the flags; arm factors may only
-    gain values (new arms). ``flags``: setting -> the flags that set it."""
+    gain values (new arms). ``flags``: setting -> the flags that set it (the models: the flag of what changed,
+    ``--model`` or ``--api-base``)."""
     refused: list[str] = []
     for setting in changed_settings(stored, resumed):
         if setting in OPERATIONAL:
@@ -32,7 +44,7 @@ def check_resume_flags(stored: ExperimentConfig, resumed: ExperimentConfig, flag
             old = list(getattr(stored, setting))
             if list(getattr(resumed, setting))[:len(old)] == old:
                 continue  # new values appended: new arms, the old ones and their attempt ids kept
-        refused.extend(flags.get(setting) or [setting])
+        refused.extend(model_flags(stored, resumed) if setting == "models" else flags.get(setting) or [setting])
     if refused:
         names = ", ".join(dict.fromkeys(refused))
         raise ConfigError(f"--resume {stored.id} cannot change {names}: that changes the results of attempts "

@@ -252,3 +252,28 @@ def test_an_attempt_past_its_time_limit_is_an_infrastructure_error_naming_its_st
     assert attempt.final_artifact is not None and attempt.time_limit_s == 6
     assert any(e.type == "error" and "AttemptTimeLimit" in (e.error_type or "") for e in attempt.events)
     assert (tmp_path / "runs" / "arms" / "artifacts" / attempt.id / "round0").is_dir()
+
+
+def test_a_resume_names_the_flag_it_refuses_seed_and_api_base(tmp_path: Path) -> None:
+    out = str(tmp_path / "runs")
+    common = ["--ids", UML[0], "--samples", "1", "--no-score", "--no-progress", "--no-report", "-o", out]
+    with FakeOpenAI(default=reply(DIAGRAM)) as server, FakeOpenAI(default=reply(DIAGRAM)) as other:
+        first = cli("run", "--agent", "base_modeling", "--model", "openai/fake-model", "--api-base", server.base_url,
+                    "--id", "ep", *common)
+        assert first.code == 0, first.output
+
+        def refusal(*args: str) -> str:
+            result = cli("run", "--resume", "ep", *args, "--no-progress", "--no-report", "-o", out)
+            assert result.code != 0 and "Traceback" not in result.output
+            return " ".join(result.output.split())  # the terminal wraps it; it is one sentence
+
+        tail = "that changes the results of attempts already run; start another experiment (--id) for it"
+        assert refusal("--seed", "5") == f"error: --resume ep cannot change --seed: {tail}"
+        # only the endpoint moved: --api-base is named, not --model (given alone it is the stored models' endpoint)
+        assert refusal("--api-base", other.base_url) == f"error: --resume ep cannot change --api-base: {tail}"
+        assert refusal("--model", "openai/fake-model", "--api-base", other.base_url) == \
+            f"error: --resume ep cannot change --api-base: {tail}"
+        assert refusal("--model", "openai/other-model", "--api-base", server.base_url) == \
+            f"error: --resume ep cannot change --model: {tail}"
+        same = cli("run", "--resume", "ep", "--api-base", server.base_url, "--no-progress", "--no-report", "-o", out)
+        assert same.code == 0 and "ran now: 0" in " ".join(same.output.split()), same.output

@@ -104,3 +104,71 @@ def test_one_shot_feedback_is_the_baseline_whatever_max_rounds_its_arm_records()
     assert found[("feedback", "diagnostics", "max_rounds=3")].level_only == 5
     assert found[("max_rounds", "3", "feedback=diagnostics")].level_only == 2  # 1 -> 3 rounds, none not involved
     assert not any(k[0] == "max_rounds" and k[2] == "feedback=none" for k in found)  # one level under none
+
+
+def test_a_chosen_baseline_and_every_pair_of_levels() -> None:
+    from sysmo.evals.paired import Pairing, baseline_lines
+
+    frame = _attempts()
+    listed = {"model": ["a", "b"]}
+    chosen = paired_rows(frame, headline={"uml_class": "clue.clue"}, listed=listed,
+                         pairing=Pairing.of(["feedback=bare"]))
+    feedback = {(r.level, r.baseline, r.held_fixed): r for r in chosen if r.factor == "feedback"}
+    assert set(feedback) == {("none", "bare", "model=a"), ("diagnostics", "bare", "model=a"),
+                             ("none", "bare", "model=b"), ("diagnostics", "bare", "model=b")}
+    # diagnostics vs bare by hand: bare repairs nothing, so the pairs diagnostics alone passed are its repairs
+    base = frame[(frame.model == "a") & (frame.feedback == "bare")].set_index(["task_id", "sample_index"])
+    level = frame[(frame.model == "a") & (frame.feedback == "diagnostics")].set_index(["task_id", "sample_index"])
+    gained = int(((level.passed == 1) & (base.passed == 0)).sum())
+    assert feedback[("diagnostics", "bare", "model=a")].level_only == gained == 12
+    assert {r.baseline for r in chosen if r.factor == "model"} == {"a"}  # the other factor keeps its default
+    assert baseline_lines(frame, Pairing.of(["feedback=bare"]), listed=listed) == [
+        "model=a (default)", "feedback=bare (--baseline)"]
+
+    every = paired_rows(frame, headline={"uml_class": "clue.clue"}, listed=listed, pairing=Pairing(all_pairs=True))
+    pairs = {(r.factor, r.baseline, r.level, r.held_fixed) for r in every}
+    # three feedback levels: three pairs per model, the earlier level (declared order) as the baseline
+    assert {p for p in pairs if p[0] == "feedback" and p[3] == "model=a"} == {
+        ("feedback", "none", "bare", "model=a"), ("feedback", "none", "diagnostics", "model=a"),
+        ("feedback", "bare", "diagnostics", "model=a")}
+    assert len(every) == 3 * 2 + 3  # + model b vs a under each feedback level
+    # every row adjusted together (Holm over all nine)
+    assert [r.p_mcnemar_adjusted for r in every] == pytest.approx(holm([r.p_mcnemar for r in every]))
+    assert baseline_lines(frame, Pairing(all_pairs=True), listed=listed) == [
+        "model: every pair of levels (--all-pairs)", "feedback: every pair of levels (--all-pairs)"]
+    assert baseline_lines(frame, listed=listed) == ["model=a (default)", "feedback=none (default)"]
+
+
+def test_a_baseline_that_names_no_factor_or_level_is_refused_naming_what_there_is() -> None:
+    from sysmo.evals.paired import Pairing
+
+    frame = _attempts()
+    with pytest.raises(AnalysisError, match=r"--baseline feedback=nonee: no attempt ran feedback nonee; its levels "
+                                            r"here: none, bare, diagnostics$"):
+        paired_rows(frame, headline={}, pairing=Pairing.of(["feedback=nonee"]))
+    with pytest.raises(AnalysisError, match=r"no factor 'colour'; name one of agent, model, feedback, strategy, "
+                                            r"temperature, max_rounds$"):
+        Pairing.of(["colour=red"])
+    with pytest.raises(AnalysisError, match="write FACTOR=LEVEL, e.g. feedback=bare"):
+        Pairing.of(["feedback"])
+    with pytest.raises(AnalysisError, match=r"two baselines of feedback \(bare, none\)"):
+        Pairing.of(["feedback=bare", "feedback=none"])
+    # a number names its level by value
+    rows = [{"kind": "tla", "agent": "x", "model": "m", "temperature": t, "task_id": f"t{i}", "sample_index": 0,
+             "passed": int(t > 0.5 and i < 3)} for t in (0.2, 0.7, 1.0) for i in range(4)]
+    found = paired_rows(pd.DataFrame(rows), headline={}, pairing=Pairing.of(["temperature=0.70"]))
+    assert {(r.baseline, r.level) for r in found} == {("0.7", "0.2"), ("0.7", "1")}
+
+
+def test_all_pairs_leaves_a_factor_with_a_chosen_baseline_to_it() -> None:
+    from sysmo.evals.paired import Pairing, baseline_lines
+
+    frame = _attempts()
+    listed = {"model": ["a", "b"]}
+    pairing = Pairing.of(["model=b"], all_pairs=True)
+    rows = paired_rows(frame, headline={}, listed=listed, pairing=pairing)
+    assert {(r.baseline, r.level) for r in rows if r.factor == "model"} == {("b", "a")}
+    assert {(r.baseline, r.level) for r in rows if r.factor == "feedback"} == {
+        ("none", "bare"), ("none", "diagnostics"), ("bare", "diagnostics")}
+    assert baseline_lines(frame, pairing, listed=listed) == ["model=b (--baseline)",
+                                                              "feedback: every pair of levels (--all-pairs)"]

@@ -31,6 +31,7 @@ from sysmo.store import Store
 from sysmo.view.models import (
     FILTER_FIELDS,
     SORT_FIELDS,
+    ArmRate,
     AttemptFilters,
     AttemptRow,
     AttemptView,
@@ -139,7 +140,38 @@ def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] 
         settings=settings_lines(experiment_settings(store, experiment_id)),
         planned=(record.get("environment") or {}).get("planned_attempts"), forks=len(every) - len(rows),
         arms=len(expand_arms({name: factor_values(name, record["config"].get(name, factor.default))
-                              for name, factor in ARM_FACTORS.items()})))
+                              for name, factor in ARM_FACTORS.items()})),
+        arm_rates=arm_rates(rows))
+
+
+def arm_rates(rows: list[AttemptRow]) -> list[ArmRate]:
+    """Each arm's passed / attempts (forks left out), when the rows hold more than one arm (else none: the
+    experiment's own rate is its arm's)."""
+    by_arm: dict[str, list[AttemptRow]] = {}
+    for r in rows:
+        if not r.parent_attempt_id:
+            by_arm.setdefault(r.arm, []).append(r)
+    if len(by_arm) < 2:
+        return []
+    return [ArmRate(arm=arm, attempts=len(members), passed=sum(r.status == "passed" for r in members))
+            for arm, members in sorted(by_arm.items(), key=lambda item: arm_order(item[0]))]
+
+
+def arm_order(arm: str) -> tuple[tuple[int, float, str], ...]:
+    """How arms are listed: each factor's levels in the paired analysis' order (feedback none, bare, diagnostics,
+    full; strategy default first; numbers ascending), not alphabetically."""
+    from sysmo.evals.paired import DECLARED_ORDER
+
+    key = []
+    for part in arm.split(",") if arm else []:
+        name, _, value = part.partition("=")
+        declared = DECLARED_ORDER.get(name, ())
+        try:
+            number = float(value)
+        except ValueError:
+            number = float("inf")
+        key.append((declared.index(value) if value in declared else len(declared), number, value))
+    return tuple(key)
 
 
 def experiments(runs_dir: Path, summary: Any = None) -> list[ExperimentSummary]:
@@ -182,6 +214,14 @@ def not_scored_reason(stage: dict[str, Any]) -> str | None:
     return f"not scored: {why}"
 
 
+def varied_factors(labels: Iterable[str | None]) -> list[str]:
+    """The arm factors whose value differs between the arm ``labels``: the arm column names only these (an
+    experiment of one arm leaves it empty)."""
+    known = {label for label in labels if label}
+    return [name for name in ARM_FACTORS
+            if len({part for label in known for part in label.split(",") if part.startswith(f"{name}=")}) > 1]
+
+
 def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
     rows = store.query(
         "SELECT a.id, a.task_id, a.kind, a.agent, a.model, a.sample_index, a.status, a.n_rounds, a.cost_usd, "
@@ -189,10 +229,7 @@ def attempt_rows(store: Store, experiment_id: str) -> list[AttemptRow]:
         "FROM attempts a "
         "LEFT JOIN scores s ON s.attempt_id = a.id WHERE a.experiment_id=? "
         "ORDER BY a.task_id, a.agent, a.model, a.sample_index, a.arm", (experiment_id,))
-    # the arm column names only the settings the arms vary (an experiment of one arm leaves it empty)
-    labels = {r["arm"] for r in rows if r["arm"]}
-    varied = [name for name in ARM_FACTORS
-              if len({part for label in labels for part in label.split(",") if part.startswith(f"{name}=")}) > 1]
+    varied = varied_factors(r["arm"] for r in rows)
     out = []
     for r in rows:
         stages = _card_stages(r["scorecard_json"])
@@ -275,19 +312,21 @@ def attempts_csv(rows: list[AttemptRow], stages: list[str]) -> str:
 
 
 def group_summaries(rows: list[AttemptRow]) -> list[GroupSummary]:
-    """Counts and rates per (agent, model, kind), forks left out as in the report (not samples of the plan)."""
-    groups: dict[tuple[str, str, str], list[AttemptRow]] = {}
+    """Counts and rates per (agent, model, kind, arm), forks left out as in the report (not samples of the plan):
+    the arms of an experiment are never averaged together."""
+    groups: dict[tuple[str, str, str, str], list[AttemptRow]] = {}
     for r in rows:
         if r.parent_attempt_id:
             continue
-        groups.setdefault((r.agent, r.model, r.kind), []).append(r)
+        groups.setdefault((r.agent, r.model, r.kind, r.arm), []).append(r)
     out = []
-    for (agent, model, kind), members in sorted(groups.items()):
+    for (agent, model, kind, arm), members in sorted(groups.items(),
+                                                     key=lambda item: (*item[0][:3], arm_order(item[0][3]))):
         passed = sum(r.status == "passed" for r in members)
         errors = sum(r.status == "error" for r in members)
         ran = len(members) - errors
         out.append(GroupSummary(
-            agent=agent, model=model, kind=kind, attempts=len(members), passed=passed,
+            agent=agent, model=model, kind=kind, arm=arm, attempts=len(members), passed=passed,
             failed=sum(r.status == "failed" for r in members), errors=errors,
             infrastructure_errors=sum(r.error_kind == "infrastructure" for r in members),
             pass_rate=passed / len(members), pass_rate_without_errors=passed / ran if ran else None,
@@ -662,6 +701,16 @@ def scoring_provenance(store: Store, experiment_id: str) -> dict[str, str]:
     return {f"{r['stage']}.{r['key']}": str(r["value"]) for r in rows}
 
 
+ARM_SUFFIX = re.compile(r" \[([a-z_]+)=([^\]]*)\]")
+
+
+def agent_and_arm(label: str) -> tuple[str, str]:
+    """A report row's agent label (``base_modeling [feedback=none]``, ``tables.split_by_arms``) as the agent and
+    the arm as the attempt table names it (``feedback=none``), so that its numbers link to the arm's attempts."""
+    parts = ARM_SUFFIX.findall(label)
+    return (label.split(" [", 1)[0], ",".join(f"{name}={value}" for name, value in parts)) if parts else (label, "")
+
+
 def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) -> Leaderboard:
     import pandas as pd
 
@@ -675,7 +724,8 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
     columns = [str(c) for c in table.columns]
     rows: list[list[BoardCell]] = []
     for record in table.to_dict(orient="records"):
-        group = {"agent": str(record["agent"]), "model": str(record["model"]), "kind": kind}
+        agent, arm = agent_and_arm(str(record["agent"]))
+        group = {"agent": agent, "model": str(record["model"]), "kind": kind, **({"arm": arm} if arm else {})}
         cells = []
         for col in columns:
             value = record[col]
@@ -760,7 +810,7 @@ def plots_of(experiment_dir: Path) -> list[Plot]:
 def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str]:
     """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family."""
     from sysmo.evals.paired import display_tables, paired_rows
-    from sysmo.evals.report import LEVELS_NOTE, experiment_levels
+    from sysmo.evals.report import LEVELS_NOTE, baseline_text, experiment_levels
     from sysmo.evals.paired import CORRECTION_NAMES
     from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
 
@@ -771,7 +821,8 @@ def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable]
     tables = [PairedTable(family=family, columns=[str(c) for c in table.columns],
                           rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)])
               for family, table in display_tables(rows).items()]
-    return tables, LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
+    note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
+    return tables, f"{note} {baseline_text(frame, config)}." if tables else note
 
 
 def task_matrix(rows: list[AttemptRow]) -> TaskMatrix:
@@ -840,8 +891,9 @@ def final_diff(a: AttemptView, b: AttemptView) -> list[FileDiff]:
 
 
 def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
-    """Per experiment: status, done and planned attempts, passed, failed, errors, pass rate and cost (the
-    experiments page polls this to refresh running experiments), and apart from them its forks."""
+    """Per experiment: status, done and planned attempts, passed, failed, errors, pass rate (and each arm's, when
+    there are several) and cost (the experiments page polls this to refresh running experiments), and apart from
+    them its forks."""
     out = {}
     for experiment_id, directory in experiment_dirs(runs_dir).items():
         store = Store(directory / STORE_FILE)
@@ -853,14 +905,21 @@ def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
                 "AND parent_attempt_id IS NULL", (experiment_id,))[0]
             forks = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=? "
                                 "AND parent_attempt_id IS NOT NULL", (experiment_id,))[0]["n"] or 0
+            by_arm = store.query(
+                "SELECT arm, COUNT(*) AS n, SUM(status='passed') AS passed FROM attempts WHERE experiment_id=? "
+                "AND parent_attempt_id IS NULL GROUP BY arm", (experiment_id,))
         except SysmoError:
             continue
         finally:
             store.close()
         n = counts["n"] or 0
+        varied = varied_factors(r["arm"] for r in by_arm)
+        arms = {short_label(r["arm"], varied): r for r in by_arm if r["arm"]} if varied else {}
         out[experiment_id] = {
             "status": record.get("status") or "", "attempts": n, "passed": counts["passed"] or 0,
             "failed": counts["failed"] or 0, "errors": counts["errors"] or 0, "cost_usd": counts["cost"] or 0.0,
             "pass_rate": (counts["passed"] or 0) / n if n else None,
+            # with more than one arm, the list shows each arm's rate (forks left out), never one over every arm
+            "arm_pass_rates": {arm: (r["passed"] or 0) / r["n"] for arm, r in arms.items() if r["n"]},
             "planned": (record.get("environment") or {}).get("planned_attempts"), "forks": forks}
     return out

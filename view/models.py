@@ -11,6 +11,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 
+class ArmRate(BaseModel):
+    """One arm's pass rate in the experiments list: passed / attempts of the arm, forks left out."""
+
+    arm: str  # the arm's varied settings, e.g. "feedback=none"
+    attempts: int
+    passed: int
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.attempts if self.attempts else None
+
+
 class ExperimentSummary(BaseModel):
     """One experiment folder of the runs directory."""
 
@@ -53,6 +65,8 @@ class ExperimentSummary(BaseModel):
     # every setting of the run (sysmo.evals.tables.run_settings), as (name, text) for the experiment page
     settings: list[tuple[str, str]] = Field(default_factory=list)
     arms: int = 1  # how many arms the experiment runs (the attempt table names each attempt's when more than one)
+    # with more than one arm: each arm's pass rate (forks left out), shown instead of one rate over every arm
+    arm_rates: list[ArmRate] = Field(default_factory=list)
 
 
 class AttemptRow(BaseModel):
@@ -112,11 +126,12 @@ SORT_FIELDS = ("task_id", "kind", "agent", "model", "sample_index", "arm", "stat
 
 
 class GroupSummary(BaseModel):
-    """Per (agent, model, kind): counts whose numbers link to the attempts behind them."""
+    """Per (agent, model, kind, arm): counts whose numbers link to the attempts behind them."""
 
     agent: str
     model: str
     kind: str
+    arm: str = ""  # the arm's varied settings ("" for an experiment of one arm)
     attempts: int
     passed: int
     failed: int

@@ -72,6 +72,10 @@ document.addEventListener("DOMContentLoaded", () => {
           set("forks", p.forks ? ` · ${p.forks} fork${p.forks > 1 ? "s" : ""}` : "");
           set("passed", p.passed); set("failed", p.failed); set("errors", p.errors);
           set("pass_rate", p.pass_rate === null ? "—" : `${Math.round(100 * p.pass_rate)}%`);
+          for (const el of row.querySelectorAll("[data-arm-rate]")) {  // several arms: each arm's own rate
+            const rate = (p.arm_pass_rates || {})[el.dataset.armRate];
+            if (rate !== undefined) el.textContent = `${Math.round(100 * rate)}%`;
+          }
           set("cost_usd", money(p.cost_usd));
         }
       } catch (err) {
