@@ -146,6 +146,9 @@ class CallContext(BaseModel):
     agent: str | None = None
     attempt_id: str | None = None
     purpose: str | None = None  # the agent's step, e.g. "generate", "translate", "review" (mock scripts match it)
+    # the call's number among its attempt's calls of the same round and role (0, 1, ...): with ``round`` and the
+    # role, the call's place in the attempt, part of the cache key (``LLMRequest.position``)
+    call_index: int | None = None
 
     def model_post_init(self, __context: Any) -> None:
         if self.task is not None and self.task_id is None:
