@@ -76,6 +76,7 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
         request_hash=str(getattr(response, "request_hash", "") or ""),
         is_control=bool(getattr(response, "is_control", False)),
         purpose=purpose,
+        sent_params=sent.model_dump() if (sent := getattr(response, "sent_params", None)) is not None else None,
     )
     return str(getattr(response, "text", "") or ""), summary, response
 

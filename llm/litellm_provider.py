@@ -13,6 +13,7 @@ from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
 from sysmo.llm.roles import RoleConfig
+from sysmo.llm.sent import SentParams, delivered
 from sysmo.llm.transport import CallGuard, guarding, shared_async_client, shared_client
 from sysmo.log import get_logger
 
@@ -22,6 +23,7 @@ NO_KEY = "sysmo-no-key"  # OpenAI clients insist on a key; self-hosted servers i
 BYTES_PER_CHAR = 6  # a JSON body spells a character in at most 6 bytes (``\uXXXX``)
 BODY_SLACK = 1 << 20  # the reply's envelope (ids, usage, headers) beside its text
 BYTES_PER_TOKEN = 4  # what a refused reply is charged per byte received when it carries no usage
+MAPPING_MESSAGES = [{"role": "user", "content": "-"}]  # what litellm's parameter mapping is shown of the messages
 
 
 def import_litellm() -> ModuleType:
@@ -61,7 +63,7 @@ class LiteLLMProvider:
         self.config = config
         self.litellm = import_litellm()
         try:
-            _, self.name, _, _ = self.litellm.get_llm_provider(config.model, api_base=config.api_base)
+            self.model_name, self.name, _, _ = self.litellm.get_llm_provider(config.model, api_base=config.api_base)
         except Exception as exc:
             raise UnknownNameError(
                 f"litellm does not know the model {config.model!r}: prefix it with a provider, e.g. "
@@ -70,6 +72,28 @@ class LiteLLMProvider:
                 "or reference"
             ) from exc
         self.api_key = self._api_key()
+        self._delivered: dict[str, SentParams] = {}  # by the request's parameters (JSON)
+
+    def delivered(self, request: LLMRequest) -> SentParams | None:
+        """What the provider receives of the request's parameters (``llm.sent``): litellm's own mapping for this
+        model and provider, with ``drop_params`` as the call has it; worked out once per set of parameters. None
+        when the mapping itself fails (the call's record keeps the parameters as requested)."""
+        params = request.params()
+        key = json.dumps(params, sort_keys=True, default=str)
+        found = self._delivered.get(key)
+        if found is None:
+            try:
+                found = self._delivered[key] = delivered(self._mapping, params)
+            except Exception as exc:  # litellm's mapping raising on a parameter set (dropping should not)
+                log.warning("llm.sent_params_unknown", model=self.config.model, error=str(exc)[:200])
+                return None
+        return found
+
+    def _mapping(self, params: dict[str, Any], drop: bool) -> dict[str, Any]:
+        from litellm.utils import get_optional_params
+
+        return get_optional_params(model=self.model_name, custom_llm_provider=self.name, drop_params=drop,
+                                   messages=MAPPING_MESSAGES, **params)
 
     def unpriced(self) -> str | None:
         """Why this model's calls would be counted as $0 (no price in litellm's map, none configured); None
@@ -232,6 +256,7 @@ class LiteLLMProvider:
             cost_note=note,
             latency_s=latency_s,
             raw=_raw_json(raw),
+            sent_params=self.delivered(request),
         )
 
     def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:
