@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from sysmo.evals.leaderboard import (  # noqa: E402
     metric_lines,
 )
 from sysmo.evals.paired import CORRECTION_NAMES, display_tables, paired_rows, rows_frame  # noqa: E402
+from sysmo.evals.provider_params import UnreceivedFactor, unreceived_factors, without_unreceived  # noqa: E402
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
@@ -348,15 +350,20 @@ def experiment_levels(config: dict) -> dict[str, list[str]]:
     return {"agent": [str(a) for a in config.get("agents") or []], "model": models}
 
 
-def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path) -> tuple[list[str], str]:
-    """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``."""
+def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path,
+                         unreceived: Sequence[UnreceivedFactor] = ()) -> tuple[list[str], str]:
+    """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``.
+    ``unreceived``: factors a model's provider received as one value in every arm (their rows are left out)."""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
                        listed=experiment_levels(config))
-    if not rows:
+    rows = without_unreceived(rows, unreceived, frame)
+    if not rows and not unreceived:
         return [], ""
     rows_frame(rows).to_csv(out / "paired.csv", index=False)
     note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"])
     md, page = ["## What each level buys\n", note + "\n"], f"<h2>What each level buys</h2><p>{html.escape(note)}</p>"
+    md += [f"- {u.note()}\n" for u in unreceived]
+    page += "".join(f'<p class="unreceived">{html.escape(u.note())}</p>' for u in unreceived)
     for family, table in display_tables(rows).items():
         md += [f"### {family}\n", markdown_table(table)]
         page += f"<h3>{html.escape(family)}</h3>{html_table(table)}"
@@ -383,7 +390,7 @@ def write_report(directory: Path) -> dict[str, Path]:
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)
-        level_md, level_html = what_each_level_buys(frame, config, out)
+        level_md, level_html = what_each_level_buys(frame, config, out, unreceived_factors(store, experiment_id))
 
         paths: dict[str, Path] = {}
         every.to_csv(out / "attempts.csv", index=False)

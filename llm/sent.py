@@ -97,3 +97,27 @@ def delivered(mapping: Mapping, params: dict[str, Any]) -> SentParams:
         if name not in added:
             out.sent_as[name] = ", ".join(sorted(added))
     return out
+
+
+def requested_text(params: dict[str, Any]) -> str:
+    """A call's parameters as requested, in ``describe``'s form."""
+    return " · ".join(f"{name} {shown(name, value)}" for name, value in params.items() if value is not None)
+
+
+def received_text(sent_params: dict[str, Any] | None) -> str:
+    """What the provider received (``LLMCallEvent.sent_params``), in ``describe``'s form; "" when not known."""
+    return SentParams.model_validate(sent_params).describe() if sent_params else ""
+
+
+def dropped_text(recorded: list[dict[str, Any] | None]) -> str:
+    """The parameters the provider dropped in any of an attempt's calls (their ``sent_params``), each with how
+    many calls and litellm's reason: ``seed in 4 of 4 calls (anthropic does not support ...)``; "" for none."""
+    known = [SentParams.model_validate(r) for r in recorded if r]
+    reasons: dict[str, str] = {}
+    counts: dict[str, int] = {}
+    for sent in known:
+        for name, why in sent.dropped.items():
+            counts[name] = counts.get(name, 0) + 1
+            reasons.setdefault(name, why)
+    return "; ".join(f"{name} in {n} of {len(recorded)} calls ({reasons[name] or 'the provider receives nothing for it'})"
+                     for name, n in counts.items())
