@@ -1,0 +1,76 @@
+"""A temperature ablation on ``openai/gpt-5`` (which takes only temperature 1: litellm drops the rest) compares
+identical requests: the report and the viewer say so and leave its paired rows out, while the same ablation on a
+model that takes the temperature keeps them; ``sysmo trace`` and the attempt page show what the provider received.
+Driven by the fake OpenAI server with litellm's real request building, checked by the real PlantUML."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fake_openai import FakeOpenAI, reply
+from sysmo_cli import run_sysmo
+
+UML = ["starter/uml_class/library_loans", "starter/uml_class/hotel_booking"]
+DIAGRAM = "```plantuml\n@startuml\nclass Book {\n  +title: String\n}\nclass Loan\nBook -- Loan\n@enduml\n```"
+
+
+@pytest.fixture(autouse=True)
+def home(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+def test_a_factor_the_provider_dropped_is_named_and_not_tested_on_identical_conditions(tmp_path: Path) -> None:
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.evals.report import write_report
+    from sysmo.runner import ExperimentConfig, run_experiment
+    from sysmo.store import Store
+    from sysmo.view.gather import attempt_view, report_view
+
+    with FakeOpenAI(default=reply(DIAGRAM)) as server:
+        models = [{"model": "openai/gpt-5", "api_base": server.base_url},
+                  {"model": "openai/fake-model", "api_base": server.base_url}]
+        config = ExperimentConfig(id="temps", output_dir=tmp_path / "runs", agents=["base_modeling"], models=models,
+                                  samples=2, score=False, concurrency=4, temperature=[0.2, 0.7],
+                                  tasks=TaskSelection(benchmarks=["starter"], ids=UML))
+        summary = run_experiment(config, progress=False)
+        bodies = list(server.requests)
+    assert summary.ran == 2 * 2 * 2 * 2  # models x temperatures x tasks x samples
+    # what the servers received: gpt-5 no temperature in either arm, the other model each arm's own
+    assert not any("temperature" in b for b in bodies if b["model"] == "gpt-5")
+    assert {b["temperature"] for b in bodies if b["model"] == "fake-model"} == {0.2, 0.7}
+
+    experiment = tmp_path / "runs" / "temps"
+    write_report(experiment)
+    md = (experiment / "report" / "report.md").read_text()
+    note = "temperature had no effect on openai/gpt-5: its provider received none in every arm (0.2, 0.7); litellm: "
+    assert note in md and "Only temperature=1 is supported" in md
+    assert "temperature had no effect on openai/fake-model" not in md
+    paired = pd.read_csv(experiment / "report" / "paired.csv")
+    temperature = paired[paired["factor"] == "temperature"]
+    # the one temperature row left is the model that received it; gpt-5's would compare identical requests
+    assert list(temperature["held_fixed"]) == ["model=openai/fake-model"]
+    assert list(temperature["level"].astype(str)) == ["0.7"]
+
+    store = Store(experiment / "results.sqlite")
+    try:
+        view = report_view(store, "temps")
+        assert note in view.paired_note
+        shown = [row for table in view.paired for row in table.rows]
+        assert not any("model=openai/gpt-5" in cell for row in shown for cell in row if "0.7 vs 0.2" in row)
+        gpt5 = next(r["id"] for r in store.query("SELECT id FROM attempts WHERE model='openai/gpt-5' "
+                                                 "AND temperature=0.7 LIMIT 1"))
+        page = attempt_view(store, gpt5)
+    finally:
+        store.close()
+    assert page.dropped_params.startswith("temperature in 1 of 1 calls (gpt-5 doesn't support temperature=0.7")
+    (call,) = page.model_calls
+    assert call.requested.startswith("temperature 0.7") and call.dropped
+    assert "dropped: temperature" in call.received and "temperature 0.7" not in call.received
+
+    trace = run_sysmo("trace", gpt5, "-o", str(tmp_path / "runs"), env={"COLUMNS": "200"})
+    assert trace.code == 0, trace.output
+    assert "dropped by the provider" in trace.stdout and "the provider received:" in trace.stdout
+    assert "temperature in 1 of 1 calls" in trace.stdout
