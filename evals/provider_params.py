@@ -9,7 +9,7 @@ without them).
 
 >>> notes = unreceived_factors(store, experiment_id)
 >>> notes[0].note()
-'temperature had no effect on openai/gpt-5: its provider received none in every arm (0.2, 0.7) ...'
+'temperature had no effect on openai/gpt-5: its provider received no temperature in any arm (0.2, 0.7); ...'
 """
 
 from __future__ import annotations
@@ -38,9 +38,13 @@ class UnreceivedFactor(BaseModel):
     reason: str  # litellm's reason for dropping it ("" when it was sent, the same in every arm)
 
     def note(self) -> str:
-        """``temperature had no effect on openai/gpt-5: its provider received none in every arm (0.2, 0.7) ...``"""
-        why = f"; litellm: {self.reason}" if self.reason else ""
-        return (f"{self.factor} had no effect on {self.model}: its provider received {self.received} in every arm "
+        """``temperature had no effect on openai/gpt-5: its provider received no temperature in any arm (0.2, 0.7);
+        litellm: ...``"""
+        parameter = PROVIDER_FACTORS[self.factor]
+        received = (f"no {parameter} in any arm" if self.received == NOT_SENT
+                    else f"{parameter} {self.received} in every arm")
+        why = f"; litellm: {self.reason.rstrip('.')}" if self.reason else ""
+        return (f"{self.factor} had no effect on {self.model}: its provider received {received} "
                 f"({', '.join(self.levels)}){why}. The paired rows of {self.factor} on {self.model} are left out "
                 f"(they would compare identical requests).")
 

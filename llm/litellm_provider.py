@@ -54,6 +54,43 @@ def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[f
     return float(prompt_cost + completion_cost), None
 
 
+def provider_mapping(model: str, provider: str) -> Any:
+    """litellm's own mapping of a request's parameters for ``model`` (litellm's name, without the provider prefix)
+    at ``provider``: ``(params, drop) -> the provider's parameters`` (``llm.sent.Mapping``)."""
+    from litellm.utils import get_optional_params
+
+    def mapping(params: dict[str, Any], drop: bool) -> dict[str, Any]:
+        return get_optional_params(model=model, custom_llm_provider=provider, drop_params=drop,
+                                   messages=MAPPING_MESSAGES, **params)
+
+    return mapping
+
+
+# docs/models.md's table of what each provider family receives (tests/test_llm_sent_params.py regenerates it)
+DOC_TABLE_MODELS = ["openai/gpt-4o-mini", "openai/qwen2.5-coder-32b", "openai/gpt-5", "openai/o3",
+                    "anthropic/claude-3-5-sonnet-20240620", "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
+                    "gemini/gemini-1.5-pro", "mistral/mistral-large-latest", "ollama/llama3"]
+DOC_TABLE_PARAMS: dict[str, Any] = {  # a generator call of sysmo: its temperature, seed, token cap, format, tools
+    "temperature": 0.2, "seed": 7, "max_tokens": 1000, "response_format": {"type": "json_object"},
+    "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object",
+                                                                                    "properties": {}}}}]}
+
+
+def parameter_table(models: list[str], params: dict[str, Any]) -> str:
+    """A Markdown table of what each model's provider receives of ``params`` (litellm's mapping, no network): one
+    row per model, one column per parameter, "sent", "sent as NAME" or "dropped" (docs/models.md shows it)."""
+    litellm = import_litellm()
+    lines = ["| model (provider) | " + " | ".join(f"`{name}`" for name in params) + " |",
+             "|---|" + "---|" * len(params)]
+    for model in models:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        sent = delivered(provider_mapping(name, provider), params)
+        cells = ["dropped" if p in sent.dropped else f"sent as `{sent.sent_as[p]}`" if p in sent.sent_as else "sent"
+                 for p in params]
+        lines.append(f"| `{model}` ({provider}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 class LiteLLMProvider:
     """One role's model via ``litellm.completion``. Validates the model name and the API key up front."""
 
@@ -90,10 +127,7 @@ class LiteLLMProvider:
         return found
 
     def _mapping(self, params: dict[str, Any], drop: bool) -> dict[str, Any]:
-        from litellm.utils import get_optional_params
-
-        return get_optional_params(model=self.model_name, custom_llm_provider=self.name, drop_params=drop,
-                                   messages=MAPPING_MESSAGES, **params)
+        return provider_mapping(self.model_name, self.name)(params, drop)
 
     def unpriced(self) -> str | None:
         """Why this model's calls would be counted as $0 (no price in litellm's map, none configured); None

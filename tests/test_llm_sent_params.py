@@ -174,3 +174,17 @@ def test_bedrock_against_a_fake_converse_server_receives_no_seed_and_the_record_
     sent = SentParams.model_validate(event.sent_params)
     assert sent.sent == {"temperature": 0.3, "max_tokens": 64} and sent.sent_as == {"max_tokens": "maxTokens"}
     assert list(sent.dropped) == ["seed"] and "bedrock does not support parameters: ['seed']" in sent.dropped["seed"]
+
+
+def test_the_docs_table_of_what_each_provider_family_receives_is_litellms_mapping() -> None:
+    from pathlib import Path
+
+    from sysmo.llm.litellm_provider import DOC_TABLE_MODELS, DOC_TABLE_PARAMS, parameter_table
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "models.md").read_text()
+    shown = docs.split("<!-- parameter-table -->\n", 1)[1].split("\n<!-- /parameter-table -->", 1)[0]
+    assert shown == parameter_table(DOC_TABLE_MODELS, DOC_TABLE_PARAMS)
+    rows = {line.split(" | ")[0].strip("| `").split("`")[0]: line for line in shown.splitlines()[2:]}
+    assert "| dropped | sent |" in rows["openai/gpt-5"]  # temperature dropped, seed sent
+    assert rows["anthropic/claude-3-5-sonnet-20240620"].split(" | ")[2] == "dropped"  # the seed
+    assert rows["bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0"].split(" | ")[2] == "dropped"

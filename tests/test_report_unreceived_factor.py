@@ -45,7 +45,8 @@ def test_a_factor_the_provider_dropped_is_named_and_not_tested_on_identical_cond
     experiment = tmp_path / "runs" / "temps"
     write_report(experiment)
     md = (experiment / "report" / "report.md").read_text()
-    note = "temperature had no effect on openai/gpt-5: its provider received none in every arm (0.2, 0.7); litellm: "
+    note = ("temperature had no effect on openai/gpt-5: its provider received no temperature in any arm (0.2, 0.7); "
+            "litellm: ")
     assert note in md and "Only temperature=1 is supported" in md
     assert "temperature had no effect on openai/fake-model" not in md
     paired = pd.read_csv(experiment / "report" / "paired.csv")
