@@ -251,5 +251,5 @@ def call_event(*, context: CallContext | None, response: LLMResponse | None, err
     return LLMCallEvent(
         purpose=context.purpose if context else None, round=context.round if context else None,
         agent=context.agent if context else None, attempt_id=context.attempt_id if context else None,
-        response=response.model_dump(mode="json", exclude={"raw"}) if response else None, error=error,
+        response=response.model_dump(mode="json", exclude={"raw", "sent_params"}) if response else None, error=error,
         error_type=(error_class or error_type) if error else None, **fields)

@@ -119,5 +119,5 @@ def dropped_text(recorded: list[dict[str, Any] | None]) -> str:
         for name, why in sent.dropped.items():
             counts[name] = counts.get(name, 0) + 1
             reasons.setdefault(name, why)
-    return "; ".join(f"{name} in {n} of {len(recorded)} calls ({reasons[name] or 'the provider receives nothing for it'})"
-                     for name, n in counts.items())
+    return "; ".join(f"{name} in {n} of {len(recorded)} calls "
+                     f"({reasons[name] or 'the provider receives nothing for it'})" for name, n in counts.items())

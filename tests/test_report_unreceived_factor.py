@@ -71,6 +71,15 @@ def test_a_factor_the_provider_dropped_is_named_and_not_tested_on_identical_cond
     assert call.requested.startswith("temperature 0.7") and call.dropped
     assert "dropped: temperature" in call.received and "temperature 0.7" not in call.received
 
+    # the pages themselves: the attempt page and the report page
+    from starlette.testclient import TestClient
+    from sysmo.view.app import create_app
+
+    viewer = TestClient(create_app(tmp_path / "runs"), base_url="http://localhost")
+    attempt_page = viewer.get(f"/e/temps/a/{gpt5}").text
+    assert 'id="dropped-params"' in attempt_page and "received: seed" in attempt_page
+    assert "temperature had no effect on openai/gpt-5" in viewer.get("/e/temps/report").text
+
     trace = run_sysmo("trace", gpt5, "-o", str(tmp_path / "runs"), env={"COLUMNS": "200"})
     assert trace.code == 0, trace.output
     assert "dropped by the provider" in trace.stdout and "the provider received:" in trace.stdout
