@@ -71,19 +71,17 @@ def unreceived_factors(store: Store, experiment_id: str) -> list[UnreceivedFacto
             "AND json_extract(c.value, '$.role') = 'generator'", (experiment_id,))
         levels: dict[str, set[str]] = {}
         received: dict[str, dict[str, str]] = {}  # model -> value received -> a reason
-        unknown: set[str] = set()
         for row in rows:
             model = str(row["model"])
             got = _received(json.loads(row["sent"]) if row["sent"] else None, parameter)
-            if got is None:
-                unknown.add(model)  # a call without a record (an offline provider): nothing can be said
+            if got is None:  # a call without a record (an offline provider, a call that failed): it says nothing
                 continue
             levels.setdefault(model, set()).add(f"{row['level']:g}" if isinstance(row["level"], float)
                                                 else str(row["level"]))
             received.setdefault(model, {}).setdefault(got[0], got[1])
         for model, asked in sorted(levels.items()):
             values = received[model]
-            if model not in unknown and len(asked) > 1 and len(values) == 1:
+            if len(asked) > 1 and len(values) == 1:
                 value, why = next(iter(values.items()))
                 found.append(UnreceivedFactor(factor=factor, model=model, levels=sorted(asked, key=_order),
                                               received=value, reason=why))

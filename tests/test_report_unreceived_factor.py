@@ -84,3 +84,28 @@ def test_a_factor_the_provider_dropped_is_named_and_not_tested_on_identical_cond
     assert trace.code == 0, trace.output
     assert "dropped by the provider" in trace.stdout and "the provider received:" in trace.stdout
     assert "temperature in 1 of 1 calls" in trace.stdout
+
+
+def test_without_unreceived_drops_the_factors_rows_of_that_model_alone_and_adjusts_the_rest_again() -> None:
+    from sysmo.evals.paired import PairedRow, adjusted
+    from sysmo.evals.provider_params import UnreceivedFactor, without_unreceived
+
+    def row(factor: str, held: str, p: float, family: str = "uml_class") -> PairedRow:
+        return PairedRow(family=family, factor=factor, baseline="a", level="b", held_fixed=held, n_pairs=10,
+                         pass_baseline=0.5, pass_level=0.6, level_only=3, baseline_only=1, p_mcnemar=p,
+                         delta_pass=0.1, delta_pass_ci_low=0.0, delta_pass_ci_high=0.2, single_shot_baseline=0.5,
+                         single_shot_level=0.5, single_shot_level_only=0, single_shot_baseline_only=0,
+                         p_mcnemar_single_shot=1.0, score_metric=None, n_score_pairs=0, delta_score=None,
+                         delta_score_ci_low=None, delta_score_ci_high=None, p_wilcoxon=None)
+
+    gpt5 = UnreceivedFactor(factor="temperature", model="openai/gpt-5", levels=["0.2", "0.7"], received="none",
+                            reason="")
+    frame = pd.DataFrame({"kind": ["uml_class", "uml_class", "tla"], "model": ["openai/gpt-5", "m2", "openai/gpt-5"]})
+    rows = adjusted([row("temperature", "model=openai/gpt-5", 0.01), row("temperature", "model=m2", 0.02),
+                     row("feedback", "model=openai/gpt-5", 0.03), row("temperature", "", 0.04, family="tla")])
+    kept = without_unreceived(rows, [gpt5], frame)
+    # gpt-5's temperature rows go (held fixed, or the tla family's only model); its feedback row and m2's stay
+    assert [(r.factor, r.held_fixed, r.family) for r in kept] == [("temperature", "model=m2", "uml_class"),
+                                                                   ("feedback", "model=openai/gpt-5", "uml_class")]
+    assert [r.p_mcnemar_adjusted for r in kept] == [0.04, 0.04]  # Holm over the two rows left, not four
+    assert without_unreceived(rows, [], frame) == rows
