@@ -1,4 +1,5 @@
-"""The persistent response cache (SQLite): a paid call is never repeated for the same request and sample.
+"""The persistent response cache (SQLite): a paid call is never repeated for the same request, sample and place in
+its attempt.
 
 >>> cache = ResponseCache(tmp_path / "llm_cache.sqlite")
 >>> cache.get(key) is None
@@ -19,7 +20,7 @@ from sysmo.llm.response import LLMResponse
 from sysmo.sqlite_setup import set_up_shared
 
 CACHE_VERSION = 1  # bump when the key or the stored response changes meaning
-POSITIONED_VERSION = 2  # a key that holds the call's place in its attempt (``CallPosition``)
+POSITIONED_VERSION = 2  # a key that holds the call's place in its attempt (``LLMRequest.position``)
 
 
 def request_key(
