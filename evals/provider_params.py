@@ -64,6 +64,10 @@ def unreceived_factors(store: Store, experiment_id: str) -> list[UnreceivedFacto
     received one value in all of them (the generator's calls of the experiment's own attempts, forks left out)."""
     found: list[UnreceivedFactor] = []
     for factor, parameter in PROVIDER_FACTORS.items():
+        varied = store.query(f"SELECT COUNT(DISTINCT {factor}) AS n FROM attempts WHERE experiment_id = ? "
+                             "AND parent_attempt_id IS NULL", (experiment_id,))
+        if not varied or varied[0]["n"] < 2:
+            continue  # one level: nothing to compare (and no attempt's JSON to read)
         rows = store.query(
             f"SELECT a.model AS model, a.{factor} AS level, json_extract(c.value, '$.sent_params') AS sent "
             "FROM attempts a, json_each(a.attempt_json, '$.rounds') r, json_each(r.value, '$.llm_calls') c "
