@@ -48,6 +48,8 @@ class LLMCallSummary(BaseModel):
     purpose: str = ""  # e.g. "generate", "translate", "architect", "review"
     error: str | None = None  # the call failed for good (after retries): what happened
     error_type: str | None = None  # its class: RateLimitError, ConnectionError, ReplyTooLarge, ...
+    # what the provider received of the call's parameters (``LLMCallEvent.sent_params``); None: not known
+    sent_params: dict[str, Any] | None = None
 
 
 class Round(BaseModel):

@@ -54,7 +54,10 @@ class LLMCallEvent(EventBase):
     request_hash: str
     sample_index: int = 0
     messages: list[dict[str, Any]]
-    params: dict[str, Any] = Field(default_factory=dict)
+    params: dict[str, Any] = Field(default_factory=dict)  # as requested: temperature, max_tokens, seed, tools, ...
+    # what the provider received of them (``llm.sent.SentParams`` as JSON: sent, sent_as, dropped with litellm's
+    # reason); None: not known (an offline provider, a call recorded before it was kept)
+    sent_params: dict[str, Any] | None = None
     response: dict[str, Any] | None = None  # the LLMResponse, as JSON
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -50,6 +51,7 @@ from sysmo.evals.paired import (  # noqa: E402
     paired_rows,
     rows_frame,
 )
+from sysmo.evals.provider_params import UnreceivedFactor, unreceived_factors, without_unreceived  # noqa: E402
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
@@ -397,19 +399,23 @@ def baseline_text(frame: pd.DataFrame, config: dict, pairing: Pairing | None = N
     return f"baseline: {'; '.join(lines)}" if lines else ""
 
 
-def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path,
-                         pairing: Pairing | None = None) -> tuple[list[str], str]:
+def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path, pairing: Pairing | None = None,
+                         unreceived: Sequence[UnreceivedFactor] = ()) -> tuple[list[str], str]:
     """The report's paired section, one table per task kind (Markdown lines and HTML), and ``paired.csv``;
-    ``pairing``: chosen baselines or every pair of levels (default: each factor's default baseline)."""
+    ``pairing``: chosen baselines or every pair of levels (default: each factor's default baseline);
+    ``unreceived``: factors a model's provider received as one value in every arm (their rows are left out)."""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
                        listed=experiment_levels(config), pairing=pairing)
-    if not rows:
+    rows = without_unreceived(rows, unreceived, frame)
+    if not rows and not unreceived:
         return [], ""
     rows_frame(rows).to_csv(out / "paired.csv", index=False)
     note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"])
     baseline = baseline_text(frame, config, pairing)
     md = ["## What each level buys\n", note + "\n", baseline + "\n"]
     page = f"<h2>What each level buys</h2><p>{html.escape(note)}</p><p>{html.escape(baseline)}</p>"
+    md += [f"- {u.note()}\n" for u in unreceived]
+    page += "".join(f'<p class="unreceived">{html.escape(u.note())}</p>' for u in unreceived)
     for family, table in display_tables(rows).items():
         md += [f"### {family}\n", markdown_table(table)]
         page += f"<h3>{html.escape(family)}</h3>{html_table(table)}"
@@ -438,7 +444,8 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)
-        level_md, level_html = what_each_level_buys(frame, config, out, pairing)
+        level_md, level_html = what_each_level_buys(frame, config, out, pairing,
+                                                    unreceived_factors(store, experiment_id))
 
         paths: dict[str, Path] = {}
         every.to_csv(out / "attempts.csv", index=False)

@@ -360,7 +360,8 @@ def run_settings(config: dict[str, Any], environment: dict[str, Any] | None = No
         "arms": [arm.label for arm in expand_arms(lists)],
         **{name: values for name, values in lists.items()},
         "seed": config.get("seed", 0),
-        "sample_seeds": "derived from (seed, task, sample): the same in every arm, sent with every model call",
+        "sample_seeds": ("derived from (seed, task, sample): the same in every arm, sent with every model "
+                         "call whose provider takes one (each call records what its provider received)"),
         "max_tokens": config.get("max_tokens"),
         "attempt_timeout_s": (timeout or "none") if timeout is not None else "none (run before the limit existed)",
         "scoring_mode": config.get("scoring_mode", "sysmo"),

@@ -22,6 +22,7 @@ from sysmo.contracts.artifact import Artifact
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.contracts.attempt import Attempt, Round
 from sysmo.graphs.checkpoint import CheckpointStep, history
+from sysmo.llm.sent import dropped_text, received_text, requested_text
 from sysmo.contracts.check import CheckResult
 
 FOLD_CHARS = 600
@@ -214,6 +215,9 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
         head.add_row("model calls", f"{len(calls)} ({sum(c.cached for c in calls)} cached, {failed} failed; "
                                     f"{sum(c.stage == 'score' for c in calls)} while scoring), "
                                     f"each shown below; all {len(attempt.events)} events in --json")
+        dropped = dropped_text([c.sent_params for c in calls])
+        if dropped:  # litellm's drop_params: what the provider never received, though the run asked for it
+            head.add_row("dropped by the provider", dropped)
     if attempt.error:
         from sysmo.evals.error_kinds import error_kind
 
@@ -346,6 +350,14 @@ def llm_call_panels(events: list[Any], full: bool = False) -> list[Panel]:
             text = _message_text(message)
             body.append(f"[{message.get('role')}] ", style="bold cyan")
             body.append((text if full else fold(text)) + "\n")
+        body.append("parameters: ", style="bold")
+        body.append(requested_text(event.params) or "none", style="dim")
+        received = received_text(event.sent_params)
+        if received:
+            body.append("\nthe provider received: ", style="bold")
+            body.append(received + "\n", style="bold yellow" if event.sent_params.get("dropped") else "dim")
+        else:
+            body.append("\n")
         if event.error:
             body.append(f"error ({event.error_type}): {event.error}", style="bold red")
         else:

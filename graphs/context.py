@@ -46,7 +46,17 @@ class AgentContext:
     seed: int | None = None  # the (task, sample)'s seed, sent with every model call of the attempt (None: none)
     arm: dict[str, Any] = field(default_factory=dict)  # the arm's settings as configured (recorded on the attempt)
     time_limit_s: float | None = None  # wall-clock seconds the attempt may take (None: no limit)
+    # the attempt's model calls so far per (round, role): the next call's index (``next_call_index``)
+    calls_made: dict[tuple[int | None, str], int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.feedback == "none":
             self.max_rounds = 0  # one shot: the feedback ablation's "none" allows no repair round
+
+    def next_call_index(self, round_index: int | None, role: str) -> int:
+        """The index of the attempt's next call in ``round_index`` by ``role`` (0 for the first), counted: with
+        the round and role it is the call's place in the attempt, which the response cache keys on. A re-run of
+        the attempt (``--resume`` after a kill) makes its calls in the same order, so they get the same places."""
+        index = self.calls_made.get((round_index, role), 0)
+        self.calls_made[(round_index, role)] = index + 1
+        return index

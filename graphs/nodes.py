@@ -36,7 +36,8 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
     (text, cost summary, raw response)."""
     params: dict[str, Any] = {"role": role, "sample_index": ctx.sample_index,
                               "context": CallContext(task=ctx.task, round=round_index, agent=ctx.agent,
-                                                     attempt_id=ctx.attempt_id, purpose=purpose)}
+                                                     attempt_id=ctx.attempt_id, purpose=purpose,
+                                                     call_index=ctx.next_call_index(round_index, role))}
     if ctx.temperature is not None and role == "generator":
         params["temperature"] = ctx.temperature
     if ctx.max_tokens is not None and role == "generator":
@@ -75,6 +76,7 @@ async def call_model(ctx: AgentContext, messages: list[dict[str, Any]], *, purpo
         request_hash=str(getattr(response, "request_hash", "") or ""),
         is_control=bool(getattr(response, "is_control", False)),
         purpose=purpose,
+        sent_params=sent.model_dump() if (sent := getattr(response, "sent_params", None)) is not None else None,
     )
     return str(getattr(response, "text", "") or ""), summary, response
 

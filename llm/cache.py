@@ -1,4 +1,5 @@
-"""The persistent response cache (SQLite): a paid call is never repeated for the same request and sample.
+"""The persistent response cache (SQLite): a paid call is never repeated for the same request, sample and place in
+its attempt.
 
 >>> cache = ResponseCache(tmp_path / "llm_cache.sqlite")
 >>> cache.get(key) is None
@@ -19,6 +20,7 @@ from sysmo.llm.response import LLMResponse
 from sysmo.sqlite_setup import set_up_shared
 
 CACHE_VERSION = 1  # bump when the key or the stored response changes meaning
+POSITIONED_VERSION = 2  # a key that holds the call's place in its attempt (``LLMRequest.position``)
 
 
 def request_key(
@@ -28,16 +30,25 @@ def request_key(
     messages: list[dict[str, Any]],
     params: dict[str, Any],
     sample_index: int,
+    position: dict[str, Any] | None = None,
 ) -> str:
-    """The cache key: model, server, messages, sampling parameters and sample index (never the API key)."""
-    payload = {
-        "v": CACHE_VERSION,
+    """The cache key: model, server, messages, sampling parameters and sample index (never the API key), and
+    ``position``, the call's place in its attempt (round, role, call index), when the caller has one.
+
+    The position keeps a request repeated word for word within an attempt (metagpt's reviewer reading the same
+    model in two rounds) from being answered by the first reply: each is asked, while a re-run of the same attempt
+    (``--resume`` after a kill) makes the same calls at the same places and is answered from the cache. A call
+    without a position (a scoring stage's judge) keeps the key it always had."""
+    payload: dict[str, Any] = {
+        "v": CACHE_VERSION if position is None else POSITIONED_VERSION,
         "model": model,
         "api_base": (api_base or "").rstrip("/"),
         "messages": messages,
         "params": params,
         "sample": sample_index,
     }
+    if position is not None:
+        payload["at"] = position
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -29,6 +29,7 @@ from sysmo.llm.response import CallContext, LLMCallRecord, LLMResponse, call_eve
 from sysmo.llm.retry import (LLMCallError, connection_detail, is_connection_error, is_retryable, notify_retry,
                              retry_policy, status_of)
 from sysmo.llm.roles import ModelRoles, RoleConfig
+from sysmo.llm.sent import SentParams
 from sysmo.log import get_logger
 from tenacity import RetryCallState
 
@@ -371,7 +372,8 @@ class LLM:
             request_hash=key,
             sample_index=request.sample_index,
             messages=request.messages,
-            params=response.params_sent if response and response.params_sent is not None else request.params(),
+            params=request.params(),
+            sent_params=sent.model_dump() if (sent := self._sent(provider, request, response)) else None,
             context=request.context,
             response=response,
             prompt_tokens=response.usage.prompt_tokens if response else charged[0],
@@ -387,6 +389,14 @@ class LLM:
             emit(call_event(**fields, error_class=getattr(error, "error_class", None)))
         if self.on_call is not None:
             self.on_call(LLMCallRecord(**fields))
+
+    @staticmethod
+    def _sent(provider: Provider | None, request: LLMRequest, response: LLMResponse | None) -> SentParams | None:
+        """What the provider received of the request's parameters: the reply's record of it, else (a failed call)
+        the provider's own mapping; None for a provider that does not map them (the offline ones)."""
+        if response is not None:
+            return response.sent_params
+        return provider.delivered(request) if hasattr(provider, "delivered") else None
 
     def _finish(
         self,

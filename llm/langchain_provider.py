@@ -27,6 +27,7 @@ from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
 from sysmo.llm.roles import RoleConfig
+from sysmo.llm.sent import SentParams, shown
 from sysmo.llm.transport import CallGuard, guarding, shared_async_client, shared_client
 from sysmo.log import get_logger
 
@@ -310,9 +311,31 @@ class LangChainProvider:
             spend_usd=cost,
             cost_note=note,
             latency_s=latency_s,
-            params_sent=sent,
+            sent_params=sent_params(request, sent),
             raw=_raw_json(message),
         )
+
+
+SENT_NAMES = ("temperature", "seed", "max_tokens", "response_format", "tools")  # as ``llm.sent`` records them
+
+
+def sent_params(request: LLMRequest, sent: dict[str, Any]) -> SentParams:
+    """What the chat model was given of the request's parameters (``sent``: the call's arguments and the fields
+    set on the model), in ``llm.sent``'s terms; a parameter the model has no field for is dropped."""
+    asked = request.params()
+    given: dict[str, Any] = {}
+    sent_as: dict[str, str] = {}
+    dropped: dict[str, str] = {}
+    for name in SENT_NAMES:
+        if name not in asked:
+            continue
+        if name == "max_tokens" and "max_completion_tokens" in sent:
+            given[name], sent_as[name] = sent["max_completion_tokens"], "max_completion_tokens"
+        elif name in sent:
+            given[name] = shown(name, sent[name]) if name in ("tools", "response_format") else sent[name]
+        else:
+            dropped[name] = "the chat model has no such field"
+    return SentParams(sent=given, sent_as=sent_as, dropped=dropped)
 
 
 def _raw_json(message: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
 from sysmo.llm.roles import RoleConfig
+from sysmo.llm.sent import SentParams, delivered
 from sysmo.llm.transport import CallGuard, guarding, shared_async_client, shared_client
 from sysmo.log import get_logger
 
@@ -23,6 +24,7 @@ NO_KEY = "sysmo-no-key"  # OpenAI clients insist on a key; self-hosted servers i
 BYTES_PER_CHAR = 6  # a JSON body spells a character in at most 6 bytes (``\uXXXX``)
 BODY_SLACK = 1 << 20  # the reply's envelope (ids, usage, headers) beside its text
 BYTES_PER_TOKEN = 4  # what a refused reply is charged per byte received when it carries no usage
+MAPPING_MESSAGES = [{"role": "user", "content": "-"}]  # what litellm's parameter mapping is shown of the messages
 
 
 def import_litellm() -> ModuleType:
@@ -53,6 +55,43 @@ def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[f
     return float(prompt_cost + completion_cost), None
 
 
+def provider_mapping(model: str, provider: str) -> Any:
+    """litellm's own mapping of a request's parameters for ``model`` (litellm's name, without the provider prefix)
+    at ``provider``: ``(params, drop) -> the provider's parameters`` (``llm.sent.Mapping``)."""
+    from litellm.utils import get_optional_params
+
+    def mapping(params: dict[str, Any], drop: bool) -> dict[str, Any]:
+        return get_optional_params(model=model, custom_llm_provider=provider, drop_params=drop,
+                                   messages=MAPPING_MESSAGES, **params)
+
+    return mapping
+
+
+# docs/models.md's table of what each provider family receives (tests/test_llm_sent_params.py regenerates it)
+DOC_TABLE_MODELS = ["openai/gpt-4o-mini", "openai/qwen2.5-coder-32b", "openai/gpt-5", "openai/o3",
+                    "anthropic/claude-3-5-sonnet-20240620", "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
+                    "gemini/gemini-1.5-pro", "mistral/mistral-large-latest", "ollama/llama3"]
+DOC_TABLE_PARAMS: dict[str, Any] = {  # a generator call of sysmo: its temperature, seed, token cap, format, tools
+    "temperature": 0.2, "seed": 7, "max_tokens": 1000, "response_format": {"type": "json_object"},
+    "tools": [{"type": "function", "function": {"name": "write_file", "parameters": {"type": "object",
+                                                                                    "properties": {}}}}]}
+
+
+def parameter_table(models: list[str], params: dict[str, Any]) -> str:
+    """A Markdown table of what each model's provider receives of ``params`` (litellm's mapping, no network): one
+    row per model, one column per parameter, "sent", "sent as NAME" or "dropped" (docs/models.md shows it)."""
+    litellm = import_litellm()
+    lines = ["| model (provider) | " + " | ".join(f"`{name}`" for name in params) + " |",
+             "|---|" + "---|" * len(params)]
+    for model in models:
+        name, provider, _, _ = litellm.get_llm_provider(model)
+        sent = delivered(provider_mapping(name, provider), params)
+        cells = ["dropped" if p in sent.dropped else f"sent as `{sent.sent_as[p]}`" if p in sent.sent_as else "sent"
+                 for p in params]
+        lines.append(f"| `{model}` ({provider}) | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 class LiteLLMProvider:
     """One role's model via ``litellm.completion``. Validates the model name and the API key up front."""
 
@@ -62,7 +101,7 @@ class LiteLLMProvider:
         self.config = config
         self.litellm = import_litellm()
         try:
-            _, self.name, _, _ = self.litellm.get_llm_provider(config.model, api_base=config.api_base)
+            self.model_name, self.name, _, _ = self.litellm.get_llm_provider(config.model, api_base=config.api_base)
         except Exception as exc:
             raise UnknownNameError(
                 f"litellm does not know the model {config.model!r}: prefix it with a provider, e.g. "
@@ -71,6 +110,25 @@ class LiteLLMProvider:
                 "or reference"
             ) from exc
         self.api_key = self._api_key()
+        self._delivered: dict[str, SentParams] = {}  # by the request's parameters (JSON)
+
+    def delivered(self, request: LLMRequest) -> SentParams | None:
+        """What the provider receives of the request's parameters (``llm.sent``): litellm's own mapping for this
+        model and provider, with ``drop_params`` as the call has it; worked out once per set of parameters. None
+        when the mapping itself fails (the call's record keeps the parameters as requested)."""
+        params = request.params()
+        key = json.dumps(params, sort_keys=True, default=str)
+        found = self._delivered.get(key)
+        if found is None:
+            try:
+                found = self._delivered[key] = delivered(self._mapping, params)
+            except Exception as exc:  # litellm's mapping raising on a parameter set (dropping should not)
+                log.warning("llm.sent_params_unknown", model=self.config.model, error=str(exc)[:200])
+                return None
+        return found
+
+    def _mapping(self, params: dict[str, Any], drop: bool) -> dict[str, Any]:
+        return provider_mapping(self.model_name, self.name)(params, drop)
 
     def unpriced(self) -> str | None:
         """Why this model's calls would be counted as $0 (no price in litellm's map, none configured); None
@@ -207,6 +265,7 @@ class LiteLLMProvider:
             cost_note=note,
             latency_s=latency_s,
             raw=_raw_json(raw),
+            sent_params=self.delivered(request),
         )
 
     def _estimated_usage(self, request: LLMRequest, text: str, calls: list[ToolCall]) -> Usage:

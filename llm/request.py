@@ -35,13 +35,24 @@ class LLMRequest(BaseModel):
         params.update(self.extra)
         return {k: v for k, v in params.items() if v is not None}
 
-    def key(self) -> str:
+    def position(self) -> dict[str, Any] | None:
+        """The call's place in its attempt (round, role, call index), part of the cache key; None when the caller
+        gave none (a call outside an agent's rounds)."""
+        context = self.context
+        if context is None or context.call_index is None:
+            return None
+        return {"round": context.round, "role": self.role, "call": context.call_index}
+
+    def key(self, *, positioned: bool = True) -> str:
+        """The cache key (``cache.request_key``); ``positioned=False``: without the call's place in its attempt,
+        as requests were keyed before it was part of the key."""
         return request_key(
             model=self.model,
             api_base=self.api_base,
             messages=self.messages,
             params=self.params(),
             sample_index=self.sample_index,
+            position=self.position() if positioned else None,
         )
 
     def last_user_text(self) -> str:

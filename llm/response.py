@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field, ValidationError
 from sysmo.contracts.task import Task
 from sysmo.contracts.events import LLMCallEvent
 from sysmo.errors import LLMError
+from sysmo.llm.sent import SentParams
 
 T = TypeVar("T", bound=BaseModel)
 # a fenced code block (``` or ~~~, any info string); an unclosed one runs to the end (a truncated reply)
@@ -146,6 +147,9 @@ class CallContext(BaseModel):
     agent: str | None = None
     attempt_id: str | None = None
     purpose: str | None = None  # the agent's step, e.g. "generate", "translate", "review" (mock scripts match it)
+    # the call's number among its attempt's calls of the same round and role (0, 1, ...): with ``round`` and the
+    # role, the call's place in the attempt, part of the cache key (``LLMRequest.position``)
+    call_index: int | None = None
 
     def model_post_init(self, __context: Any) -> None:
         if self.task is not None and self.task_id is None:
@@ -175,10 +179,10 @@ class LLMResponse(BaseModel):
     attempts: int = 1  # HTTP attempts, retries included
     cached: bool = False
     request_hash: str = ""
-    # the parameters the provider sent, when they are not the request's (a LangChain model that does not take a
-    # seed is not sent one); the call's record keeps these
-    params_sent: dict[str, Any] | None = None
     raw: dict[str, Any] = Field(default_factory=dict)
+    # what the provider received of the request's parameters (litellm's mapping); None: not known (an offline
+    # provider, or a reply cached before it was recorded)
+    sent_params: SentParams | None = None
 
     def parse(self, schema: type[T]) -> T:
         """The text as ``schema`` (structured output): the reply's JSON (``json_payload``: fenced or bare, prose
@@ -215,6 +219,7 @@ class LLMCallRecord(BaseModel):
     params: dict[str, Any] = Field(
         default_factory=dict
     )  # temperature, max_tokens, tools, response_format, extra
+    sent_params: SentParams | None = None  # what the provider received of them (``llm.sent``); None: not known
     context: CallContext | None = None
     response: LLMResponse | None = None
     prompt_tokens: int = 0
@@ -232,7 +237,8 @@ class LLMCallRecord(BaseModel):
         return call_event(
             role=self.role, model=self.model, provider=self.provider, is_control=self.is_control,
             request_hash=self.request_hash, sample_index=self.sample_index, messages=self.messages, params=self.params,
-            context=self.context, response=self.response, prompt_tokens=self.prompt_tokens,
+            sent_params=self.sent_params.model_dump() if self.sent_params else None, context=self.context,
+            response=self.response, prompt_tokens=self.prompt_tokens,
             completion_tokens=self.completion_tokens, cost_usd=self.cost_usd, spend_usd=self.spend_usd,
             latency_s=self.latency_s, cached=self.cached, error=self.error, error_type=self.error_type,
             error_class=error_class)
@@ -245,5 +251,5 @@ def call_event(*, context: CallContext | None, response: LLMResponse | None, err
     return LLMCallEvent(
         purpose=context.purpose if context else None, round=context.round if context else None,
         agent=context.agent if context else None, attempt_id=context.attempt_id if context else None,
-        response=response.model_dump(mode="json", exclude={"raw"}) if response else None, error=error,
+        response=response.model_dump(mode="json", exclude={"raw", "sent_params"}) if response else None, error=error,
         error_type=(error_class or error_type) if error else None, **fields)

@@ -207,8 +207,10 @@ def test_a_chat_model_from_a_users_factory_runs_an_attempt(tmp_path: Path, monke
     assert attempt.prompt_tokens == 200 and attempt.completion_tokens == 20
     assert attempt.cost_usd == pytest.approx((200 * PRICE[0] + 20 * PRICE[1]) / 1e6)
     calls = [e for e in attempt.events if isinstance(e, LLMCallEvent)]
-    # recorded as sent: the temperature it has a field for, not the seed it cannot take
-    assert [c.params for c in calls] == [{"temperature": 0.3}, {"temperature": 0.3}]
+    # asked for both; recorded as received: the temperature it has a field for, the seed it cannot take dropped
+    assert [c.params for c in calls] == [{"temperature": 0.3, "seed": 11}] * 2
+    assert [(c.sent_params["sent"], list(c.sent_params["dropped"])) for c in calls] == [({"temperature": 0.3},
+                                                                                         ["seed"])] * 2
     assert {c.provider for c in calls} == {"langchain/scripted"}  # LangChain's name for the model's provider
 
 

@@ -14,7 +14,7 @@ import io
 import json
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from sysmo.evals.error_kinds import error_kind
 from sysmo.contracts.scorecard import StageResult
 from sysmo.evals.tables import experiment_settings, settings_lines
 from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
+from sysmo.llm.sent import dropped_text, received_text, requested_text
 from sysmo.contracts.attempt import Attempt, Round
 from sysmo.log import get_logger
 from sysmo.store import Store
@@ -512,7 +513,9 @@ def model_calls(store: Store, attempt_id: str) -> list[ModelCallView]:
                 spend=f"${event.spend_usd:.4f}" + (" (cached)" if event.cached else ""),
                 messages=[MessageView(role=str(m.get("role", "")), content=_content(m.get("content", "")))
                           for m in event.messages],
-                reply=event.text, error=f"{event.error_type}: {event.error}" if event.error else ""))
+                reply=event.text, error=f"{event.error_type}: {event.error}" if event.error else "",
+                requested=requested_text(event.params), received=received_text(event.sent_params),
+                dropped=bool((event.sent_params or {}).get("dropped")), sent_params=event.sent_params))
     return calls
 
 
@@ -631,7 +634,8 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
         extras=json.dumps(attempt.extras, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if attempt.extras else "",
         final_files=dict(attempt.final_artifact.files) if attempt.final_artifact else {},
         siblings=[r for r in all_rows if r.task_id == attempt.task_id and r.id != attempt.id],
-        model_calls=model_calls(store, attempt.id) if full else [],
+        model_calls=(calls := model_calls(store, attempt.id) if full else []),
+        dropped_params=dropped_text([c.sent_params for c in calls]),
         fork=ForkView(parent_attempt_id=attempt.parent_attempt_id, forked_at=attempt.forked_at,
                       forked_at_step=attempt.forked_at_step, inherited_rounds=attempt.inherited_rounds,
                       changes=attempt.fork_changes) if attempt.parent_attempt_id else None,
@@ -807,9 +811,11 @@ def plots_of(experiment_dir: Path) -> list[Plot]:
     return [Plot(name=p.name, caption=plot_caption(p.stem)) for p in files]
 
 
-def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str]:
-    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family."""
+def paired_tables(frame: Any, config: dict[str, Any], unreceived: Sequence[Any] = ()) -> tuple[list[PairedTable], str]:
+    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family;
+    ``unreceived``: the factors a provider received as one value (``evals.provider_params``), left out and named."""
     from sysmo.evals.paired import display_tables, paired_rows
+    from sysmo.evals.provider_params import without_unreceived
     from sysmo.evals.report import LEVELS_NOTE, baseline_text, experiment_levels
     from sysmo.evals.paired import CORRECTION_NAMES
     from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
@@ -818,11 +824,15 @@ def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable]
         return [], ""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
                        listed=experiment_levels(config))
+    rows = without_unreceived(rows, unreceived, frame)
     tables = [PairedTable(family=family, columns=[str(c) for c in table.columns],
                           rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)])
               for family, table in display_tables(rows).items()]
     note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
-    return tables, f"{note} {baseline_text(frame, config)}." if tables else note
+    parts = [note, *(u.note() for u in unreceived)]
+    if tables:
+        parts.append(f"{baseline_text(frame, config)}.")
+    return tables, " ".join(parts)
 
 
 def task_matrix(rows: list[AttemptRow]) -> TaskMatrix:
@@ -849,6 +859,7 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
     table, CIs as bars and the best per column marked, not-scored stages as "—"; its plots; its paired tests; a
     task x agent / model matrix of every sample."""
     from sysmo.evals.leaderboard import errored_groups_note, leaderboards, metric_lines
+    from sysmo.evals.provider_params import unreceived_factors
     from sysmo.evals.report import report_notes
     from sysmo.evals.tables import attempts_frame, summary_frame
 
@@ -865,7 +876,7 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
     for (attempt_id, stage), why in skipped.items():
         if attempt_id in kinds:
             unscored.setdefault(str(kinds[attempt_id]), {}).setdefault(stage, why)
-    paired, paired_note = paired_tables(frame, config)
+    paired, paired_note = paired_tables(frame, config, unreceived_factors(store, experiment_id))
     rows = attempt_rows(store, experiment_id) if rows is None else rows
     never = {stage for stages in unscored.values() for stage in stages} - {stage for _, stage in scored}
     # a plot of a stage no attempt was scored on would draw zeros: left out (the notes say why)

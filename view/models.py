@@ -301,6 +301,10 @@ class ModelCallView(BaseModel):
     messages: list[MessageView]
     reply: str
     error: str = ""
+    requested: str = ""  # the call's parameters as requested (temperature, max_tokens, seed, tools, ...)
+    received: str = ""  # what the provider received of them (litellm's dropping and renaming); "" not known
+    dropped: bool = False  # the provider dropped one of them
+    sent_params: dict[str, Any] | None = None  # the event's record of it (``LLMCallEvent.sent_params``)
 
 
 class ForkView(BaseModel):
@@ -315,6 +319,8 @@ class ForkView(BaseModel):
 
 class AttemptView(BaseModel):
     """Everything the attempt page shows."""
+
+    dropped_params: str = ""  # parameters a provider dropped in the attempt's calls (``llm.sent.dropped_text``)
 
     row: AttemptRow
     is_control: bool
