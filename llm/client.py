@@ -61,6 +61,12 @@ def charge_of(error: BaseException) -> tuple[int, int, float]:
             float(getattr(error, "cost_usd", 0.0) or 0.0))
 
 
+def counted(value: float) -> float:
+    """What a call adds to a spend: never less than nothing (a count from an old cache or a replay whose usage
+    was negative or not a number must not lower a run's spend, and so its budget)."""
+    return value if value > 0 else 0  # NaN > 0 is False
+
+
 class RoleSpend(BaseModel):
     calls: int = 0
     cached_calls: int = 0
@@ -343,16 +349,16 @@ class LLM:
             if error is not None:
                 spend.failed_calls += 1
                 charged = charge_of(error)
-                spend.prompt_tokens += charged[0]
-                spend.completion_tokens += charged[1]
-                spend.cost_usd += charged[2]
-                spend.spend_usd += charged[2]
+                spend.prompt_tokens += int(counted(charged[0]))
+                spend.completion_tokens += int(counted(charged[1]))
+                spend.cost_usd += counted(charged[2])
+                spend.spend_usd += counted(charged[2])
             if response is not None:
                 spend.cached_calls += int(response.cached)
-                spend.prompt_tokens += response.usage.prompt_tokens
-                spend.completion_tokens += response.usage.completion_tokens
-                spend.cost_usd += response.cost_usd
-                spend.spend_usd += response.spend_usd
+                spend.prompt_tokens += int(counted(response.usage.prompt_tokens))
+                spend.completion_tokens += int(counted(response.usage.completion_tokens))
+                spend.cost_usd += counted(response.cost_usd)
+                spend.spend_usd += counted(response.spend_usd)
         collecting = collecting_now()
         if not collecting and self.on_call is None:
             return
