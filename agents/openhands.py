@@ -37,7 +37,7 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.contracts.attempt import LLMCallSummary, Round
-from sysmo.graphs.context import AgentContext
+from sysmo.graphs.context import AgentContext, attempt_over
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
@@ -326,6 +326,8 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         return result
 
     for call in scratch.get("calls") or []:
+        if attempt_over():  # --attempt-timeout passed while this step ran: its results are not kept
+            break
         name, args = call["name"], call.get("arguments") or {}
         if call.get("error"):
             observe(
