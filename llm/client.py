@@ -43,11 +43,34 @@ def repair_surrogates(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def reasoning_text(raw: dict[str, Any]) -> str:
+    """The reasoning a reply carries beside its content (``reasoning_content``, thinking blocks), as litellm
+    passes it on in the raw answer."""
+    choices = raw.get("choices") or [{}]
+    message = (choices[0].get("message") if isinstance(choices[0], dict) else None) or {}
+    parts = [message.get("reasoning_content")]
+    parts += [block.get("thinking") for block in message.get("thinking_blocks") or [] if isinstance(block, dict)]
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+def reply_sizes(response: LLMResponse) -> tuple[int, int, int]:
+    """What a reply carries, in characters: its content, its tool calls (each one's name and arguments) and its
+    reasoning text. ``max_reply_chars`` caps their sum: each is stored, and tool calls are sent back in later
+    requests."""
+    calls = sum(len(call.name) + len(call.arguments_json) for call in response.tool_calls)
+    return len(response.text), calls, len(reasoning_text(response.raw))
+
+
 def checked_reply(response: LLMResponse, max_chars: int | None) -> LLMResponse:
-    """A reply that can be stored: lone surrogates repaired, and refused past the reply-size cap."""
+    """A reply that can be stored: lone surrogates repaired, and refused when what it carries (``reply_sizes``)
+    is past the reply-size cap."""
     text = repair_surrogates(response.text)
-    if max_chars is not None and len(text) > max_chars:
-        raise LLMCallError(f"{response.model!r} replied with {len(text):,} characters, more than the cap of "
+    content, calls, reasoning = reply_sizes(response)
+    size = content + calls + reasoning
+    if max_chars is not None and size > max_chars:
+        parts = ", ".join(f"{n:,} {what}" for n, what in ((content, "of content"), (calls, "in tool calls"),
+                                                           (reasoning, "of reasoning")) if n)
+        raise LLMCallError(f"{response.model!r} replied with {size:,} characters ({parts}), more than the cap of "
                            f"{max_chars:,} (max_reply_chars in the model's settings); the reply was not kept",
                            retryable=False, error_class="ReplyTooLarge",
                            prompt_tokens=response.usage.prompt_tokens,
