@@ -84,3 +84,32 @@ def test_the_attempt_timeout_ends_an_attempt_whose_model_keeps_its_tools_busy(se
     assert 4 <= server.calls < 2 * 33  # a few steps each, not the 33 a step budget alone allows
     told = [m["content"] for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert told == [f"No line matches {CATASTROPHIC!r}."] * 2
+
+
+@pytest.mark.slow
+def test_a_step_still_running_at_the_time_limit_stops_before_its_next_tool_call(server, tmp_path):
+    """One reply asks for eight searches of 3M lines (each stopped at its own 2 s) and then a write: the 6 s limit
+    ends the attempt during the searches, and the step, left running in its worker thread, makes no other tool
+    call: the write never happens (before, the thread went on searching and wrote it)."""
+    from agent_scripts import fake_llm
+    from agent_tasks import text_task
+    from fake_openai import reply
+    from sysmo.agents.run import run_attempt
+    from sysmo.contracts.task import TaskKind
+    from sysmo.graphs.context import AgentContext
+    from sysmo.tools.checkers import check_artifact
+
+    task = text_task(TaskKind.ARCHITECTURE)
+    task = task.model_copy(update={"inputs": task.inputs.model_copy(
+        update={"source_files": {"big.py": "a = 1\n" * 3_000_000}})})
+    server.push(reply("warm"), tool_reply(*[("search_source", {"pattern": "never there"})] * 8,
+                                          ("write_file", {"path": "late.puml", "content": "@startuml\n@enduml\n"})))
+    llm = fake_llm(server.base_url)
+    llm.complete([{"role": "user", "content": "warm up"}])  # litellm's first call sets itself up for seconds
+    root = tmp_path / "ws"
+    ctx = AgentContext(task=task, llm=llm, checker=check_artifact, agent="openhands", attempt_id="late",
+                       workspace_dir=root, time_limit_s=6.0)
+    attempt = run_attempt("openhands", ctx, model_name="openai/fake-model")
+    assert attempt.error.startswith("attempt wall-clock limit of 6 s (--attempt-timeout) reached in graph step 'act'")
+    threading.Event().wait(20)  # longer than the eight searches would take
+    assert not (root / "late.puml").exists()
