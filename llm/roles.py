@@ -10,10 +10,9 @@ From YAML (a bare string is a model name)::
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
-
-import math
 
 from pydantic import BaseModel, Field, field_validator, model_validator
 from sysmo.errors import ConfigError

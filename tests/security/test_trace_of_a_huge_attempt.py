@@ -65,7 +65,8 @@ def test_trace_of_a_150k_line_attempt_prints_a_page(runs):
           f"(load {os.getloadavg()[0]:.1f})")
     assert len(out.encode()) < 1_000_000
     assert "Line0 == a + 0" in out and "Line75000 " not in out  # the start shown, the middle folded
-    assert "Spec.tla: changed (150,000 lines before, 150,000 after): too long to diff here; --full shows the diff" in out
+    assert ("Spec.tla: changed (150,000 lines before, 150,000 after): too long to diff here; --full shows the "
+            "diff") in out
     assert "(1,980 more diagnosed lines; --full shows them)" in out
     assert "[lines 137-150000 folded; --full shows all]" in out and "characters folded; --full shows all" in out
     assert out.count("x" * 100) <= 2  # a tool answer's megabyte-long first line, folded to its start
