@@ -209,7 +209,9 @@ class LiteLLMProvider:
                        "or a proxy in front of it is broken")
             kind = "MalformedReply"
         elif INVALID_RESPONSE in str(exc):
-            return self._malformed(_shape_fault(str(exc)), request, received)
+            # without the guard's count (providers other than OpenAI-compatible endpoints), the size of the
+            # reply is that of litellm's report, which quotes it whole
+            return self._malformed(_shape_fault(str(exc)), request, received or len(str(exc).encode()))
         else:
             return exc
         return self._charged(message, kind, request, received)
