@@ -12,7 +12,9 @@ observation is a typed event (``contracts/agent_events.py``: ``Action`` / ``Obse
 ``max_rounds + 1`` checks, and ``max_steps`` model calls (default ``(max_rounds + 1) * 3``); when the steps
 are used up the workspace is handed over as it is (checked if it changed). The workspace at the last check is
 the attempt's final artifact; under the runner its directory stays at ``<experiment>/artifacts/<attempt>/
-workspace/``.
+workspace/``. Everything is bounded: a reply by ``max_reply_chars`` (tool-call arguments included), a workspace
+file and the workspace (``agents/workspace.py``), a tool answer by ``MAX_OBSERVATION_CHARS``, the conversation sent
+back by ``agents/history.py``, a source search by RE2's linear time and its own deadline.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from langgraph.graph import END, START, StateGraph
 from sysmo.agents.control_script import MAX_ROUND, broken_artifact, when
 from sysmo.contracts.agent_events import Action, Observation
 from sysmo.agents.prompts import load_prompt
+from sysmo.agents.history import bounded_history
 from sysmo.agents.registry import register_agent
 from sysmo.agents.source_tools import list_sources, search_sources, view_source
 from sysmo.agents.stages import remember, with_scratch
@@ -37,7 +40,7 @@ from sysmo.contracts.task import Task, TaskKind
 from sysmo.errors import SysmoError
 from sysmo.graphs import nodes
 from sysmo.contracts.attempt import LLMCallSummary, Round
-from sysmo.graphs.context import AgentContext
+from sysmo.graphs.context import AgentContext, attempt_over
 from sysmo.graphs.inline import runs_inline
 from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
@@ -50,6 +53,7 @@ log = get_logger(__name__)
 
 NAME = "openhands"
 STEPS_PER_ROUND = 3
+MAX_OBSERVATION_CHARS = 100_000  # one tool answer sent back to the model
 SUFFIXES = {
     Language.TLA: (".tla", ".cfg"),
     Language.SYSML: (".sysml",),
@@ -199,7 +203,8 @@ async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         )
         scratch["calls"] = [{"id": "budget", "name": "finish", "arguments": {}, "implicit": True}]
         return {"scratch": scratch}
-    messages = list(state.get("messages") or [])
+    # the conversation is re-sent at every step: its long old payloads are elided to keep it under a size
+    messages = bounded_history(list(state.get("messages") or []))
     try:
         text, summary, response = await nodes.call_model(
             ctx, messages, purpose="step", round_index=state.get("round_index", 0), tools=TOOLS
@@ -278,6 +283,9 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     step_number = state.get("steps") or 0
 
     def observe(call: dict[str, Any], content: str, error: str | None = None) -> None:
+        if len(content) > MAX_OBSERVATION_CHARS:  # a large workspace file read back, say
+            content = (f"{content[:MAX_OBSERVATION_CHARS]}\n... [{len(content) - MAX_OBSERVATION_CHARS:,} "
+                       "characters more not shown]")
         if not call.get("implicit"):
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         scratch["events"] = _event(
@@ -326,6 +334,8 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         return result
 
     for call in scratch.get("calls") or []:
+        if attempt_over():  # --attempt-timeout passed while this step ran: its results are not kept
+            break
         name, args = call["name"], call.get("arguments") or {}
         if call.get("error"):
             observe(

@@ -18,7 +18,7 @@ from sysmo.contracts.events import ErrorEvent, EventLog, GraphStepEvent, ToolCal
 from sysmo.errors import NotCoveredError, SysmoError
 from sysmo.contracts.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, StepRouter
-from sysmo.graphs.context import AgentContext
+from sysmo.graphs.context import AgentContext, attempt_clock
 from sysmo.graphs.loop import initial_state
 from sysmo.llm.roles import is_control_model, model_kind
 from sysmo.log import get_logger
@@ -124,8 +124,13 @@ async def drive_within(graph: Any, state: dict[str, Any] | None, config: dict[st
     final: dict[str, Any] = {}
     running: set[str] = set()
     try:
-        async with asyncio.timeout(ctx.time_limit_s):
-            return await drive(graph, state, config, ctx, final=final, running=running, **kwargs)
+        with attempt_clock() as over:
+            try:
+                async with asyncio.timeout(ctx.time_limit_s):
+                    return await drive(graph, state, config, ctx, final=final, running=running, **kwargs)
+            except TimeoutError:
+                over.set()  # a node left running in a worker thread stops at its next step
+                raise
     except TimeoutError as exc:
         stopped = AttemptTimeLimit(time_limit_message(ctx.time_limit_s or 0, sorted(running),
                                                       len(final.get("rounds") or [])))

@@ -6,7 +6,8 @@ refused when it is absolute, starts with ``~``, climbs out with ``..`` or leads 
 so a hostile task file cannot put host files (``~/.ssh/id_rsa``, ``/etc/shadow``) into a prompt. A file a
 loader finds by scanning the dataset (``prompts/*.txt``, ``pgo/<t>/<t>.tla``, traces, ``requirement.md``) and the
 task folder itself go through ``dataset_file()`` (or ``read_dataset_text()``): a symlink out of the dataset is
-refused with a ``DatasetEscapeError`` naming the file and the task.
+refused with a ``DatasetEscapeError`` naming the file and the task, not where the link leads (a refusal may be
+shown or stored where the host's paths are nobody's business).
 
 >>> inside(Path("/data/tasks/t"), "src/main.go", task="t", field="source_files")
 PosixPath('/data/tasks/t/src/main.go')
@@ -37,7 +38,7 @@ def inside(base: Path, relative: str | Path, *, task: str, field: str, start: Pa
         raise TaskError(f"{where} climbs out of {base} with '..'; task files may only name paths inside it")
     resolved = lexical.resolve()
     if resolved != root and not resolved.is_relative_to(root):
-        raise DatasetEscapeError(f"{where} leads out of {base} through a symlink (to {resolved}); refused")
+        raise DatasetEscapeError(f"{where} leads out of {base} through a symlink; refused")
     return resolved
 
 
@@ -47,7 +48,7 @@ def dataset_file(root: Path, path: Path, *, task: str) -> Path:
     top = root.resolve()
     resolved = Path(path).resolve()
     if resolved != top and not resolved.is_relative_to(top):
-        raise DatasetEscapeError(f"task {task}: {path} leads out of the dataset {root} (to {resolved}); refused "
+        raise DatasetEscapeError(f"task {task}: {path} leads out of the dataset {root} through a link; refused "
                                  "(a dataset file must be a file of the dataset, not a link to elsewhere)")
     return resolved
 

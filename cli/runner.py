@@ -385,7 +385,8 @@ def register(app: typer.Typer) -> None:
         failed: bool = typer.Option(False, "--failed", help="List the attempts worth reading (not passed)."),
         all_attempts: bool = typer.Option(False, "--all", help="List every attempt of the experiment."),
         as_json: bool = typer.Option(False, "--json", help="Machine-readable JSON."),
-        full: bool = typer.Option(False, "--full", help="Do not fold long prompts and replies."),
+        full: bool = typer.Option(False, "--full", help="Unfold every long block: prompts, replies, numbered "
+                                  "artifacts, diffs, diagnostics and tool answers (folded by default)."),
         output_dir: Path = typer.Option(DEFAULT_OUTPUT, "--output-dir", "-o"),
     ) -> None:
         import json

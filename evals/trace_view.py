@@ -2,7 +2,12 @@
 
 Round by round (prompt folded, reply, artifact diff, diagnostics next to the lines they name, scores), then
 every model call of every role from its event stream (prompt and reply: pre-stages, tool-calling steps,
-helper and judge calls while scoring), or as JSON for machines (``events``: the whole typed stream)."""
+helper and judge calls while scoring), or as JSON for machines (``events``: the whole typed stream).
+
+Every long block is folded unless ``full``: prompts and replies to ``FOLD_CHARS``, a diff to ``FOLD_LINES`` (files
+past ``DIFF_MAX_LINES`` are not diffed), the numbered artifact to the lines around its first
+``LISTING_DIAGNOSTICS`` diagnosed lines, a line or a tool answer to its start; a 150k-line attempt prints about
+100 kB instead of 25 MB."""
 
 from __future__ import annotations
 
@@ -26,6 +31,10 @@ from sysmo.llm.sent import dropped_text, received_text, requested_text
 from sysmo.contracts.check import CheckResult
 
 FOLD_CHARS = 600
+FOLD_LINES = 60  # a diff shows this many lines folded (two thirds from its start, one third from its end)
+DIFF_MAX_LINES = 20_000  # folded, files longer than this are not diffed (difflib can take minutes on them)
+LISTING_DIAGNOSTICS = 20  # folded, the annotated listing shows the lines around this many diagnostics
+LISTING_CONTEXT = 2  # lines shown around a diagnosed line
 SYNTAX = {"tla": "text", "sysml": "text", "plantuml": "text"}
 
 
@@ -36,8 +45,26 @@ def fold(text: str, limit: int = FOLD_CHARS) -> str:
     return f"{head}\n  ... [{len(text) - len(head) - len(tail)} characters folded; --full shows all] ...\n{tail}"
 
 
-def artifact_diff(before: Artifact | None, after: Artifact | None) -> str:
-    """Unified diff of every file between two rounds' artifacts."""
+def fold_line(line: str, limit: int = FOLD_CHARS // 3) -> str:
+    """One line kept to one line: its start, and how much was folded."""
+    return line if len(line) <= limit else f"{line[:limit]} ... [{len(line) - limit:,} characters folded]"
+
+
+def fold_lines(text: str, limit: int = FOLD_LINES) -> str:
+    """``text`` with at most ``limit`` lines (each folded by ``fold_line``), the rest named in one line."""
+    lines = text.splitlines()
+    if len(lines) > limit:
+        head, tail = limit * 2 // 3, limit // 3
+        lines = [*lines[:head], f"  ... [{len(lines) - head - tail:,} lines folded; --full shows all] ...",
+                 *lines[len(lines) - tail:]]
+    elif all(len(line) <= FOLD_CHARS // 3 for line in lines):
+        return text
+    return "\n".join(fold_line(line) for line in lines)
+
+
+def artifact_diff(before: Artifact | None, after: Artifact | None, max_lines: int | None = None) -> str:
+    """Unified diff of every file between two rounds' artifacts; with ``max_lines``, a file longer than that (on
+    either side) is named with its line counts instead of diffed."""
     if after is None:
         return ""
     old = before.files if before else {}
@@ -46,7 +73,12 @@ def artifact_diff(before: Artifact | None, after: Artifact | None) -> str:
         a, b = old.get(name, ""), after.files.get(name, "")
         if a == b:
             continue
-        out.extend(difflib.unified_diff(a.splitlines(), b.splitlines(), f"previous/{name}", f"this/{name}", lineterm=""))
+        a_lines, b_lines = a.splitlines(), b.splitlines()
+        if max_lines is not None and max(len(a_lines), len(b_lines)) > max_lines:
+            out.append(f"{name}: changed ({len(a_lines):,} lines before, {len(b_lines):,} after): too long to diff "
+                       "here; --full shows the diff")
+            continue
+        out.extend(difflib.unified_diff(a_lines, b_lines, f"previous/{name}", f"this/{name}", lineterm=""))
     return "\n".join(out)
 
 
@@ -63,23 +95,41 @@ def diagnostics_by_line(artifact: Artifact, check: CheckResult | None) -> dict[t
     return by_line
 
 
-def annotated_listing(artifact: Artifact, check: CheckResult | None) -> Text:
-    """The artifact's lines with each diagnostic printed under the line it names."""
+def annotated_listing(artifact: Artifact, check: CheckResult | None, full: bool = True) -> Text:
+    """The artifact's lines with each diagnostic printed under the line it names. Folded (``full`` False): only
+    the lines around the first ``LISTING_DIAGNOSTICS`` diagnosed lines, each line and message folded, the rest
+    named in one line."""
     by_line = diagnostics_by_line(artifact, check)
     text = Text()
+    shown_marks = sorted(by_line)[:LISTING_DIAGNOSTICS] if not full else sorted(by_line)
     for name, body in artifact.files.items():
         text.append(f"── {name}\n", style="bold")
         lines = body.splitlines()
-        for n, line in enumerate(lines, 1):
+        if full:
+            numbers = range(1, len(lines) + 1)
+        else:  # the diagnosed lines with a few around them
+            wanted = {n + d for (fname, n) in shown_marks if fname == name
+                      for d in range(-LISTING_CONTEXT, LISTING_CONTEXT + 1) if 1 <= n + d <= len(lines)}
+            numbers = sorted(wanted)
+        last = 0
+        for n in numbers:
+            if n > last + 1:
+                text.append(f"     ... [lines {last + 1}-{n - 1} folded; --full shows all]\n", style="dim")
+            last = n
             marks = by_line.get((name, n))
             text.append(f"{n:>4} {'>' if marks else '|'} ", style="red" if marks else "dim")
-            text.append(line + "\n")
+            text.append((lines[n - 1] if full else fold_line(lines[n - 1])) + "\n")
             for msg in marks or []:
-                text.append(f"       ^ {msg}\n", style="bold red")
+                text.append(f"       ^ {msg if full else fold_line(msg)}\n", style="bold red")
+        if not full and last < len(lines):
+            text.append(f"     ... [lines {last + 1}-{len(lines)} folded; --full shows all]\n", style="dim")
         for (fname, n), msgs in by_line.items():
             if fname == name and n > len(lines):
                 for msg in msgs:
-                    text.append(f"  (line {n}) {msg}\n", style="bold red")
+                    text.append(f"  (line {n}) {msg if full else fold_line(msg)}\n", style="bold red")
+    hidden = len(by_line) - len(shown_marks)
+    if hidden > 0:
+        text.append(f"  ({hidden:,} more diagnosed lines; --full shows them)\n", style="dim")
     return text
 
 
@@ -96,18 +146,18 @@ def round_panel(rnd: Round, previous: Artifact | None, full: bool = False, inher
         parts.append(Text(f"extraction error: {rnd.extraction_error}", style="bold red"))
     if rnd.error:
         parts.append(Text(f"error: {rnd.error}", style="bold red"))
-    if rnd.artifact is not None:
-        diff = artifact_diff(previous, rnd.artifact)
-        if previous is not None:
-            parts.append(Text("diff against the previous round:", style="bold cyan"))
-            parts.append(Syntax(diff or "(no change)", "diff", theme="ansi_dark", word_wrap=True))
+    if rnd.artifact is not None and previous is not None:
+        diff = artifact_diff(previous, rnd.artifact, max_lines=None if full else DIFF_MAX_LINES)
+        parts.append(Text("diff against the previous round:", style="bold cyan"))
+        parts.append(Syntax((diff if full else fold_lines(diff)) or "(no change)", "diff", theme="ansi_dark",
+                            word_wrap=True))
     if rnd.check is not None:
         c = rnd.check
         style = "green" if c.ok else "red"
         parts.append(Text(f"{c.tool} {c.tool_version}: {c.outcome.value} ({len(c.diagnostics)} diagnostics, "
                           f"{c.duration_s:.2f} s)", style=f"bold {style}"))
         if rnd.artifact is not None and (c.diagnostics or full):
-            parts.append(annotated_listing(rnd.artifact, c))
+            parts.append(annotated_listing(rnd.artifact, c, full=full))
         trace = c.details.get("trace") if c.details else None
         if trace:
             parts.append(Text(f"TLC counterexample: {len(trace)} states", style="bold red"))
@@ -314,7 +364,7 @@ def agent_event_lines(events: list[dict[str, Any]], full: bool = False) -> list[
             lines.append(f"step {event.step} action: {calls}")
             continue
         body = event.error or event.content or ""
-        shown = body if full else (body.splitlines() or [""])[0]
+        shown = body if full else fold_line((body.splitlines() or [""])[0])
         if not full and len(body.splitlines()) > 1:
             shown += f" (+{len(body.splitlines()) - 1} lines)"
         where = f"{event.tool or 'reply'}{', refused' if event.error else ''}"

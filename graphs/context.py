@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -60,3 +63,26 @@ class AgentContext:
         index = self.calls_made.get((round_index, role), 0)
         self.calls_made[(round_index, role)] = index + 1
         return index
+
+
+# set once the attempt being driven has run out of time: a node still working in its worker thread (the event
+# loop stopped waiting for it) sees it through the context LangGraph copies into that thread, and does no more
+_attempt_over: ContextVar[threading.Event | None] = ContextVar("sysmo_attempt_over", default=None)
+
+
+@contextmanager
+def attempt_clock() -> Iterator[threading.Event]:
+    """While the block runs, ``attempt_over()`` answers the returned event (set it when the attempt's time is up)."""
+    over = threading.Event()
+    token = _attempt_over.set(over)
+    try:
+        yield over
+    finally:
+        _attempt_over.reset(token)
+
+
+def attempt_over() -> bool:
+    """Whether the attempt this node works for has been stopped (``--attempt-timeout``): its results are not
+    kept, so a node doing many things in a row (tool calls) stops between them."""
+    over = _attempt_over.get()
+    return over is not None and over.is_set()

@@ -45,11 +45,34 @@ def repair_surrogates(text: str) -> str:
         return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
+def reasoning_text(raw: dict[str, Any]) -> str:
+    """The reasoning a reply carries beside its content (``reasoning_content``, thinking blocks), as litellm
+    passes it on in the raw answer."""
+    choices = raw.get("choices") or [{}]
+    message = (choices[0].get("message") if isinstance(choices[0], dict) else None) or {}
+    parts = [message.get("reasoning_content")]
+    parts += [block.get("thinking") for block in message.get("thinking_blocks") or [] if isinstance(block, dict)]
+    return "".join(p for p in parts if isinstance(p, str))
+
+
+def reply_sizes(response: LLMResponse) -> tuple[int, int, int]:
+    """What a reply carries, in characters: its content, its tool calls (each one's name and arguments) and its
+    reasoning text. ``max_reply_chars`` caps their sum: each is stored, and tool calls are sent back in later
+    requests."""
+    calls = sum(len(call.name) + len(call.arguments_json) for call in response.tool_calls)
+    return len(response.text), calls, len(reasoning_text(response.raw))
+
+
 def checked_reply(response: LLMResponse, max_chars: int | None) -> LLMResponse:
-    """A reply that can be stored: lone surrogates repaired, and refused past the reply-size cap."""
+    """A reply that can be stored: lone surrogates repaired, and refused when what it carries (``reply_sizes``)
+    is past the reply-size cap."""
     text = repair_surrogates(response.text)
-    if max_chars is not None and len(text) > max_chars:
-        raise LLMCallError(f"{response.model!r} replied with {len(text):,} characters, more than the cap of "
+    content, calls, reasoning = reply_sizes(response)
+    size = content + calls + reasoning
+    if max_chars is not None and size > max_chars:
+        parts = ", ".join(f"{n:,} {what}" for n, what in ((content, "of content"), (calls, "in tool calls"),
+                                                           (reasoning, "of reasoning")) if n)
+        raise LLMCallError(f"{response.model!r} replied with {size:,} characters ({parts}), more than the cap of "
                            f"{max_chars:,} (max_reply_chars in the model's settings); the reply was not kept",
                            retryable=False, error_class="ReplyTooLarge",
                            prompt_tokens=response.usage.prompt_tokens,
@@ -61,6 +84,12 @@ def charge_of(error: BaseException) -> tuple[int, int, float]:
     """(prompt tokens, completion tokens, USD) a failed call was charged: a refused reply the server billed."""
     return (int(getattr(error, "prompt_tokens", 0) or 0), int(getattr(error, "completion_tokens", 0) or 0),
             float(getattr(error, "cost_usd", 0.0) or 0.0))
+
+
+def counted(value: float) -> float:
+    """What a call adds to a spend: never less than nothing (a count from an old cache or a replay whose usage
+    was negative or not a number must not lower a run's spend, and so its budget)."""
+    return value if value > 0 else 0  # NaN > 0 is False
 
 
 class RoleSpend(BaseModel):
@@ -350,16 +379,16 @@ class LLM:
             if error is not None:
                 spend.failed_calls += 1
                 charged = charge_of(error)
-                spend.prompt_tokens += charged[0]
-                spend.completion_tokens += charged[1]
-                spend.cost_usd += charged[2]
-                spend.spend_usd += charged[2]
+                spend.prompt_tokens += int(counted(charged[0]))
+                spend.completion_tokens += int(counted(charged[1]))
+                spend.cost_usd += counted(charged[2])
+                spend.spend_usd += counted(charged[2])
             if response is not None:
                 spend.cached_calls += int(response.cached)
-                spend.prompt_tokens += response.usage.prompt_tokens
-                spend.completion_tokens += response.usage.completion_tokens
-                spend.cost_usd += response.cost_usd
-                spend.spend_usd += response.spend_usd
+                spend.prompt_tokens += int(counted(response.usage.prompt_tokens))
+                spend.completion_tokens += int(counted(response.usage.completion_tokens))
+                spend.cost_usd += counted(response.cost_usd)
+                spend.spend_usd += counted(response.spend_usd)
         collecting = collecting_now()
         if not collecting and self.on_call is None:
             return

@@ -22,7 +22,8 @@ from typing import Any
 
 from pydantic import BaseModel
 from sysmo.errors import ConfigError, LLMError, UnknownNameError
-from sysmo.llm.litellm_provider import BODY_SLACK, BYTES_PER_CHAR, NO_KEY, estimated_usage, price, refused_error
+from sysmo.llm.litellm_provider import (BODY_SLACK, BYTES_PER_CHAR, NO_KEY, estimated_usage, malformed_error, price,
+                                       refused_error, usage_fault)
 from sysmo.llm.request import LLMRequest
 from sysmo.llm.response import LLMResponse, ToolCall, Usage
 from sysmo.llm.retry import LLMCallError
@@ -290,6 +291,12 @@ class LangChainProvider:
         calls = _tool_calls(message)
         metadata = getattr(message, "usage_metadata", None)
         usage = Usage()
+        fault = usage_fault({"prompt_tokens": metadata.get("input_tokens"),
+                             "completion_tokens": metadata.get("output_tokens")}) if metadata else None
+        if fault is not None:  # a count that is negative, not an integer or absurd: refused, charged at its size
+            raise malformed_error(f"its usage says {fault}", self.config, self.priced_as,
+                                  lambda: estimated_usage(self.priced_as, request.messages, "", []),
+                                  len(json.dumps(_raw_json(message))))
         if metadata:
             usage = Usage(prompt_tokens=_tokens(metadata, "input_tokens"),
                           completion_tokens=_tokens(metadata, "output_tokens"))

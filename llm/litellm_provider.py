@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 from collections.abc import Callable
 from types import ModuleType
@@ -23,8 +24,11 @@ log = get_logger("sysmo.llm")
 NO_KEY = "sysmo-no-key"  # OpenAI clients insist on a key; self-hosted servers ignore it
 BYTES_PER_CHAR = 6  # a JSON body spells a character in at most 6 bytes (``\uXXXX``)
 BODY_SLACK = 1 << 20  # the reply's envelope (ids, usage, headers) beside its text
-BYTES_PER_TOKEN = 4  # what a refused reply is charged per byte received when it carries no usage
+BYTES_PER_TOKEN = 4  # what a refused reply is charged per byte received when it carries no usable usage
 MAPPING_MESSAGES = [{"role": "user", "content": "-"}]  # what litellm's parameter mapping is shown of the messages
+# more tokens than any model's context window in one call (the largest is 2M): a count past it is not a count
+MAX_CALL_TOKENS = 10_000_000
+INVALID_RESPONSE = "Invalid response object"  # litellm's words for a 200 body it cannot make a completion of
 
 
 def import_litellm() -> ModuleType:
@@ -34,6 +38,22 @@ def import_litellm() -> ModuleType:
 
     litellm.suppress_debug_info = True
     return litellm
+
+
+def usage_fault(raw_usage: Any) -> str | None:
+    """Why a reply's ``usage`` cannot be charged as it says (a count that is negative, not an integer, or past
+    ``MAX_CALL_TOKENS``), or None: a server must not lower what a run has spent, or blow its record up."""
+    for name in ("prompt_tokens", "completion_tokens"):
+        value = getattr(raw_usage, name, None) if not isinstance(raw_usage, dict) else raw_usage.get(name)
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"{name} is {value!r}, not a count of tokens"
+        if value < 0:
+            return f"{name} is {value:,}, a negative count of tokens"
+        if value > MAX_CALL_TOKENS:
+            return f"{name} is {value:,}, more than any model's context window ({MAX_CALL_TOKENS:,})"
+    return None
 
 
 def price(model: str, usage: Usage, config: RoleConfig | None = None) -> tuple[float, str | None]:
@@ -209,7 +229,7 @@ class LiteLLMProvider:
                 raw = self.litellm.completion(**kwargs)
         except Exception as exc:
             raise self._refused(exc, guard, request) from exc
-        return self._convert(raw, request, time.perf_counter() - start)
+        return self._convert(raw, request, time.perf_counter() - start, guard)
 
     async def acomplete(self, request: LLMRequest) -> LLMResponse:
         start = time.perf_counter()
@@ -225,23 +245,32 @@ class LiteLLMProvider:
                 raw = await self.litellm.acompletion(**kwargs)
         except Exception as exc:
             raise self._refused(exc, guard, request) from exc
-        return self._convert(raw, request, time.perf_counter() - start)
+        return self._convert(raw, request, time.perf_counter() - start, guard)
 
     def _refused(self, exc: Exception, guard: CallGuard | None, request: LLMRequest) -> Exception:
         """``exc`` as the error to record (``refused_error``), a refused reply's prompt counted by litellm."""
         return refused_error(exc, guard, self.config, self.config.model,
                              lambda: self._estimated_usage(request, "", []))
 
-    def _convert(self, raw: Any, request: LLMRequest, latency_s: float) -> LLMResponse:
+    def _malformed(self, why: str, request: LLMRequest, received: int) -> LLMCallError:
+        """A 200 reply whose content cannot be taken as a completion (``why``), charged at its size."""
+        return malformed_error(why, self.config, self.config.model, lambda: self._estimated_usage(request, "", []),
+                               received)
+
+    def _convert(self, raw: Any, request: LLMRequest, latency_s: float, guard: CallGuard | None = None) -> LLMResponse:
         if not getattr(raw, "choices", None):
             raise LLMError(f"model {self.config.model!r} answered without any choice")
+        raw_usage = getattr(raw, "usage", None)
+        fault = usage_fault(raw_usage) if raw_usage is not None else None
+        if fault is not None:
+            received = guard.received if guard is not None and guard.received else len(json.dumps(_raw_json(raw)))
+            raise self._malformed(f"its usage says {fault}", request, received)
         choice = raw.choices[0]
         message = choice.message
         calls = [
             ToolCall.parse(c.id or f"call_{i}", c.function.name, c.function.arguments)
             for i, c in enumerate(message.tool_calls or [])
         ]
-        raw_usage = getattr(raw, "usage", None)
         usage = Usage(
             prompt_tokens=getattr(raw_usage, "prompt_tokens", 0) or 0,
             completion_tokens=getattr(raw_usage, "completion_tokens", 0) or 0,
@@ -312,8 +341,28 @@ def refused_error(exc: Exception, guard: CallGuard | None, config: RoleConfig, p
         message = (f"{model} answered with a body that is not valid JSON ({_json_error_in(exc)}); the server "
                    "or a proxy in front of it is broken")
         kind = "MalformedReply"
+    elif INVALID_RESPONSE in str(exc):
+        # without the guard's count (providers other than OpenAI-compatible endpoints), the size of the
+        # reply is that of litellm's report, which quotes it whole
+        return malformed_error(_shape_fault(str(exc)), config, priced_as, estimate,
+                               received or len(str(exc).encode()))
     else:
         return exc
+    return charged_error(message, kind, config, priced_as, estimate, received)
+
+
+def malformed_error(why: str, config: RoleConfig, priced_as: str, estimate: Callable[[], Usage],
+                    received: int) -> LLMCallError:
+    """A 200 reply whose content cannot be taken as a completion (``why``), charged at its size."""
+    message = (f"{config.model!r} answered with a reply that is not a usable completion ({why}); it was "
+               f"refused and charged at its size, {received:,} bytes (one token per {BYTES_PER_TOKEN} bytes)")
+    return charged_error(message, "MalformedReply", config, priced_as, estimate, received)
+
+
+def charged_error(message: str, kind: str, config: RoleConfig, priced_as: str, estimate: Callable[[], Usage],
+                  received: int) -> LLMCallError:
+    """The refusal of a reply, charged the prompt's tokens (``estimate()``) and one token per ``BYTES_PER_TOKEN``
+    bytes received, at ``priced_as``'s price (not retried: the server would only do it again)."""
     usage = estimate() if received else Usage()
     usage = usage.model_copy(update={"completion_tokens": -(-received // BYTES_PER_TOKEN), "estimated": True})
     cost, _ = price(priced_as, usage, config)
@@ -322,6 +371,15 @@ def refused_error(exc: Exception, guard: CallGuard | None, config: RoleConfig, p
     return LLMCallError(message, status_code=200 if kind == "MalformedReply" else None, retryable=False,
                         error_class=kind, prompt_tokens=usage.prompt_tokens,
                         completion_tokens=usage.completion_tokens, cost_usd=cost)
+
+
+def _shape_fault(text: str) -> str:
+    """What litellm found wrong in a reply it could not convert: the usage's fields it names, else the shape."""
+    if re.search(r"validation errors? for Usage", text):
+        fields = re.findall(r"^(\w+)\n\s+(.+?) \[type=", text, re.M)
+        said = "; ".join(f"{name}: {why}" for name, why in fields[:3]) or "not counts of tokens"
+        return f"its usage is not a count of tokens ({said})"
+    return "it does not have the shape of a chat completion"
 
 
 def _json_error_in(exc: BaseException) -> str | None:

@@ -10,10 +10,11 @@ From YAML (a bare string is a model name)::
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field, field_validator, model_validator
 from sysmo.errors import ConfigError
 
 Role = Literal["generator", "helper", "judge"]
@@ -77,6 +78,15 @@ class RoleConfig(BaseModel):
     @classmethod
     def _from_name(cls, value: Any) -> Any:
         return {"model": value} if isinstance(value, str) else value
+
+    @field_validator("price_per_mtok")
+    @classmethod
+    def _price_counts_up(cls, value: tuple[float, float] | None) -> tuple[float, float] | None:
+        # a negative price would make spending lower the run's cost, and a cost cap would never be reached
+        if value is not None and not all(math.isfinite(p) and p >= 0 for p in value):
+            raise ValueError(f"price_per_mtok {list(value)} must be two finite prices of 0 or more (USD per "
+                             "million input and output tokens)")
+        return value
 
     @property
     def is_control(self) -> bool:

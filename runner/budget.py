@@ -29,18 +29,21 @@ class Spending:
     def of_experiment(cls, store: Store, experiment_id: str) -> Spending:
         """What earlier invocations of the experiment spent: its attempts' calls and its scoring's helper and
         judge calls."""
-        totals = store.query("SELECT COALESCE(SUM(COALESCE(spend_usd, cost_usd)), 0) AS cost,"
-                             " COALESCE(SUM(prompt_tokens + completion_tokens), 0) AS tokens"
+        # each row counts 0 or more: a negative figure stored by an earlier version never lowers the spend
+        totals = store.query("SELECT COALESCE(SUM(MAX(COALESCE(spend_usd, cost_usd, 0), 0)), 0) AS cost,"
+                             " COALESCE(SUM(MAX(prompt_tokens, 0) + MAX(completion_tokens, 0)), 0) AS tokens"
                              " FROM attempts WHERE experiment_id=?", (experiment_id,))[0]
-        scoring = store.query("SELECT COALESCE(SUM(json_extract(events.json, '$.spend_usd')), 0) AS cost FROM events"
+        scoring = store.query("SELECT COALESCE(SUM(MAX(COALESCE(json_extract(events.json, '$.spend_usd'), 0), 0)),"
+                              " 0) AS cost FROM events"
                               " JOIN attempts ON attempts.id = events.attempt_id WHERE experiment_id=?"
                               " AND events.stage='score' AND events.type='llm_call'", (experiment_id,))[0]
         return cls(cost=float(totals["cost"]) + float(scoring["cost"]), tokens=int(totals["tokens"]))
 
     def add_attempt(self, attempt: Attempt) -> None:
-        """An attempt's new money, counted as soon as its calls are made (before it is stored)."""
-        self.cost += attempt.spend_usd
-        self.tokens += attempt.prompt_tokens + attempt.completion_tokens
+        """An attempt's new money, counted as soon as its calls are made (before it is stored); a figure below
+        zero counts nothing, so the spend never decreases."""
+        self.cost += attempt.spend_usd if attempt.spend_usd > 0 else 0.0  # never lowered (NaN > 0 is False)
+        self.tokens += max(attempt.prompt_tokens, 0) + max(attempt.completion_tokens, 0)
 
     def over(self, budget: Budget) -> str | None:
         """Why the run must start no more attempts, or None."""

@@ -151,7 +151,7 @@ def test_openhands_edits_its_workspace_on_disk_and_the_check_runs_on_those_files
     assert errors == [
         "'../escape.tla' leads out of the workspace (..); give a file name such as Spec.tla",
         "'/etc/passwd' is an absolute path, outside the workspace; give a file name such as Spec.tla",
-        f"'leak.tla' is a symbolic link leading out of the workspace (to {secret}); it is not followed",
+        "'leak.tla' is a symbolic link leading out of the workspace; it is not followed",
         "the old text does not occur in LockCounter.tla (nothing changed); read_file it and copy the text "
         "exactly, whitespace included",
         "the old text occurs 3 times in LockCounter.tla, at lines 15, 21, 29 (nothing changed); include more of "

@@ -44,7 +44,7 @@ def test_a_reply_past_the_cap_is_refused_recorded_and_not_cached(server, tmp_pat
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     server.push(reply("x" * 5000))
     llm = _llm(server, tmp_path, max_reply_chars=1000)
-    with pytest.raises(LLMError, match=r"5,000 characters, more than the cap of 1,000"):
+    with pytest.raises(LLMError, match=r"5,000 characters \(5,000 of content\), more than the cap of 1,000"):
         llm.complete(USER)
     assert [r.error_type for r in llm.records] == ["LLMCallError"]
     server.push(reply("short"))

@@ -23,8 +23,9 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def llm(server: FakeOpenAI, **settings) -> LLM:
+    settings = {"price_per_mtok": PRICE, **settings}
     config = RoleConfig(model="openai/fake-model", api_base=server.base_url, retry_initial_s=0.01, retry_max_s=0.05,
-                        price_per_mtok=PRICE, **settings)
+                        **settings)
     return LLM(ModelRoles(generator=config), cache=False, limits=ConcurrencyLimits())
 
 
@@ -91,3 +92,56 @@ def test_a_cost_cap_holds_against_replies_refused_for_their_size(server, tmp_pat
     summary = run_experiment(config, progress=False)
     assert summary.stopped and "budget cap reached" in summary.stopped
     assert server.calls == 2  # of the 6 attempts' first calls, before: all 6 were made and counted $0
+
+
+NAN, INF = float("nan"), float("inf")
+# what a hostile or broken server may put in usage: negative, not a number, infinite, absurd, fractional
+BAD_USAGE = {"negative": (-10**9, -10**9), "nan": (NAN, 5), "infinite": (INF, INF), "absurd": (10**15, 10**15),
+             "fractional": (1.5, 2)}
+
+
+@pytest.mark.parametrize("usage", BAD_USAGE.values(), ids=BAD_USAGE.keys())
+def test_a_reply_whose_usage_is_not_a_count_is_malformed_and_charged_at_its_size(server, usage):
+    server.push(reply("d" * 4_000, usage=usage))
+    client = llm(server, price_per_mtok=(0.0, 1000.0))
+    error, event = refused(lambda: client.complete(USER))
+    assert error.error_class == "MalformedReply" and event.error_type == "MalformedReply"
+    assert "not a usable completion" in str(error) and "usage" in str(error) and "InternalServerError" not in str(error)
+    body = sum(server.bytes_sent)  # the client counts the headers too: a few hundred bytes more
+    assert body / 4 <= event.completion_tokens <= (body + 2_000) / 4
+    assert event.cost_usd == pytest.approx(event.completion_tokens * 1000 / 1e6) and event.spend_usd == event.cost_usd
+    spend = client.spend["generator"]
+    assert spend.spend_usd == event.cost_usd > 0 and spend.prompt_tokens >= 0 and server.calls == 1  # not retried
+
+
+@pytest.mark.parametrize(("usage", "cap"), [*((u, "cost") for u in BAD_USAGE.values()),
+                                            (BAD_USAGE["negative"], "tokens")],
+                         ids=[*(f"{k}-cost" for k in BAD_USAGE), "negative-tokens"])
+def test_budget_caps_hold_against_replies_whose_usage_is_not_a_count(server, tmp_path, usage, cap):
+    """Every reply says its usage was -10^9 / -10^9 (or NaN, infinite, 10^15): before, it was recorded as
+    -$2,000 and all 8 attempts ran past a $1 cap. Each is now charged at its size (about 1,100 tokens, $1.10 at
+    $1,000 per million output tokens), so a $2 cap or a 2,000-token cap stops the run after two calls."""
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig, run_experiment
+    from sysmo.runner.config import Budget
+
+    server.default = reply("e" * 4_400, usage=usage)
+    model = {"model": "openai/fake-model", "api_base": server.base_url, "price_per_mtok": [0.0, 1000.0],
+             "max_retries": 0}
+    tasks = TaskSelection(benchmarks=["starter"],
+                          ids=["starter/uml_class/hotel_booking", "starter/uml_class/bug_tracker"])
+    budget = Budget(max_cost_usd=2.0) if cap == "cost" else Budget(max_tokens=2_000)
+    config = ExperimentConfig(id="cap", output_dir=tmp_path, agents=["base_modeling"], models=[model], samples=4,
+                              score=False, concurrency=1, tasks=tasks, budget=budget)
+    summary = run_experiment(config, progress=False)
+    assert summary.stopped and ("budget cap reached" if cap == "cost" else "token cap reached") in summary.stopped
+    assert server.calls == 2  # of the 8 attempts' first calls
+    from sysmo.store import Store
+
+    store = Store(tmp_path / "cap" / "results.sqlite")
+    try:
+        rows = store.query("SELECT cost_usd, prompt_tokens, completion_tokens, error FROM attempts")
+    finally:
+        store.close()
+    assert len(rows) == 2 and all(r["cost_usd"] > 1.0 and r["completion_tokens"] > 1_000 for r in rows)
+    assert all("MalformedReply" in r["error"] or "not a usable completion" in r["error"] for r in rows)
