@@ -193,10 +193,14 @@ class Store:
         self._conn.row_factory = sqlite3.Row
         # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
         self._max_variables = min(32766, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-        with self._lock, damaged_store(self.path):
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            set_up_shared(self._conn, self._create_tables)
-            self._conn.commit()
+        try:
+            with self._lock, damaged_store(self.path):
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                set_up_shared(self._conn, self._create_tables)
+                self._conn.commit()
+        except BaseException:
+            self._conn.close()  # a damaged file or a failing disk: no connection is left open on it
+            raise
 
     def _create_tables(self) -> None:
         self._conn.executescript(SCHEMA)

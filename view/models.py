@@ -31,6 +31,8 @@ class ExperimentSummary(BaseModel):
     models: list[str] = Field(default_factory=list)
     isolation: str = "not recorded"
     planned: int | None = None  # attempts the last run planned (None: recorded before sysmo kept the number)
+    # why its store cannot be read (damaged, or on a full or unreadable disk): listed with this instead of numbers
+    unreadable: str | None = None
 
     @property
     def done(self) -> int:
