@@ -246,9 +246,22 @@ def enable_unconfined() -> None:
 
 
 def describe_isolation() -> dict[str, str]:
-    """How this process confines the tools: the level and what it means (for run summaries and records)."""
+    """How this process confines the tools: the level and what it means (for run summaries and records). With the
+    docker backend the checks run in containers (the level is ``docker``); the long-lived servers (PlantUML,
+    OpenSysML) stay on this machine's confinement, named in the detail."""
     level = confinement_level()
     detail = {"bwrap": "bubblewrap namespaces, no capabilities",
               "unshare": ", ".join(JAIL_ISOLATION),
               "none": "UNCONFINED (--allow-unconfined): tools run with the host's files and network"}[level]
+    from sysmo.sandbox.select import get_sandbox
+
+    try:
+        box = get_sandbox()
+    except SandboxError:  # docker configured and gone: the run itself says so
+        box = None
+    if box is not None and box.name == "docker":
+        image = getattr(box, "image", "?")
+        return {"level": "docker",
+                "detail": f"containers of {image}: no network, read-only root, no capabilities, nobody, a wall "
+                          f"clock of their own; servers: {level} ({detail})"}
     return {"level": level, "detail": detail}

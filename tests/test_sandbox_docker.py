@@ -208,7 +208,8 @@ def test_container_is_created_isolated_and_limited(engine, docker_box, tmp_path)
     body, host = c.body, c.body["HostConfig"]
     assert body["Image"] == "sysmo-test-image:1"
     inside = inner_tool_path(lib.resolve())  # where every backend shows a read-only tool path
-    assert body["Cmd"] == ["java", "-Xmx256m", "-cp", f"{inside}/x.jar", "Main"]  # host java -> image's java
+    # host java -> image's java, under the container's own wall clock (10 s + the grace)
+    assert body["Cmd"] == ["timeout", "-s", "KILL", "12", "java", "-Xmx256m", "-cp", f"{inside}/x.jar", "Main"]
     assert body["User"] == "65534:65534"
     assert body["NetworkDisabled"] is True and host["NetworkMode"] == "none"
     assert body["WorkingDir"] == "/box" and "A=1" in body["Env"]
@@ -273,7 +274,7 @@ def test_stdin_is_handed_over_as_a_file(engine, docker_box):
     engine.behaviour = behaviour
     docker_box.run(["cat"], stdin="input text", limits=Limits(timeout_s=5))
     c = _only(engine)
-    assert c.body["Cmd"][:2] == ["sh", "-c"] and c.body["Cmd"][-1] == "cat"
+    assert c.body["Cmd"][4:6] == ["sh", "-c"] and c.body["Cmd"][-1] == "cat"
     assert captured["stdin"] == "input text"
 
 
