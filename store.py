@@ -240,6 +240,21 @@ class Store:
             raise StoreError(f"{path} holds no record of experiment {experiment_id} (truncated or replaced?), so it "
                              f"cannot resume without starting from zero; {RECOVER_HINT}")
 
+    @staticmethod
+    def count_attempts(path: Path, experiment_id: str) -> int | None:
+        """How many attempts of the experiment the store holds, read without writing anything (on a full or
+        read-only disk too); None when it cannot be read."""
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        except sqlite3.Error:
+            return None
+        try:
+            return conn.execute("SELECT COUNT(*) FROM attempts WHERE experiment_id=?", (experiment_id,)).fetchone()[0]
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
+
     def close(self) -> None:
         with self._lock:
             self._conn.close()
