@@ -54,6 +54,7 @@ class FakeEngine:
         self.requests: list[tuple[str, str]] = []
         self.behaviour: Behaviour = lambda body, work: {}
         self.missing_images: set[str] = set()
+        self.images: dict[str, list[str]] = {}  # image -> its environment (others: the engine cannot say)
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,6 +114,10 @@ class FakeEngine:
             return h._send(200, b"OK", "text/plain")
         if path == "/version":
             return h._send(200, {"ApiVersion": "1.45", "Version": "26.0.0-fake", "MinAPIVersion": "1.24"})
+        image = re.fullmatch(r"/images/(.+)/json", path)
+        if image and image.group(1) in self.images:
+            return h._send(200, {"Id": "sha256:" + "0" * 64, "RepoTags": [image.group(1)],
+                                 "Config": {"Env": self.images[image.group(1)]}})
         if path == "/containers/create" and method == "POST":
             if body.get("Image") in self.missing_images:
                 return h._send(404, {"message": f"No such image: {body['Image']}"})
@@ -288,6 +293,16 @@ def test_missing_image_says_how_to_fix_it(engine):
     engine.missing_images.add("absent:1")
     with pytest.raises(SandboxError, match="sysmo tools image build"):
         DockerSandbox(image="absent:1").run(["true"], limits=Limits(timeout_s=5))
+
+
+def test_an_image_without_its_own_wall_clock_is_refused(engine):
+    from sysmo.sandbox.docker_image import IMAGE_MARK
+
+    engine.images["old:1"] = ["PATH=/usr/bin:/bin"]  # built by a sysmo whose image had no `timeout`
+    with pytest.raises(SandboxError, match="older sysmo.*sysmo tools image build"):
+        DockerSandbox(image="old:1")
+    engine.images["new:1"] = ["PATH=/usr/bin:/bin", IMAGE_MARK]
+    assert DockerSandbox(image="new:1").image == "new:1"
 
 
 def test_image_defaults_to_the_configured_one(engine, monkeypatch):
