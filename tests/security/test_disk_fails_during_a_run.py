@@ -19,6 +19,8 @@ import textwrap
 
 import pytest
 
+MODES = ["full", "readonly", "full-processes"]  # the last: the same full disk under two worker processes
+
 # runs inside the private mount namespace: for each mode a fresh disk, a run on it, the fault once an attempt is
 # stored, the run's end (or a kill if it hangs), the disk made usable again, and a resume
 SCRIPT = """
@@ -40,13 +42,13 @@ def stored(disk):
         return 0
 
 def mount(mode, disk):
-    if mode == "full":
+    if mode.startswith("full"):
         subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", disk], check=True)
     else:
         subprocess.run(["mount", "-o", "loop,errors=remount-ro", IMAGE, disk], check=True)
 
 def spoil(mode, disk):
-    if mode == "full":
+    if mode.startswith("full"):
         with open(f"{disk}/filler", "wb") as filler:
             try:
                 while True:
@@ -70,7 +72,7 @@ def planned(disk):
         conn.close()
 
 def heal(mode, disk):
-    if mode == "full":
+    if mode.startswith("full"):
         os.unlink(f"{disk}/filler")
     else:
         subprocess.run(["umount", disk], check=True)
@@ -81,7 +83,8 @@ found = {}
 for mode, disk in DISKS.items():
     mount(mode, disk)
     try:
-        run = subprocess.Popen(RUN + ["-o", disk], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
+        extra = ["--processes", "2"] if mode.endswith("processes") else []  # the worker processes' executor
+        run = subprocess.Popen(RUN + ["-o", disk, *extra], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=ENV)
         deadline = time.monotonic() + 300
         while stored(disk) < 1 and run.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -114,11 +117,11 @@ print("RESULTS" + json.dumps(found))
 def _faults_usable() -> dict[str, str]:
     """The modes this machine can make (mode -> why not, for those it cannot)."""
     if os.geteuid() != 0 or shutil.which("unshare") is None:
-        return {"full": "needs root and `unshare -m`", "readonly": "needs root and `unshare -m`"}
+        return dict.fromkeys(MODES, "needs root and `unshare -m`")
     probe = subprocess.run(["unshare", "-m", "--propagation", "private", "mount", "-t", "tmpfs", "tmpfs", "/mnt"],
                            capture_output=True)
     if probe.returncode != 0:
-        return {"full": "no private mount namespace here", "readonly": "no private mount namespace here"}
+        return dict.fromkeys(MODES, "no private mount namespace here")
     missing = {}
     if not (shutil.which("mkfs.ext4") and shutil.which("e2fsck") and os.path.exists("/dev/loop-control")):
         missing["readonly"] = "no loop devices or e2fsprogs for an ext4 disk that turns read-only"
@@ -129,7 +132,7 @@ def _faults_usable() -> dict[str, str]:
 def faults(tmp_path_factory) -> dict[str, dict]:
     """Per mode: how the run on the failing disk ended, what stayed stored, and how the resume went."""
     missing = _faults_usable()
-    modes = [m for m in ("full", "readonly") if m not in missing]
+    modes = [m for m in MODES if m not in missing]
     if not modes:
         pytest.skip(missing["full"])
     base = tmp_path_factory.mktemp("disks")
@@ -150,7 +153,7 @@ def faults(tmp_path_factory) -> dict[str, dict]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("mode", ["full", "readonly"])
+@pytest.mark.parametrize("mode", MODES)
 def test_a_disk_failing_under_a_run_ends_it_in_one_line_and_resume_completes_it(faults, mode):
     found = faults[mode]
     if "skip" in found:
@@ -161,7 +164,7 @@ def test_a_disk_failing_under_a_run_ends_it_in_one_line_and_resume_completes_it(
     assert "Traceback" not in output and "Exception in thread" not in output, output[-3000:]
     (line,) = [x for x in output.splitlines() if x.startswith("error:")]
     assert "--resume exp" in line and "kept" in line, line
-    assert ("full" in line) if mode == "full" else ("read-only" in line or "disk failed" in line), line
+    assert ("full" in line) if mode.startswith("full") else ("read-only" in line or "disk failed" in line), line
     assert found["seconds"] < 60, found["seconds"]  # seconds, not the minutes of a hang
     assert found["after"] >= found["before"] >= 1  # what was committed before the fault stays
     assert found["resume_code"] == 0, found["resume_output"][-3000:]
