@@ -112,20 +112,29 @@ def library_warnings_into(path: Path) -> Iterator[list[str]]:
     say how many there were and where."""
     caught: list[str] = []
 
+    def append(text: str) -> None:
+        """Into the file; where it cannot be written (a full or read-only disk) to the terminal instead: a log
+        line never raises in the code that logs it (the run's writer thread reporting that very disk)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with path.open("a", encoding="utf-8") as file:
+                file.write(text)
+        except OSError:
+            try:
+                sys.stderr.write(text)
+            except (OSError, ValueError):  # no terminal either (closed): the event is dropped
+                pass
+
     def event(text: str) -> None:
         if text.strip():
             caught.append(text.strip())
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with path.open("a", encoding="utf-8") as file:
-            file.write(text)
+        append(text)
 
     class _Into(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
             message = self.format(record).rstrip()
             caught.append(message)
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with path.open("a", encoding="utf-8") as file:
-                file.write(message + "\n")
+            append(message + "\n")
 
     handler = _Into(logging.WARNING)
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))

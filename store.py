@@ -194,10 +194,14 @@ class Store:
         self._conn.row_factory = sqlite3.Row
         # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
         self._max_variables = min(32766, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
-        with self._lock, damaged_store(self.path):
-            self._conn.execute("PRAGMA synchronous=NORMAL")
-            set_up_shared(self._conn, self._create_tables)
-            self._conn.commit()
+        try:
+            with self._lock, damaged_store(self.path):
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+                set_up_shared(self._conn, self._create_tables)
+                self._conn.commit()
+        except BaseException:
+            self._conn.close()  # a damaged file or a failing disk: no connection is left open on it
+            raise
 
     def _create_tables(self) -> None:
         self._conn.executescript(SCHEMA)
@@ -236,6 +240,21 @@ class Store:
         if not known:
             raise StoreError(f"{path} holds no record of experiment {experiment_id} (truncated or replaced?), so it "
                              f"cannot resume without starting from zero; {RECOVER_HINT}")
+
+    @staticmethod
+    def count_attempts(path: Path, experiment_id: str) -> int | None:
+        """How many attempts of the experiment the store holds, read without writing anything (on a full or
+        read-only disk too); None when it cannot be read."""
+        try:
+            conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)
+        except sqlite3.Error:
+            return None
+        try:
+            return conn.execute("SELECT COUNT(*) FROM attempts WHERE experiment_id=?", (experiment_id,)).fetchone()[0]
+        except sqlite3.Error:
+            return None
+        finally:
+            conn.close()
 
     def close(self) -> None:
         with self._lock:

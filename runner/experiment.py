@@ -17,7 +17,7 @@ from pathlib import Path
 
 import yaml
 
-from sysmo.errors import ConfigError, SysmoError
+from sysmo.errors import STORAGE_HINT, ConfigError, StorageError, SysmoError, storage_problem
 from sysmo.experiment_lock import experiment_lock
 from sysmo.llm.endpoint import check_reachable
 from sysmo.log import get_logger
@@ -105,8 +105,23 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
     try:
         return _prepare_and_run(config, experiment_id, directory, runner, executor, started, unpriced,
                                 progress=progress, resume=resume, stop_event=stop_event)
+    except Exception as exc:
+        problem = storage_problem(exc)
+        if problem is None:
+            raise
+        raise StorageError(disk_failed(problem, config, experiment_id, directory)) from exc
     finally:
         executor.close()
+
+
+def disk_failed(problem: str, config: ExperimentConfig, experiment_id: str, directory: Path) -> str:
+    """The one line a run ends with when its disk fills or turns read-only: what happened, what is kept, how to go
+    on (the attempts committed before it are on record; resume runs the rest)."""
+    problem = problem.split(f"; {STORAGE_HINT}")[0]
+    stored = Store.count_attempts(directory / "results.sqlite", experiment_id)
+    kept = f"the {stored} attempt(s) stored before it are kept" if stored is not None else "what was stored is kept"
+    return (f"{problem}; {kept}: free some space or make the folder writable, then "
+            f"`sysmo run --resume {experiment_id} -o {config.output_dir}`")
 
 
 def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Path, runner: UnitRunner,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sysmo.contracts.attempt import Attempt
-from sysmo.errors import SysmoError
+from sysmo.errors import StorageError, SysmoError
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import RunState
 from sysmo.runner.results import QUEUED
@@ -38,6 +38,9 @@ class LocalExecutor:
             loop.set_default_executor(workers)
             try:
                 loop.run_until_complete(self._schedule(pending, state))
+            except BaseException:
+                workers.shutdown(wait=False, cancel_futures=True)  # tool checks not begun never start
+                raise
             finally:
                 loop.run_until_complete(loop.shutdown_asyncgens())
                 loop.close()
@@ -96,6 +99,8 @@ class LocalExecutor:
                     (running if stage_one else persisting).discard(task)
                     try:
                         result = task.result()
+                    except StorageError:
+                        raise  # a full or read-only disk: nothing more can be stored, the run stops now
                     except SysmoError as exc:
                         state.failed(exc)
                         continue

@@ -33,7 +33,7 @@ from multiprocessing.connection import Connection, wait
 from pathlib import Path
 from typing import Any
 
-from sysmo.errors import SysmoError
+from sysmo.errors import StorageError, SysmoError
 from sysmo.log import get_logger
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import RunState, decode_rows, rescore_stored, unit_key
@@ -185,6 +185,8 @@ class ProcessExecutor:
             attempt_id = message[1]
             unit, _ = in_flight.pop(attempt_id)
             worker.units.discard(attempt_id)
+            if kind == "disk":  # its artifact files met a full or read-only disk: nothing more can be stored
+                raise StorageError(message[2])
             if kind == "failed":
                 _, _, expected, text = message
                 if not expected:

@@ -19,6 +19,11 @@ Every SQLite statement and file operation gives the interpreter lock up and must
 event loop's thread runs graphs, taking it back waits for Python's thread switch interval (5 ms by default),
 so a writer thread with a few dozen such calls per attempt would spend most of its time waiting (and fall
 behind). ``quick_turns`` lowers the interval to ``SWITCH_INTERVAL_S`` while a run writes.
+
+The thread never dies with work waiting: a batch that cannot be written fails its futures with the error (a full
+or read-only disk as a ``StorageError``); after such a disk error every later job fails at once with the same
+error (nothing more can be stored, and the executors stop the run on it); and a failure of the thread itself
+fails every future it holds. Its own error events go to the terminal when the run's log cannot be written.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.contracts.scorecard import ScoreCard
+from sysmo.errors import StorageError, storage_problem
 from sysmo.log import get_logger
 from sysmo.runner.budget import Spending
 from sysmo.runner.summary import RunSummary
@@ -119,6 +125,7 @@ class ResultWriter:
         self._queue: queue.SimpleQueue[_Keep | _Score | None] = queue.SimpleQueue()
         self._thread: threading.Thread | None = None
         self._start_lock = threading.Lock()
+        self.failure: StorageError | None = None  # the disk error that ended writing: later jobs fail with it
 
     # ------------------------------------------------------------------ submitting (any thread)
     def keep(self, unit: WorkUnit, attempt: Attempt, steps: StepRecorder | None,
@@ -142,7 +149,7 @@ class ResultWriter:
 
     def _submit(self, job: _Keep | _Score) -> Future:
         with self._start_lock:
-            if self._thread is None:
+            if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="sysmo-writer", daemon=True)
                 self._thread.start()
         self._queue.put(job)
@@ -158,16 +165,32 @@ class ResultWriter:
 
     # ------------------------------------------------------------------ the writer thread
     def _loop(self) -> None:
+        batch: list[_Keep | _Score] = []
+        try:
+            self._take_and_write(batch)
+        except BaseException as exc:  # noqa: BLE001 - a failure of the thread itself: no executor waits forever
+            _report("writer.crashed", attempts=len(batch), error=f"{type(exc).__name__}: {exc}")
+            self._fail(batch, exc)
+            while True:  # what is queued fails too; the next ``keep`` starts a new thread
+                try:
+                    job = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if job is not None:
+                    job.report = job.future.set_running_or_notify_cancel()
+                    self._fail([job], exc)
+
+    def _take_and_write(self, batch: list[_Keep | _Score]) -> None:
         stopping = False
         while not stopping:
             job = self._queue.get()
             if job is None:
                 break
-            batch = [job]
+            batch[:] = [job]
             # more attempts per transaction (a statement costs about the same for one attempt as for 64): take
             # what keeps coming, each within GAP_S of the one before, for at most LINGER_S
             deadline = time.monotonic() + LINGER_S
-            while len(batch) < BATCH:
+            while len(batch) < BATCH and self.failure is None:
                 try:
                     job = self._queue.get(timeout=max(0.0, min(GAP_S, deadline - time.monotonic())))
                 except queue.Empty:
@@ -178,22 +201,35 @@ class ResultWriter:
                 batch.append(job)
             for job in batch:  # from now on the futures cannot be cancelled
                 job.report = job.future.set_running_or_notify_cancel()
-            if self._wait_for_tools and not stopping:
-                self.runner.wait_for_a_tool_check()
-            self._write(batch)
+            if self.failure is not None:  # the disk failed: nothing more is tried, every job hears why at once
+                self._fail(batch, self.failure)
+            else:
+                if self._wait_for_tools and not stopping:
+                    self.runner.wait_for_a_tool_check()
+                self._write(batch)
+            batch.clear()
 
     def _write(self, batch: list[_Keep | _Score]) -> None:
         try:
             self.write_batch(batch)
-        except BaseException as exc:  # noqa: BLE001 - every waiting executor hears of it (a full disk, a bug)
-            log.error("writer.failed", attempts=len(batch), error=f"{type(exc).__name__}: {exc}")
-            for job in batch:
-                if job.report:
-                    job.future.set_exception(exc)
+        except Exception as exc:  # noqa: BLE001 - every waiting executor hears of it (a full disk, a bug)
+            problem = storage_problem(exc)
+            if problem is not None:
+                error = StorageError(problem)
+                error.__cause__ = exc
+                self.failure = error
+            _report("writer.failed", attempts=len(batch), error=f"{type(exc).__name__}: {exc}")
+            self._fail(batch, self.failure if problem is not None else exc)
             return
         for job in batch:
             if job.report:
                 job.future.set_result(None)
+
+    @staticmethod
+    def _fail(batch: list[_Keep | _Score], exc: BaseException) -> None:
+        for job in batch:
+            if job.report and not job.future.done():
+                job.future.set_exception(exc)
 
     def write_batch(self, batch: list[_Keep | _Score]) -> None:
         """Steps (one transaction), artifact files, then records and scores (one transaction)."""
@@ -223,3 +259,14 @@ class ResultWriter:
             cpu[part] += after[1] - before[1]
         times.attempts += len(keeps)
         times.batches += 1
+
+
+def _report(event: str, **fields: Any) -> None:
+    """An error event of the writer; one that cannot be logged (the run's log on the full disk) goes to stderr."""
+    try:
+        log.error(event, **fields)
+    except Exception:  # noqa: BLE001 - the event must not take the thread down with it
+        try:
+            sys.stderr.write(f"{event} {fields}\n")
+        except Exception:  # noqa: BLE001 - no terminal either: the futures still carry the error
+            pass

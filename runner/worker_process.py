@@ -6,7 +6,8 @@ Messages from the driver: ``("tasks", {id: Task})`` (once, before the units), ``
 ``("stop",)`` (finish what runs, then exit) and ``("abort",)`` (cancel what runs, exit). To the driver:
 ``("ready", pid, CPU seconds spent building)`` once built, then per unit ``("done", attempt_id, rows)`` or
 ``("failed", attempt_id, expected, message)`` (``expected``: a ``SysmoError``, which fails the unit; otherwise
-an unexpected error, which fails the run as it would on the driver's own event loop).
+an unexpected error, which fails the run as it would on the driver's own event loop) or ``("disk", attempt_id,
+problem)`` (its artifact files met a full or read-only disk: the run stops with exit code 3).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from sysmo.errors import SysmoError
+from sysmo.errors import SysmoError, storage_problem
 from sysmo.runner.units import WorkUnit
 
 
@@ -95,11 +96,14 @@ async def _run_unit(conn: Connection, runner: Any, tasks: dict[str, Any], key: t
     unit = WorkUnit(tasks[task_id], *rest)
     try:
         rows = await runner.arun_rows(unit, artifacts=True)
-    except SysmoError as exc:
-        conn.send(("failed", unit.attempt_id, True, str(exc)))
-        return
-    except Exception as exc:  # noqa: BLE001 - a bug: the driver fails the run with it, as on its own loop
-        detail = "".join(traceback.format_exception(exc)).rstrip()
-        conn.send(("failed", unit.attempt_id, False, f"{type(exc).__name__}: {exc}\n{detail}"))
+    except Exception as exc:  # noqa: BLE001 - every failure goes to the driver, which decides
+        problem = storage_problem(exc)
+        if problem is not None:  # a full or read-only disk (the attempt's artifact files): the run stops
+            conn.send(("disk", unit.attempt_id, problem))
+        elif isinstance(exc, SysmoError):
+            conn.send(("failed", unit.attempt_id, True, str(exc)))
+        else:  # a bug: the driver fails the run with it, as on its own loop
+            detail = "".join(traceback.format_exception(exc)).rstrip()
+            conn.send(("failed", unit.attempt_id, False, f"{type(exc).__name__}: {exc}\n{detail}"))
         return
     conn.send(("done", unit.attempt_id, rows))

@@ -31,12 +31,14 @@ from pydantic import BaseModel, Field
 from sysmo.errors import SandboxError
 from sysmo.log import get_logger
 from sysmo.sandbox.base import NOBODY, SYNTHETIC_ETC, drops_to_nobody
+from sysmo.sandbox.seccomp import isolation_tags, program
 
 log = get_logger(__name__)
 
 JAIL_SCRIPT = Path(__file__).with_name("jail.py")
 # as root the jail needs no user namespace: it runs the command as the host's nobody
-JAIL_ISOLATION = ["unshare", "nobody" if drops_to_nobody() else "userns", "pidns", "minimal-root", "netns", "no-caps"]
+JAIL_ISOLATION = ["unshare", "nobody" if drops_to_nobody() else "userns", "pidns", "minimal-root", "netns", "no-caps",
+                  *isolation_tags()]
 NAMESPACES = ["--user", "--map-root-user", "--mount", "--pid", "--net", "--ipc", "--uts", "--fork", "--kill-child"]
 # what programs read of the host's /etc (passwd, group, nsswitch.conf and hosts are synthesized: SYNTHETIC_ETC)
 ETC_FOR_PROGRAMS = ("alternatives", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "localtime", "timezone",
@@ -58,6 +60,7 @@ class JailSpec(BaseModel):
     relay: list[tuple[str, int]] = Field(default_factory=list)  # (socket path inside, loopback port)
     own_network: bool = True  # False only for trusted commands that must reach the host's loopback
     uid: int | None = None  # switch to this uid/gid (the host's nobody) after building the root; as root only
+    seccomp: str = ""  # the command's seccomp filter (``sandbox.seccomp.program``, hex); ``jail_launch`` sets it
     files: dict[str, str] = Field(default_factory=lambda: dict(SYNTHETIC_ETC))  # written into the new root
 
 
@@ -153,6 +156,8 @@ def jail_launch(spec: JailSpec) -> Launch:
                   and not (own_user and n in ("--user", "--map-root-user"))]
     if own_user and spec.uid is None:
         spec = spec.model_copy(update={"uid": NOBODY})
+    if not spec.seccomp and (filter_program := program()) is not None:
+        spec = spec.model_copy(update={"seccomp": filter_program.hex()})
     script = memfd(JAIL_SCRIPT.read_bytes())
     data = memfd(spec.model_dump_json().encode())
     return Launch(["unshare", *namespaces, "--", jail_python(), "-I", "-S", f"/proc/self/fd/{script}", str(data)],
@@ -246,9 +251,22 @@ def enable_unconfined() -> None:
 
 
 def describe_isolation() -> dict[str, str]:
-    """How this process confines the tools: the level and what it means (for run summaries and records)."""
+    """How this process confines the tools: the level and what it means (for run summaries and records). With the
+    docker backend the checks run in containers (the level is ``docker``); the long-lived servers (PlantUML,
+    OpenSysML) stay on this machine's confinement, named in the detail."""
     level = confinement_level()
-    detail = {"bwrap": "bubblewrap namespaces, no capabilities",
+    detail = {"bwrap": ", ".join(["bubblewrap namespaces", "no capabilities", *isolation_tags()]),
               "unshare": ", ".join(JAIL_ISOLATION),
               "none": "UNCONFINED (--allow-unconfined): tools run with the host's files and network"}[level]
+    from sysmo.sandbox.select import get_sandbox
+
+    try:
+        box = get_sandbox()
+    except SandboxError:  # docker configured and gone: the run itself says so
+        box = None
+    if box is not None and box.name == "docker":
+        image = getattr(box, "image", "?")
+        return {"level": "docker",
+                "detail": f"containers of {image}: no network, read-only root, no capabilities, nobody, a wall "
+                          f"clock of their own; servers: {level} ({detail})"}
     return {"level": level, "detail": detail}

@@ -7,6 +7,11 @@ env rewritten), the root file system is read-only with a private ``/tmp``, the c
 removed at the end. The image is the tools image built from this machine (``sandbox.docker_image``,
 ``sysmo tools image build``).
 
+The wall clock is kept twice: here (the container is killed at ``Limits.timeout_s``) and inside the container,
+where coreutils ``timeout`` (the child of docker's init) kills the command's whole process group ``KILL_GRACE_S``
+later. The second holds when sysmo itself is gone (SIGKILL): no container outlives its bound, and the stopped
+container is removed by the next ``DockerSandbox`` (``_sweep_orphans``).
+
 >>> box = DockerSandbox()                     # needs an engine: see DockerSandbox.engine_available()
 >>> box.run(["java", "-Xmx256m", "-version"]).returncode
 0
@@ -14,6 +19,7 @@ removed at the end. The image is the tools image built from this machine (``sand
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -36,6 +42,7 @@ from sysmo.sandbox.base import (
     hand_to_nobody,
     write_files,
 )
+from sysmo.sandbox.docker_image import IMAGE_MARK
 from sysmo.sandbox.reaper import mark_owner, start_time
 
 log = get_logger(__name__)
@@ -43,6 +50,7 @@ log = get_logger(__name__)
 STDIN_FILE = ".sysmo-stdin"  # stdin is handed over as a file: attaching a socket is engine-specific
 LABEL = "sysmo.sandbox"
 OWNER_LABEL = "sysmo.owner"  # "<pid> <start time>" of the sysmo process that made the container
+KILL_GRACE_S = 2  # the container's own clock fires this long after ours: while sysmo lives, sysmo's comes first
 _engine_lock = threading.Lock()
 _engine_cache: dict[str, bool] = {}
 
@@ -70,7 +78,20 @@ class DockerSandbox:
         self.image = image or settings().sandbox.docker_image
         self.cpus = cpus
         self.user = user
+        self._check_image()
         self._sweep_orphans()
+
+    def _check_image(self) -> None:
+        """Refuse an image built by an older sysmo: it has no ``timeout``, so its containers would outlive a killed
+        sysmo (an absent image is reported by ``run``, with how to build it)."""
+        try:
+            image = self.client.images.get(self.image)
+            environment = (image.attrs.get("Config") or {}).get("Env") or []
+        except Exception:  # noqa: BLE001 - not found, or an engine that cannot say: ``run`` reports it
+            return
+        if IMAGE_MARK not in environment:
+            raise SandboxError(f"the tools image {self.image!r} was built by an older sysmo (its containers have no "
+                               "wall clock of their own): rebuild it with `sysmo tools image build`")
 
     def _sweep_orphans(self) -> None:
         """Remove the containers of sysmo processes that died mid-run (a container outlives a SIGKILLed sysmo)."""
@@ -166,12 +187,20 @@ class DockerSandbox:
                 hand_to_nobody(work)
             environment = {"LANG": "C.UTF-8", "HOME": BOX, "TMPDIR": "/tmp"}
             environment.update(view.env(env or {}))
-            result = self._run_container(command, argv, work, view.binds, limits, environment)
+            result = self._run_container(self.wall_clock(command, limits), argv, work, view.binds, limits,
+                                         environment)
             result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
             return result
         finally:
             if outer is not None:
                 shutil.rmtree(outer, ignore_errors=True)
+
+    @staticmethod
+    def wall_clock(command: list[str], limits: Limits) -> list[str]:
+        """``command`` under the container's own wall clock: ``timeout`` kills its process group (SIGKILL) at
+        ``limits.timeout_s`` + ``KILL_GRACE_S``, whether or not a sysmo is still there to do it."""
+        bound = math.ceil(limits.timeout_s) + KILL_GRACE_S
+        return ["timeout", "-s", "KILL", str(bound), *command]
 
     @staticmethod
     def _command(argv: list[str], view: ToolView) -> list[str]:

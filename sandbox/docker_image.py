@@ -31,8 +31,12 @@ from sysmo.sandbox.base import BOX, NOBODY, SYNTHETIC_ETC, TOOLS_INSIDE
 log = get_logger(__name__)
 
 DEFAULT_IMAGE = "sysmo-tools:local"
+# ``timeout`` is every container's wall clock (``docker_backend.WALL_CLOCK``): it kills the command inside even when
+# the sysmo that started it is gone
 COMMANDS = ("sh", "cat", "ls", "id", "grep", "mkdir", "tr", "touch", "sleep", "env", "head", "tail", "rm", "wc",
-            "cp", "mv", "echo", "true", "false", "test", "dirname", "basename", "sed")
+            "cp", "mv", "echo", "true", "false", "test", "dirname", "basename", "sed", "timeout")
+# what an image built by this version holds, in its environment: an image without it lacks ``timeout`` and is refused
+IMAGE_MARK = "SYSMO_IMAGE=2"
 BY_NAME = ("libfontconfig.so.1", "libfreetype.so.6")  # opened with dlopen by the JVM's font code: no ldd entry
 JAVA_LEFT_OUT = ("jmods", "include", "man", "docs", "demo", "legal", "lib/src.zip", "lib/ct.sym")
 FONTS = (Path("/usr/share/fonts/truetype/dejavu"), Path("/etc/fonts"))
@@ -201,7 +205,7 @@ def build_image(client: Any, tag: str = DEFAULT_IMAGE, java: str = "java") -> st
     data = root_filesystem(java)
     repository, _, version = tag.partition(":")
     changes = [f"ENV PATH={home}/bin:/usr/bin:/bin", "ENV LANG=C.UTF-8", f"ENV JAVA_HOME={home}",
-               f"USER {NOBODY}:{NOBODY}", f"WORKDIR {BOX}"]
+               f"ENV {IMAGE_MARK}", f"USER {NOBODY}:{NOBODY}", f"WORKDIR {BOX}"]
     try:
         client.api.import_image_from_data(data, repository=repository, tag=version or "latest", changes=changes)
     except Exception as exc:  # noqa: BLE001 - docker.errors.APIError or a connection error

@@ -12,7 +12,9 @@ that no host path shows in pid 1's command line)
 - ``pivot_root``s into it, detaches the old root and makes the new root read-only;
 - drops every capability (bounding, ambient, inheritable, permitted, effective), sets no-new-privs and,
   given ``uid``, becomes that user and group (the host's nobody) with no supplementary groups;
-- forks the command (cwd and environment from the spec) and stays as its pid 1: reaps orphans, relays
+- forks the command (cwd and environment from the spec) under the seccomp filter of the spec (``seccomp``: the
+  program of ``sandbox.seccomp``, no new namespaces among much else; a filter that cannot be loaded stops the
+  command from running) and stays as its pid 1: reaps orphans, relays
   Unix sockets of the work dir to TCP ports of the private loopback (so a server with no network is
   still reachable by sysmo), and exits with the command's status. When pid 1 dies the kernel kills
   every process of the namespace; ``unshare --kill-child`` and the parent-death signal sysmo sets on
@@ -21,7 +23,8 @@ that no host path shows in pid 1's command line)
 The spec is JSON: ``root`` (empty host folder; empty: the namespaces and root are made already, as under
 bubblewrap, and only the relays and pid 1's duties remain), ``ro``/``rw`` ([host path, inner path]),
 ``symlinks`` ([target, inner path]), ``files`` ({inner path: text}), ``cwd``, ``env``, ``argv``, ``relay``
-([inner socket path, port]), ``own_network`` (false: keep the host's network), ``uid``.
+([inner socket path, port]), ``own_network`` (false: keep the host's network), ``uid``, ``seccomp`` (the
+filter's BPF program in hex; empty: none, as under bubblewrap, which loads it itself).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 MNT_DETACH = 2
 PR_CAPBSET_DROP, PR_SET_NO_NEW_PRIVS, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL = 24, 38, 47, 4
 PR_SET_PDEATHSIG = 1
+PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "riscv64": 41, "ppc64le": 203, "s390x": 217}
 SIOCGIFFLAGS, SIOCSIFFLAGS, IFF_UP = 0x8913, 0x8914, 0x1
 DEVICES = ("null", "zero", "full", "random", "urandom")
@@ -161,6 +165,20 @@ def drop_capabilities(uid: int | None) -> None:
     _check(libc.capset(ctypes.c_char_p(header), data), "capset")
 
 
+class SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def load_seccomp(program_hex: str) -> None:
+    """Load the BPF program (``struct sock_filter`` array, in hex) as this process's seccomp filter; what it
+    execs keeps it."""
+    data = bytes.fromhex(program_hex)
+    buffer = ctypes.create_string_buffer(data, len(data))
+    fprog = SockFprog(len(data) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0), "seccomp filter")
+
+
 def _pump(src: socket.socket, dst: socket.socket) -> None:
     try:
         while chunk := src.recv(65536):
@@ -225,6 +243,12 @@ def main() -> int:
             os.closerange(3, 1 << 16)  # the script's descriptor, relays: nothing of pid 1 reaches the command
             os.chdir(spec.get("cwd", "/"))
             signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+            if spec.get("seccomp"):
+                try:
+                    load_seccomp(spec["seccomp"])
+                except OSError as exc:
+                    print(f"sysmo-jail: cannot confine the command: {exc}", file=sys.stderr, flush=True)
+                    os._exit(125)
             os.execvpe(spec["argv"][0], spec["argv"], spec.get("env", {}))
         except Exception as exc:  # noqa: BLE001 - the child must never return into pid 1's code
             print(f"sysmo-jail: cannot run {spec['argv'][0]!r}: {exc}", file=sys.stderr, flush=True)

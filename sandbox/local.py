@@ -62,6 +62,7 @@ from sysmo.sandbox.confine import (
     system_view,
 )
 from sysmo.sandbox.reaper import mark_owner, sweep_once
+from sysmo.sandbox.seccomp import isolation_tags, program
 
 log = get_logger(__name__)
 
@@ -88,8 +89,15 @@ class BwrapLine:
         self.args += ["--perms", "0444", "--ro-bind-data", str(fd), dest]
 
     def launch(self, command: list[str]) -> Launch:
-        fd = memfd(b"".join(a.encode() + b"\0" for a in self.args))
-        return Launch(["bwrap", "--args", str(fd), "--", *command], (*self._fds, fd))
+        """The bwrap command line, with the seccomp filter of ``sandbox.seccomp`` loaded before the command."""
+        args, fds = list(self.args), list(self._fds)
+        filter_program = program()
+        if filter_program is not None:
+            seccomp = memfd(filter_program)
+            fds.append(seccomp)
+            args += ["--seccomp", str(seccomp)]
+        fd = memfd(b"".join(a.encode() + b"\0" for a in args))
+        return Launch(["bwrap", "--args", str(fd), "--", *command], (*fds, fd))
 
 
 def etc_for_tools() -> list[Path]:
@@ -329,6 +337,7 @@ class LocalSandbox:
                 tags = [t for t in JAIL_ISOLATION if not (limits.network and t == "netns")]
             else:
                 tags = [self.mode] + (["netns"] if (self.mode != "none" and not limits.network) else [])
+                tags += isolation_tags() if self.mode == "bwrap" else []
             result.isolation = tags + result.isolation
             result.files_out, result.files_truncated = collect_files(work, collect, limits.output_limit_bytes)
             return result

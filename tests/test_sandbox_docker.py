@@ -54,6 +54,7 @@ class FakeEngine:
         self.requests: list[tuple[str, str]] = []
         self.behaviour: Behaviour = lambda body, work: {}
         self.missing_images: set[str] = set()
+        self.images: dict[str, list[str]] = {}  # image -> its environment (others: the engine cannot say)
         engine = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -113,6 +114,10 @@ class FakeEngine:
             return h._send(200, b"OK", "text/plain")
         if path == "/version":
             return h._send(200, {"ApiVersion": "1.45", "Version": "26.0.0-fake", "MinAPIVersion": "1.24"})
+        image = re.fullmatch(r"/images/(.+)/json", path)
+        if image and image.group(1) in self.images:
+            return h._send(200, {"Id": "sha256:" + "0" * 64, "RepoTags": [image.group(1)],
+                                 "Config": {"Env": self.images[image.group(1)]}})
         if path == "/containers/create" and method == "POST":
             if body.get("Image") in self.missing_images:
                 return h._send(404, {"message": f"No such image: {body['Image']}"})
@@ -208,7 +213,8 @@ def test_container_is_created_isolated_and_limited(engine, docker_box, tmp_path)
     body, host = c.body, c.body["HostConfig"]
     assert body["Image"] == "sysmo-test-image:1"
     inside = inner_tool_path(lib.resolve())  # where every backend shows a read-only tool path
-    assert body["Cmd"] == ["java", "-Xmx256m", "-cp", f"{inside}/x.jar", "Main"]  # host java -> image's java
+    # host java -> image's java, under the container's own wall clock (10 s + the grace)
+    assert body["Cmd"] == ["timeout", "-s", "KILL", "12", "java", "-Xmx256m", "-cp", f"{inside}/x.jar", "Main"]
     assert body["User"] == "65534:65534"
     assert body["NetworkDisabled"] is True and host["NetworkMode"] == "none"
     assert body["WorkingDir"] == "/box" and "A=1" in body["Env"]
@@ -273,7 +279,7 @@ def test_stdin_is_handed_over_as_a_file(engine, docker_box):
     engine.behaviour = behaviour
     docker_box.run(["cat"], stdin="input text", limits=Limits(timeout_s=5))
     c = _only(engine)
-    assert c.body["Cmd"][:2] == ["sh", "-c"] and c.body["Cmd"][-1] == "cat"
+    assert c.body["Cmd"][4:6] == ["sh", "-c"] and c.body["Cmd"][-1] == "cat"
     assert captured["stdin"] == "input text"
 
 
@@ -287,6 +293,16 @@ def test_missing_image_says_how_to_fix_it(engine):
     engine.missing_images.add("absent:1")
     with pytest.raises(SandboxError, match="sysmo tools image build"):
         DockerSandbox(image="absent:1").run(["true"], limits=Limits(timeout_s=5))
+
+
+def test_an_image_without_its_own_wall_clock_is_refused(engine):
+    from sysmo.sandbox.docker_image import IMAGE_MARK
+
+    engine.images["old:1"] = ["PATH=/usr/bin:/bin"]  # built by a sysmo whose image had no `timeout`
+    with pytest.raises(SandboxError, match="older sysmo.*sysmo tools image build"):
+        DockerSandbox(image="old:1")
+    engine.images["new:1"] = ["PATH=/usr/bin:/bin", IMAGE_MARK]
+    assert DockerSandbox(image="new:1").image == "new:1"
 
 
 def test_image_defaults_to_the_configured_one(engine, monkeypatch):

@@ -332,3 +332,56 @@ def test_an_attempt_whose_executor_gave_up_waiting_is_written_all_the_same(tmp_p
     assert {r["id"] for r in writer.store.query("SELECT id FROM attempts")} == {"a0000", "a0001", "a0002"}
     writer.store.close()
     writer.runner.close()
+
+
+def test_a_full_disk_fails_every_waiting_attempt_and_the_writer_never_dies(tmp_path: Path, monkeypatch) -> None:
+    # the disk fills under a batch while the run's log (on the same disk) cannot take the error either: the waiting
+    # attempts hear a StorageError, later ones at once (nothing more is tried), and no future is left hanging
+    from sysmo import log as sysmo_log
+    from sysmo.errors import StorageError
+    from sysmo.runner.results import ResultWriter
+
+    writer = writer_for(tmp_path)
+    tries: list[int] = []
+
+    def full_disk(self, batch):
+        tries.append(len(batch))
+        raise sqlite3.OperationalError("database or disk is full")
+
+    def log_on_the_full_disk(text: str) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(ResultWriter, "write_batch", full_disk)
+    monkeypatch.setattr(sysmo_log, "_events_into", [log_on_the_full_disk])
+    attempts = [attempt_of(n) for n in range(3)]
+    unit = unit_for(attempts[0])
+    first = writer.keep(unit, attempts[0], recorded(attempts[0].id))
+    with pytest.raises(StorageError, match="the disk is full"):
+        first.result(timeout=30)
+    later = [writer.keep(unit, a, recorded(a.id)) for a in attempts[1:]]
+    for future in later:
+        with pytest.raises(StorageError, match="the disk is full"):
+            future.result(timeout=30)
+    assert tries == [1]  # one batch tried; the later attempts failed without touching the disk
+    assert writer.failure is not None and writer._thread.is_alive()
+    writer.close()
+    writer.store.close()
+    writer.runner.close()
+
+
+def test_a_failure_of_the_writer_thread_itself_fails_what_it_holds(tmp_path: Path, monkeypatch) -> None:
+    from sysmo.runner.results import ResultWriter
+
+    writer = writer_for(tmp_path)
+
+    def broken(self, batch):  # a bug outside the write (here: while it would wait for tools)
+        raise RuntimeError("broken writer")
+
+    monkeypatch.setattr(ResultWriter, "_write", broken)
+    attempt = attempt_of(0)
+    future = writer.keep(unit_for(attempt), attempt, recorded(attempt.id))
+    with pytest.raises(RuntimeError, match="broken writer"):
+        future.result(timeout=30)
+    writer.close()
+    writer.store.close()
+    writer.runner.close()

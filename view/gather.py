@@ -15,6 +15,7 @@ import json
 import re
 import sqlite3
 from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,7 @@ from sysmo.evals.trace_view import diagnostics_by_line, graph_steps
 from sysmo.llm.sent import dropped_text, received_text, requested_text
 from sysmo.contracts.attempt import Attempt, Round
 from sysmo.log import get_logger
-from sysmo.store import Store
+from sysmo.store import Store, StoreError
 from sysmo.view.models import (
     FILTER_FIELDS,
     SORT_FIELDS,
@@ -176,20 +177,37 @@ def arm_order(arm: str) -> tuple[tuple[int, float, str], ...]:
 
 
 def experiments(runs_dir: Path, summary: Any = None) -> list[ExperimentSummary]:
-    """Every experiment's summary (``summary(store, id)`` computes one: the app passes its cached one)."""
+    """Every experiment's summary (``summary(store, id)`` computes one: the app passes its cached one); one whose
+    store cannot be read is listed beside the others, marked with why (``ExperimentSummary.unreadable``)."""
     summary = summary or experiment_summary
     out = []
     for experiment_id, directory in experiment_dirs(runs_dir).items():
-        store = Store(directory / STORE_FILE)
+        try:
+            store = Store(directory / STORE_FILE)
+        except (SysmoError, sqlite3.Error) as exc:  # not a database, or a disk that will not open it
+            out.append(_unreadable(experiment_id, directory, exc))
+            continue
         try:
             out.append(summary(store, experiment_id))
-        except StorageError:
-            raise  # a full or read-only disk is the page's news, not a reason to leave the experiment out
+        except (StoreError, StorageError, sqlite3.Error, ValueError) as exc:  # damaged rows or JSON, a failing disk
+            out.append(_unreadable(experiment_id, directory, exc))
         except SysmoError:
             continue  # a store without its experiment record (a run that never started)
         finally:
             store.close()
     return sorted(out, key=lambda e: e.updated_at or "", reverse=True)
+
+
+def _unreadable(experiment_id: str, directory: Path, exc: BaseException) -> ExperimentSummary:
+    """The index's line for an experiment whose store cannot be read: its id, when its store last changed, and why."""
+    log.warning("view.store_unreadable", experiment=experiment_id, error=f"{type(exc).__name__}: {exc}"[:300])
+    try:
+        changed = datetime.fromtimestamp((directory / STORE_FILE).stat().st_mtime, UTC).isoformat(timespec="seconds")
+    except OSError:
+        changed = None
+    why = str(exc) if isinstance(exc, SysmoError) else f"{type(exc).__name__}: {exc}"
+    return ExperimentSummary(id=experiment_id, status="unreadable", label="", updated_at=changed,
+                             unreadable=why[:500])
 
 
 # ---------------------------------------------------------------------------------------------- attempts
@@ -907,7 +925,10 @@ def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
     them its forks."""
     out = {}
     for experiment_id, directory in experiment_dirs(runs_dir).items():
-        store = Store(directory / STORE_FILE)
+        try:
+            store = Store(directory / STORE_FILE)
+        except (SysmoError, sqlite3.Error):
+            continue  # the index lists it as unreadable
         try:
             record = store.experiment(experiment_id)
             counts = store.query(  # the plan's attempts (as experiment_summary counts them); forks apart
@@ -919,7 +940,7 @@ def progress(runs_dir: Path) -> dict[str, dict[str, Any]]:
             by_arm = store.query(
                 "SELECT arm, COUNT(*) AS n, SUM(status='passed') AS passed FROM attempts WHERE experiment_id=? "
                 "AND parent_attempt_id IS NULL GROUP BY arm", (experiment_id,))
-        except SysmoError:
+        except (SysmoError, sqlite3.Error, ValueError):
             continue
         finally:
             store.close()

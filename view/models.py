@@ -46,6 +46,8 @@ class ExperimentSummary(BaseModel):
     # attempts made by `sysmo fork`: shown beside the counts, never in them (a fork is not a sample of the plan;
     # attempts, passed, failed, errors, cost and tokens above are the plan's)
     forks: int = 0
+    # why its store cannot be read (damaged, or on a full or unreadable disk): listed with this instead of numbers
+    unreadable: str | None = None
 
     @property
     def done(self) -> int:

@@ -66,6 +66,7 @@ from sysmo.sandbox.confine import (
 )
 from sysmo.sandbox.local import as_nobody, bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
+from sysmo.sandbox.seccomp import isolation_tags
 from sysmo.sandbox.server import ToolServer, free_port
 
 log = get_logger(__name__)
@@ -284,7 +285,7 @@ class PlantUMLServer(ToolServer):
             line.data(relay.model_dump_json(), f"{TOOLS_INSIDE}/jail.json")
             launch = line.launch(as_nobody([jail_python(), "-I", "-S", f"{TOOLS_INSIDE}/jail.py",
                                             f"{TOOLS_INSIDE}/jail.json"]))
-            self.isolation = ["bwrap", "netns", "unix-socket" if pipe is None else "pipe"]
+            self.isolation = ["bwrap", "netns", "unix-socket" if pipe is None else "pipe", *isolation_tags()]
             popen_env = {}
         elif level == "unshare":
             ro, links = system_view(_etc_entries_for_java(java))

@@ -51,6 +51,7 @@ from sysmo.sandbox.confine import (
 from sysmo.sandbox.confine import Launch
 from sysmo.sandbox.local import as_nobody, bwrap_base
 from sysmo.sandbox.reaper import mark_owner, record_server
+from sysmo.sandbox.seccomp import isolation_tags
 from sysmo.sandbox.server import ToolServer
 from sysmo.tools.install import opensysml_kernel
 # the batch limit lives apart from the kernel: `sysmo reproduce` sets it without importing the SysML tools
@@ -193,7 +194,7 @@ class OpenSysMLKernel(ToolServer):
             resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
 
         launch = self._command(connection_file)
-        levels = {"bwrap": ["bwrap"], "unshare": list(JAIL_ISOLATION), "none": ["none"]}
+        levels = {"bwrap": ["bwrap", *isolation_tags()], "unshare": list(JAIL_ISOLATION), "none": ["none"]}
         self.isolation = levels[self.level] + ([f"cgroup-{limiter.version}"] if group else [])
         if self.level == "none":
             log.warning("opensysml.unconfined", hint="apt-get install bubblewrap to confine the kernel")
