@@ -40,14 +40,15 @@ def repairing_server() -> FakeOpenAI:
     return FakeOpenAI(default=answer)
 
 
-def run_export_experiment(runs: Path, name: str, *extra: str, env: dict[str, str] | None = None) -> CliResult:
-    """``sysmo run`` of the two tasks x ``SAMPLES`` samples with ``base_modeling`` on the fake model."""
+def run_export_experiment(runs: Path, name: str, *extra: str, env: dict[str, str] | None = None,
+                          tasks: list[str] = TASKS) -> CliResult:
+    """``sysmo run`` of ``tasks`` x ``SAMPLES`` samples with ``base_modeling`` on the fake model."""
     runs.parent.mkdir(parents=True, exist_ok=True)
     settings = runs.parent / "light.yaml"
     settings.write_text(LIGHT_SCORING)
     environment = {"SYSMO_HOME": str(runs.parent / "home"),
                    "OPENAI_API_KEY": os.environ.get("OPENAI_API_KEY", "sk-fake"), **(env or {})}
     with repairing_server() as server:
-        return run_sysmo("run", str(settings), "--ids", ",".join(TASKS), "--agent", "base_modeling", "--samples",
+        return run_sysmo("run", str(settings), "--ids", ",".join(tasks), "--agent", "base_modeling", "--samples",
                          str(SAMPLES), "--model", MODEL, "--api-base", server.base_url, "--id", name, "-o", str(runs),
                          "--no-progress", "--no-report", *extra, env=environment)
