@@ -137,6 +137,7 @@ def eval_sample(attempt: Attempt, card: ScoreCard | None, sample_id: str) -> Any
 
     messages = [chat_message(m) for m in conversation(attempt)]
     first = next((i for i, m in enumerate(messages) if m.role == "assistant"), len(messages))
+    request = [m for m in messages[:first] if m.role != "system"]  # the system prompt stays in ``messages``
     last_reply = next((m.text for m in reversed(messages) if m.role == "assistant"), "")
     started = datetime.fromisoformat(attempt.started_at)
     usage: dict[str, ModelUsage] = {}
@@ -159,7 +160,7 @@ def eval_sample(attempt: Attempt, card: ScoreCard | None, sample_id: str) -> Any
                 "parent_attempt_id": attempt.parent_attempt_id,
                 "final_artifact": attempt.final_artifact.files if attempt.final_artifact else None}
     return EvalSample(
-        id=sample_id, epoch=attempt.sample_index + 1, input=messages[:first] or "", target="",
+        id=sample_id, epoch=attempt.sample_index + 1, input=request or "", target="",
         messages=messages, output=ModelOutput.from_content(attempt.model, last_reply),
         scores=sample_scores(attempt, card), metadata=metadata, model_usage=usage,
         started_at=started.isoformat(), completed_at=(started + timedelta(seconds=attempt.duration_s)).isoformat(),
@@ -214,10 +215,14 @@ def eval_log(experiment: dict[str, Any], key: tuple[str, str, str], attempts: li
         model=model, config=EvalConfig(epochs=max(a.sample_index for a, _ in attempts) + 1),
         packages={"sysmo": __version__},
         metadata={"experiment": experiment_id, "agent": agent, "arm": arm, "exported_by": "sysmo export inspect"})
+    usage: dict[str, Any] = {}
+    for sample in samples:
+        for model_name, used in sample.model_usage.items():
+            usage[model_name] = usage[model_name] + used if model_name in usage else used.model_copy()
     return EvalLog(status="success", eval=spec, samples=samples,
                    results=EvalResults(total_samples=len(samples), completed_samples=len(samples), scores=scores),
-                   stats=EvalStats(started_at=starts[0], completed_at=max(
-                       s.completed_at for s in samples if s.completed_at)))
+                   stats=EvalStats(started_at=starts[0], model_usage=usage,
+                                   completed_at=max(s.completed_at for s in samples if s.completed_at)))
 
 
 def write_eval_logs(directory: Path, out: Path) -> list[WrittenLog]:

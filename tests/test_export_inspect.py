@@ -67,7 +67,9 @@ def test_one_log_per_agent_model_and_arm_whose_samples_are_the_attempts(experime
             calls = [e for e in attempt.events if e.type == "llm_call" and e.stage == "attempt"]
             assert [m.text for m in sample.messages if m.role == "assistant"] == [c.text for c in calls]
             assert sample.messages[3].text == calls[1].messages[-1]["content"]
-            assert [m.text for m in sample.input] == [m["content"] for m in calls[0].messages]
+            assert [m.text for m in sample.input] == [m["content"] for m in calls[0].messages
+                                                      if m["role"] != "system"]
+            assert sample.messages[0].text == calls[0].messages[0]["content"]  # the system prompt
             assert sample.output.completion == calls[-1].text
             # scores per stage, as the card has them, and the outcome
             assert sample.scores["outcome"].value == attempt.status.value == "passed"
@@ -78,6 +80,8 @@ def test_one_log_per_agent_model_and_arm_whose_samples_are_the_attempts(experime
                 "tool_verdicts"][0]
             usage = sample.model_usage["openai/fake-export"]
             assert (usage.input_tokens, usage.output_tokens) == (attempt.prompt_tokens, attempt.completion_tokens)
+        usage = log.stats.model_usage["openai/fake-export"]
+        assert usage.input_tokens == sum(a.prompt_tokens for a in mine)
         # the results: pass rate over the log's attempts, each stage's mean over the samples that have it
         results = {s.name: s for s in log.results.scores}
         assert results["outcome"].metrics["pass_rate"].value == pytest.approx(
