@@ -43,7 +43,7 @@ def otel(
 
 
 @app.command(help="Write one inspect_ai eval log per (agent, model, arm) of a stored experiment, its samples the "
-                  "attempts; read them with `inspect view --log-dir DIR` (docs/observability.md).")
+                  "attempts, for `inspect view` (docs/observability.md).")
 def inspect(
     ref: str = typer.Argument(..., help="Experiment id or directory."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for the .eval logs (made if missing)."),

@@ -244,3 +244,25 @@ def test_an_unreachable_collector_stops_the_run_before_any_attempt(otel_extra: N
     error = result.stderr[result.stderr.index("error:"):]
     assert "OpenTelemetry endpoint" in error and "unreachable" in error
     assert not runs.exists() or not any(runs.glob("*/results.sqlite"))
+
+
+def test_the_attribute_names_are_openinferences(otel_extra: None) -> None:
+    """sysmo spells the OpenInference names itself (the exporter needs only the SDK); the conventions package of
+    the extra says they are right."""
+    from openinference.semconv.resource import ResourceAttributes
+    from openinference.semconv.trace import OpenInferenceSpanKindValues, SpanAttributes
+
+    from sysmo.export import spans
+
+    assert (spans.SPAN_KIND, spans.INPUT_VALUE, spans.INPUT_MIME, spans.OUTPUT_VALUE, spans.OUTPUT_MIME,
+            spans.METADATA, spans.LLM_MODEL, spans.LLM_PROVIDER, spans.LLM_INPUT_MESSAGES, spans.LLM_OUTPUT_MESSAGES,
+            spans.LLM_PARAMETERS, spans.TOKENS_PROMPT, spans.TOKENS_COMPLETION, spans.TOKENS_TOTAL, spans.COST_TOTAL,
+            spans.TOOL_NAME) == (
+        SpanAttributes.OPENINFERENCE_SPAN_KIND, SpanAttributes.INPUT_VALUE, SpanAttributes.INPUT_MIME_TYPE,
+        SpanAttributes.OUTPUT_VALUE, SpanAttributes.OUTPUT_MIME_TYPE, SpanAttributes.METADATA,
+        SpanAttributes.LLM_MODEL_NAME, SpanAttributes.LLM_PROVIDER, SpanAttributes.LLM_INPUT_MESSAGES,
+        SpanAttributes.LLM_OUTPUT_MESSAGES, SpanAttributes.LLM_INVOCATION_PARAMETERS,
+        SpanAttributes.LLM_TOKEN_COUNT_PROMPT, SpanAttributes.LLM_TOKEN_COUNT_COMPLETION,
+        SpanAttributes.LLM_TOKEN_COUNT_TOTAL, SpanAttributes.LLM_COST_TOTAL, SpanAttributes.TOOL_NAME)
+    assert {"AGENT", "CHAIN", "LLM", "TOOL", "EVALUATOR"} <= {k.value for k in OpenInferenceSpanKindValues}
+    assert ResourceAttributes.PROJECT_NAME == "openinference.project.name"
