@@ -212,6 +212,8 @@ def export_experiment(store: Store, experiment_id: str, url: str | None,
     ids = list(attempt_ids) if attempt_ids is not None else [
         r["id"] for r in store.query("SELECT id FROM attempts WHERE experiment_id=? ORDER BY finished_at, id",
                                      (experiment_id,))]
+    if not ids:
+        raise ConfigError(f"experiment {experiment_id} has no stored attempt to export")
     with OtelExport.to(url, experiment_id) as export:
         for attempt_id in ids:
             export.stored(store, attempt_id)

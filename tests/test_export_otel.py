@@ -266,3 +266,56 @@ def test_the_attribute_names_are_openinferences(otel_extra: None) -> None:
         SpanAttributes.LLM_TOKEN_COUNT_TOTAL, SpanAttributes.LLM_COST_TOTAL, SpanAttributes.TOOL_NAME)
     assert {"AGENT", "CHAIN", "LLM", "TOOL", "EVALUATOR"} <= {k.value for k in OpenInferenceSpanKindValues}
     assert ResourceAttributes.PROJECT_NAME == "openinference.project.name"
+
+
+def test_a_collector_that_refuses_the_spans_is_one_line_and_the_store_is_untouched(otel_extra: None,
+                                                                                     tmp_path: Path) -> None:
+    """Something listens at the endpoint but answers 404 (not an OTLP collector): the export says so in one line."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from sysmo.contracts.attempt import Attempt, AttemptStatus
+    from sysmo.store import Store
+
+    posts: list[str] = []
+
+    class NotACollector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            posts.append(self.path)
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(404)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    store = Store(tmp_path / "runs" / "refused" / "results.sqlite")
+    store.save_experiment("refused", {}, {}, True)
+    store.save_attempt("refused", Attempt(id="a1", task_id="t/1", agent="base_modeling", model="mockllm/t",
+                                          status=AttemptStatus.FAILED), {"kind": "uml_class"})
+    store.close()
+    before = _rows(tmp_path / "runs" / "refused" / "results.sqlite")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), NotACollector)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        result = run_sysmo("export", "otel", "refused", "--runs", str(tmp_path / "runs"), "--endpoint",
+                           f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.shutdown()
+    assert result.code == 2, result.output
+    said = " ".join(result.stderr.split())  # one message, wrapped at the terminal's width
+    assert said.startswith("error: the OpenTelemetry collector at") and "did not take all the spans" in said
+    assert "1 attempt(s)" in said
+    assert posts and all(path == "/v1/traces" for path in posts)
+    assert _rows(tmp_path / "runs" / "refused" / "results.sqlite") == before
+
+
+def _rows(path: Path) -> list[str]:
+    import sqlite3
+
+    conn = sqlite3.connect(path)
+    try:
+        return list(conn.iterdump())
+    finally:
+        conn.close()
