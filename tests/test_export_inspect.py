@@ -97,3 +97,25 @@ def test_an_unknown_experiment_is_one_line(inspect_extra: None, tmp_path: Path) 
     result = run_sysmo("export", "inspect", "nope", "--runs", str(tmp_path), "-o", str(tmp_path / "logs"))
     assert result.code == 2 and "no experiment 'nope'" in result.stderr
     assert not (tmp_path / "logs").exists()
+
+
+def test_an_attempt_that_ended_in_error_and_was_not_scored_is_a_sample_with_its_error(inspect_extra: None,
+                                                                                      tmp_path: Path) -> None:
+    from inspect_ai.log import list_eval_logs, read_eval_log
+    from test_export_spans import attempt
+
+    from sysmo.store import Store
+
+    store = Store(tmp_path / "runs" / "failing" / "results.sqlite")
+    store.save_experiment("failing", {}, {}, False)
+    store.save_attempt("failing", attempt(), {"kind": "uml_class"})  # its events: a call, a check, a failed call
+    store.close()
+    result = run_sysmo("export", "inspect", "failing", "--runs", str(tmp_path / "runs"), "-o", str(tmp_path / "logs"))
+    assert result.code == 0, result.output
+    (log,) = [read_eval_log(info) for info in list_eval_logs(str(tmp_path / "logs"))]
+    (sample,) = log.samples
+    assert sample.error.message == "the model failed for good"
+    assert list(sample.scores) == ["outcome"] and sample.scores["outcome"].value == "error"
+    assert [m.role for m in sample.messages] == ["user", "assistant", "user", "assistant"]
+    assert sample.messages[-1].text == "(the call failed: server said 500)"
+    assert log.results.scores[0].metrics["pass_rate"].value == 0.0
