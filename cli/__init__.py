@@ -47,6 +47,7 @@ def _print_error(text: str) -> None:
 COMMAND_GROUPS: list[tuple[str, str, str, str]] = [
     ("sysmo.cli.tools", "app", "tools", "Install, locate and self-check the language tools."),
     ("sysmo.cli.benchmarks", "app", "tasks", "List, filter and show benchmark tasks."),
+    ("sysmo.cli.export", "app", "export", "A stored experiment as OpenTelemetry traces or inspect_ai eval logs."),
 ]
 # (module, attribute): single top-level commands such as `sysmo run`, `sysmo attempt`
 COMMANDS: list[tuple[str, str]] = [
@@ -67,6 +68,7 @@ COMMAND_MODULES: dict[str, str] = {
     "reproduce": "sysmo.cli.reproduce",
     "check": "sysmo.cli.tools",
     "view": "sysmo.cli.view",
+    "export": "sysmo.cli.export",
 }
 
 

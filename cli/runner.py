@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -38,6 +40,23 @@ def _find_experiment(ref: str, output_dir: Path) -> Path:
     known = sorted(p.parent.name for p in output_dir.glob("*/results.sqlite")) if output_dir.is_dir() else []
     hint = f"; experiments in {output_dir}: {', '.join(known)}" if known else f"; no experiments under {output_dir}"
     raise SysmoError(f"no experiment {ref!r}{hint}")
+
+
+@contextmanager
+def _otel_observers(url: str | None, experiment_id: str) -> Iterator[list]:
+    """The run's OpenTelemetry export (``export.otel.live_export``) when --otel-endpoint or the environment asks for
+    one; otherwise no observer, and the export's module is not imported."""
+    import os
+
+    if not url and not (os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT")
+                        or os.environ.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")):
+        yield []
+        return
+    from sysmo.export.otel import live_export
+
+    with live_export(url, experiment_id, lambda text: err_console.print(text, soft_wrap=True, highlight=False,
+                                                                         markup=False)) as observers:
+        yield observers
 
 
 def _experiment_named(ref: str, output_dir: Path) -> Path | None:
@@ -224,6 +243,10 @@ def register(app: typer.Typer) -> None:
                                       "do not score it (no cascade; `score: false` in a config file)."),
         allow_unconfined: bool = typer.Option(False, "--allow-unconfined", help="Run the tools on model output "
                                               "even where neither bubblewrap nor `unshare` can confine them."),
+        otel_endpoint: Optional[str] = typer.Option(
+            None, "--otel-endpoint", metavar="URL", help="Send each attempt, once stored, as an OpenTelemetry trace "
+            "to this OTLP/HTTP collector (Phoenix, Langfuse, Jaeger; default: OTEL_EXPORTER_OTLP_ENDPOINT); needs "
+            "the extra otel (docs/observability.md)."),
     ) -> None:
         from sysmo.runner import ExperimentConfig, run_experiment
         from sysmo.sandbox.confine import describe_isolation, enable_unconfined
@@ -342,7 +365,8 @@ def register(app: typer.Typer) -> None:
         directory = config.output_dir / config.experiment_id()
         # library warnings (matplotlib's, a parser's) go to the experiment's run.log, not between the progress lines
         with library_warnings_into(directory / "run.log") as warned:
-            summary = run_experiment(config, progress=not no_progress, resume=bool(resume))
+            with _otel_observers(otel_endpoint, config.experiment_id()) as observers:
+                summary = run_experiment(config, progress=not no_progress, resume=bool(resume), observers=observers)
             for line in summary.lines(config.label, replay=config.kind == "replay"):
                 console.print(line, soft_wrap=True, highlight=False)
             if not no_report:

@@ -9,9 +9,10 @@ attempt spent (counted as soon as it comes back), the store writes of a finished
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sysmo.contracts.attempt import Attempt
 from sysmo.runner.budget import Spending, StopControl
@@ -22,6 +23,12 @@ from sysmo.runner.results import ResultWriter
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
 from sysmo.runner.units import WorkUnit
+
+if TYPE_CHECKING:
+    from sysmo.store import Store
+
+# told of every attempt once it is stored and scored: (the run's store, the attempt's id); e.g. an OpenTelemetry export
+AttemptObserver = Callable[["Store", str], None]
 
 
 @dataclass
@@ -35,6 +42,7 @@ class RunState:
     bar: RunProgress
     attempted: set[str] = field(default_factory=set)  # attempts on record (only their score may be missing)
     provider_failures: ProviderFailures = field(default_factory=ProviderFailures)
+    observers: list[AttemptObserver] = field(default_factory=list)
 
     def may_start(self) -> bool:
         """True while neither a budget cap nor a stop request forbids starting another attempt; the first
@@ -62,6 +70,8 @@ class RunState:
         """An attempt stored (and scored): the summary and the progress output."""
         self.summary.count(attempt)
         self.bar.advance(attempt.status, cost=attempt.spend_usd)
+        for observer in self.observers:
+            observer(self.writer.store, attempt.id)
 
     def failed(self, error: Exception) -> None:
         self.summary.errors += 1

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 import yaml
@@ -24,7 +25,7 @@ from sysmo.log import get_logger
 from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.collector import fewer_collections
 from sysmo.runner.config import ExperimentConfig
-from sysmo.runner.executor import Executor, RunState
+from sysmo.runner.executor import AttemptObserver, Executor, RunState
 from sysmo.runner.progress import RunProgress
 from sysmo.runner.results import ResultWriter, quick_turns
 from sysmo.runner.summary import RunSummary, skipped_lines
@@ -51,13 +52,16 @@ def executor_for(config: ExperimentConfig) -> Executor:
 
 
 def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: bool = False,
-                   stop_event: threading.Event | None = None) -> RunSummary:
+                   stop_event: threading.Event | None = None,
+                   observers: Sequence[AttemptObserver] = ()) -> RunSummary:
     """Run (or resume) an experiment; finished units are skipped. Returns a summary of this invocation.
+    ``observers`` are told of each attempt once it is stored and scored (``RunState.finished``).
 
     One process at a time per experiment id (``experiment_lock``): a second run on the same id is refused."""
     experiment_id = config.experiment_id()
     with experiment_lock(config.output_dir, experiment_id):
-        return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event)
+        return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event,
+                               observers=observers)
 
 
 def _check_models(config: ExperimentConfig, runner: UnitRunner) -> dict[str, str]:
@@ -85,7 +89,7 @@ def _check_models(config: ExperimentConfig, runner: UnitRunner) -> dict[str, str
 
 
 def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: bool, resume: bool,
-                    stop_event: threading.Event | None) -> RunSummary:
+                    stop_event: threading.Event | None, observers: Sequence[AttemptObserver] = ()) -> RunSummary:
     started = time.monotonic()
     directory = config.output_dir / experiment_id
     if not resume and (directory / "results.sqlite").exists():
@@ -104,7 +108,7 @@ def _run_experiment(config: ExperimentConfig, experiment_id: str, *, progress: b
     executor.start(config, directory)  # Ray's workers start while the run is prepared
     try:
         return _prepare_and_run(config, experiment_id, directory, runner, executor, started, unpriced,
-                                progress=progress, resume=resume, stop_event=stop_event)
+                                progress=progress, resume=resume, stop_event=stop_event, observers=observers)
     except Exception as exc:
         problem = storage_problem(exc)
         if problem is None:
@@ -126,7 +130,7 @@ def disk_failed(problem: str, config: ExperimentConfig, experiment_id: str, dire
 
 def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Path, runner: UnitRunner,
                      executor: Executor, started: float, unpriced: dict[str, str], *, progress: bool, resume: bool,
-                     stop_event: threading.Event | None) -> RunSummary:
+                     stop_event: threading.Event | None, observers: Sequence[AttemptObserver] = ()) -> RunSummary:
     # unknown agents, an empty task selection: stop before the experiment exists (its id stays free)
     tasks = load_selected_tasks(config)
     units, unsupported = expand(config, tasks, experiment_id)
@@ -158,7 +162,8 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
         with RunProgress(total=len(units), done=summary.skipped_done, enabled=progress,
                          label=f"{experiment_id}{f' [{config.label}]' if config.label else ''}") as bar:
             state = RunState(config=config, runner=runner, summary=summary, spending=spending, stop=stop, bar=bar,
-                             writer=writer, attempted=store.finished_attempt_ids(experiment_id))
+                             writer=writer, attempted=store.finished_attempt_ids(experiment_id),
+                             observers=list(observers))
             with stop.on_ctrl_c(bar.note), quick_turns(), fewer_collections():
                 executor.run(pending, state)
             state.finish()
