@@ -116,8 +116,9 @@ class StoreCache:
         return value
 
 
-def _templates() -> Environment:
+def _templates(static: bool = False) -> Environment:
     env = Environment(loader=PackageLoader("sysmo.view", "templates"), autoescape=select_autoescape(["html"]))
+    env.globals["static"] = static  # pages rendered for `sysmo view --bundle` (no server behind them)
     env.filters["money"] = lambda v: f"${v:.4f}"
     env.filters["num"] = lambda v, d=3: "" if v is None else f"{v:.{d}f}"
     env.globals["urlencode"] = lambda d: urlencode({k: v for k, v in d.items() if v not in ("", None, False)})
@@ -126,11 +127,13 @@ def _templates() -> Environment:
     return env
 
 
-def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[str, ...] = ()) -> Starlette:
+def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[str, ...] = (), static: bool = False,
+               only: frozenset[str] | None = None) -> Starlette:
     """The viewer over ``runs_dir``, answering requests addressed to a loopback name or one of ``allow_hosts``
-    (with ``port``, when given)."""
+    (with ``port``, when given). ``static`` renders pages for a static copy (view/bundle.py): the attempt table on
+    one page, no live polling; ``only`` lists the experiments shown (all when None)."""
     runs_dir = Path(runs_dir)
-    templates = _templates()
+    templates = _templates(static)
 
     def page(status: int, detail: str) -> HTMLResponse:
         return HTMLResponse(templates.get_template("error.html").render(status=status, detail=detail),
@@ -158,7 +161,7 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
 
     async def experiments_page(request: Request) -> Response:
         try:
-            found = gather.experiments(runs_dir, summary_of)
+            found = [e for e in gather.experiments(runs_dir, summary_of) if only is None or e.id in only]
         except StorageError as exc:
             raise HTTPException(503, f"the experiment store cannot be read: {exc}") from exc
         return render("experiments.html", experiments=found)
@@ -175,7 +178,7 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
             page = max(1, int(params.get("page") or 1))
         except ValueError:
             page = 1
-        filters = AttemptFilters.model_validate({**params, "desc": params.get("desc") in ("1", "true"), "page": page})
+        filters = AttemptFilters.model_validate({**params, "desc": params.get("desc", "").lower() in ("1", "true"), "page": page})
         store = store_of(experiment_id)
         try:
             summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)
@@ -187,7 +190,8 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
     async def attempts_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
         summary, rows, filters, shown = _filtered(request, experiment_id)
-        page_rows, pages = gather.page_of(shown, filters.page)
+        # a static copy has no server to page: every row, filtered and sorted in the browser (static/bundle.js)
+        page_rows, pages = gather.page_of(shown, filters.page, size=max(1, len(shown)) if static else gather.PAGE_SIZE)
         return render("attempts.html", experiment=summary, rows=page_rows, matched=len(shown), total=len(rows),
                       page=min(filters.page, pages), pages=pages, stages=gather.stage_columns(rows),
                       groups=gather.group_summaries(rows), filters=filters, values=gather.filter_values(rows),
