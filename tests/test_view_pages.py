@@ -4,6 +4,8 @@ and URLs cannot reach outside the runs directory."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from starlette.testclient import TestClient
 
@@ -100,6 +102,14 @@ def test_filters_are_query_parameters(client):
     assert "aa02" in page and "aa03" not in page and "aa04" not in page
     page = client.get("/e/exp", params={"failed_stage": "syntax"}).text
     assert ">aa04<" in page and ">aa01<" not in page
+
+
+def test_the_task_headers_descending_link_sorts_descending(client):
+    page = client.get("/e/exp").text
+    assert 'href="?desc=True"' in page  # the task column's header link, as the template writes it
+    ids = lambda html: re.findall(r'class="attempt-link mono" href="[^"]*">(\w+)<', html)  # noqa: E731
+    ascending, descending = ids(page), ids(client.get("/e/exp?desc=True").text)
+    assert descending == sorted(ascending, key=ascending.index, reverse=True) and descending[0] == "aa04"
 
 
 def test_attempt_page_anchors_diagnostics_and_aligns_the_diff(client):
