@@ -172,8 +172,8 @@ def test_the_bundle_browses_from_disk_without_leaving_its_folder(real_runs, tmp_
             page.wait_for_url("**/e/small/report.html")
             for img in page.locator("#plots img").all():
                 img.scroll_into_view_if_needed()
-            page.wait_for_function("[...document.querySelectorAll('#plots img')].length > 0 && "
-                                   "[...document.querySelectorAll('#plots img')].every(i => i.complete && i.naturalWidth > 0)")
+            page.wait_for_function("(imgs => imgs.length > 0 && imgs.every(i => i.complete && i.naturalWidth > 0))"
+                                   "([...document.querySelectorAll('#plots img')])")
             page.locator("#matrix a.sq").first.click()  # a sample of the task matrix: its attempt
             page.wait_for_url("**/e/small/a/*.html")
             assert page.locator("#outcome").is_visible()

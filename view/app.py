@@ -178,7 +178,8 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
             page = max(1, int(params.get("page") or 1))
         except ValueError:
             page = 1
-        filters = AttemptFilters.model_validate({**params, "desc": params.get("desc", "").lower() in ("1", "true"), "page": page})
+        descending = params.get("desc", "").lower() in ("1", "true")  # the headers' links write desc=True
+        filters = AttemptFilters.model_validate({**params, "desc": descending, "page": page})
         store = store_of(experiment_id)
         try:
             summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)

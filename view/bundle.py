@@ -190,8 +190,8 @@ class _Crawl:
         base = posixpath.dirname(here) or "."
         for target in self.failed:
             link = posixpath.relpath(target, base)
-            html = re.sub(rf'\b(?:href|src|action)="{re.escape(link)}"', f'data-not-bundled="{link}" title="{NOT_BUNDLED}"',
-                          html)
+            html = re.sub(rf'\b(?:href|src|action)="{re.escape(link)}(?:\?[^"]*)?"',
+                          f'data-not-bundled="{link}" title="{NOT_BUNDLED}"', html)
         return html
 
     def finish_page(self, html: str, here: str) -> str:
