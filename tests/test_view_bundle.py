@@ -204,3 +204,17 @@ def test_the_bundle_browses_from_disk_without_leaving_its_folder(real_runs, tmp_
     outside = [u for u in requests if not u.startswith(root)]
     assert not outside, outside
     assert any(u.endswith(".png") for u in requests) and any(u.endswith("/rows.js") for u in requests)
+
+
+def test_a_link_to_a_page_the_viewer_refuses_is_kept_without_its_href(runs, tmp_path):
+    store = Store(runs / "exp" / "results.sqlite")
+    store.save_attempt("exp", Attempt(id="fork1", task_id="starter/uml_class/t0", agent="base_modeling",
+                                      model="mockllm/control", status=AttemptStatus.PASSED, is_control=True,
+                                      parent_attempt_id="gone"), META)  # its parent is no longer in the store
+    store.close()
+    out = tmp_path / "site"
+    result = write_bundle(runs, out, ["exp"])
+    assert result.unreachable.get("/e/exp/a/gone") == 404 and not (out / "e/exp/a/gone.html").exists()
+    table = (out / "e/exp/index.html").read_text(encoding="utf-8")
+    assert 'data-not-bundled="a/gone.html"' in table and 'href="a/gone.html"' not in table
+    assert (out / "e/exp/a/fork1.html").is_file()
