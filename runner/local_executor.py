@@ -86,6 +86,7 @@ class LocalExecutor:
             while queue or running or persisting:
                 while queue and len(running) < concurrency and len(persisting) <= waiting and state.may_start():
                     start(self._run_unit(queue.pop(), state), running)
+                state.bar.running = len(running) + len(persisting)
                 if not running and not persisting:
                     break
                 await wake.wait()
