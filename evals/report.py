@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,7 +154,9 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
                         ax.text(j, i, f"{v:.2f}" + (f"\n({n_err} errored)" if n_err else ""), ha="center",
                                 va="center", color="white" if dark else "black", fontsize=8 if n_err else None)
             name = display_name(metric).split(" (")[0] if metric_scale(metric).name != "0-1" else display_name(metric)
-            ax.set_title(f"{name} ({kind}) per agent and model", fontsize=10)
+            # wrapped to the figure's width (about 11 characters an inch at 10 pt): a title is never cut
+            ax.set_title(textwrap.fill(f"{name} ({kind}) per agent and model", width=max(18, int(fig.get_figwidth() * 11))),
+                         fontsize=10)
             ax.set_xlabel("model")
             ax.set_ylabel("agent")
             fig.colorbar(im, ax=ax, label=f"{name} ({scale.name})")

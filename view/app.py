@@ -17,8 +17,12 @@ Pages:
 - ``/e/{experiment}/compare?a=ID&b=ID``: two attempts of one task, round beside round, and a diff of their
   final models;
 - ``/e/{experiment}/report``: the comparison page: leaderboards per task kind (every number a link to its
-  attempts, CIs as bars, the best marked), the report's plots (``/e/{experiment}/plots/{file}``), the paired
-  tests and a task x agent / model matrix of every sample.
+  attempts, CIs as bars, the best marked), then what each level buys (the paired tests, significant ones after
+  correction marked with *), the report's plots (``/e/{experiment}/plots/{file}``) and a task x agent / model
+  matrix of every sample;
+- ``/compare?e=A&e=B[&e=C]``: ``sysmo compare``'s paired analysis of two or more experiments (picked on ``/``);
+- ``/e/{experiment}/live.json``: a running experiment's status and store state; its pages ask it every 2 s and
+  load their content again when it changed (new attempts, a status), until the run is over.
 
 Only requests naming the viewer by a loopback name (``127.0.0.1``, ``localhost``, ``[::1]``, with the served port)
 or by a host passed with ``--allow-host`` are answered (400 otherwise): a web page elsewhere cannot reach the
@@ -116,6 +120,14 @@ class StoreCache:
         return value
 
 
+def live_stamp(directory: Path) -> str:
+    """The state of an experiment's stores as text: results.sqlite and its write-ahead log (``StoreCache.stamp``),
+    and checkpoints.sqlite's log, which grows with every step of an attempt still running."""
+    checkpoints = directory / "checkpoints.sqlite-wal"
+    stat = checkpoints.stat() if checkpoints.exists() else None
+    return repr((StoreCache.stamp(directory), (stat.st_size, stat.st_mtime_ns) if stat else None))
+
+
 def _templates() -> Environment:
     env = Environment(loader=PackageLoader("sysmo.view", "templates"), autoescape=select_autoescape(["html"]))
     env.filters["money"] = lambda v: f"${v:.4f}"
@@ -137,6 +149,10 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
                             status_code=status)
 
     def render(name: str, **context) -> HTMLResponse:
+        experiment = context.get("experiment")
+        if experiment is not None and experiment.status == "running":  # the page follows the run (app.js)
+            context.setdefault("live", {"url": f"/e/{experiment.id}/live.json",
+                                        "stamp": live_stamp(runs_dir / experiment.id)})
         return HTMLResponse(templates.get_template(name).render(runs_dir=str(runs_dir), **context))
 
     def store_of(experiment_id: str):
@@ -165,6 +181,19 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
 
     async def progress_json(request: Request) -> Response:
         return JSONResponse(gather.progress(runs_dir))
+
+    async def live_json(request: Request) -> Response:
+        """A running experiment's status and the state of its store: a page that shows it reloads its content when
+        the stamp changes (new attempts stored, a status changed) and stops asking once the run is over."""
+        experiment_id = request.path_params["experiment"]
+        store = store_of(experiment_id)
+        try:
+            status = store.experiment(experiment_id).get("status") or ""
+            attempts = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=?", (experiment_id,))[0]["n"]
+        finally:
+            store.close()
+        return JSONResponse({"status": status, "attempts": attempts, "stamp": live_stamp(store.path.parent)},
+                            headers={"cache-control": "no-store"})
 
     async def favicon(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
@@ -241,6 +270,30 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         return render("compare.html", experiment_id=experiment_id, pair=[a, b], rounds=gather.aligned_rounds(a, b),
                       final_diff=gather.final_diff(a, b))
 
+    async def cross_compare_page(request: Request) -> Response:
+        """``/compare?e=A&e=B[&e=C][&factor=F][&correction=holm|bh]``: ``sysmo compare``'s analysis as a page."""
+        from sysmo.errors import AnalysisError
+        from sysmo.evals.paired import CORRECTION_NAMES
+        from sysmo.view.cross import cross_comparison
+
+        chosen = list(dict.fromkeys(request.query_params.getlist("e")))
+        if len(chosen) < 2:
+            raise HTTPException(400, "compare needs two or more experiments: pick them on the experiments page "
+                                     "(/compare?e=A&e=B)")
+        correction = request.query_params.get("correction") or "holm"
+        if correction not in CORRECTION_NAMES:
+            raise HTTPException(400, f"correction must be holm or bh, not {correction!r}")
+        found = gather.experiment_dirs(runs_dir)
+        missing = [e for e in chosen if e not in found]
+        if missing:
+            raise HTTPException(404, f"no experiment {', '.join(missing)} in {runs_dir}")
+        factors = [f for f in request.query_params.getlist("factor") if f]
+        try:
+            result = cross_comparison([found[e] for e in chosen], factors, correction)
+        except AnalysisError as exc:
+            raise HTTPException(400, str(exc)) from exc
+        return render("cross_compare.html", c=result)
+
     async def report_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
         store = store_of(experiment_id)
@@ -265,7 +318,9 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         routes=[
             Route("/", experiments_page),
             Route("/progress.json", progress_json),
+            Route("/e/{experiment}/live.json", live_json),
             Route("/favicon.ico", favicon),
+            Route("/compare", cross_compare_page),
             Route("/e/{experiment}", attempts_page),
             Route("/e/{experiment}/attempts.csv", attempts_csv),
             Route("/e/{experiment}/plots/{name}", plot_file),

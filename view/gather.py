@@ -720,8 +720,15 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
         k = col.split("@", 1)[1].split(" ")[0] if "@" in col else "1"
         return k != "1" or "." in col.split(" (")[0] or col.startswith("best-of-n")
 
-    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c))
-                                           for c in columns], rows=rows)
+    def on_phone(col: str) -> bool:  # agent, model, pass@1 after repair and the kind's headline score
+        from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
+
+        headline = DEFAULT_SELECTION_METRIC.get(kind, "").split(".")[0]
+        return col in ("agent", "model") or col.startswith("pass@1 after repair") or (
+            bool(headline) and col.split(" (")[0].split(" [")[0] == headline)
+
+    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c),
+                                                       phone=on_phone(c)) for c in columns], rows=rows)
 
 
 PLOT_CAPTIONS = {
@@ -755,21 +762,49 @@ def plots_of(experiment_dir: Path) -> list[Plot]:
     return [Plot(name=p.name, caption=plot_caption(p.stem)) for p in files]
 
 
-def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str]:
-    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family."""
+SIGNIFICANCE = 0.05  # an adjusted p below it marks a paired comparison significant after correction
+
+
+def _significant_columns(columns: list[str], row: Any) -> set[int]:
+    """The cells of one paired row whose test is significant after correction: each test's Δ column and its p
+    column (matched by their names in ``evals.paired.display_tables``)."""
+    tests = (("Δpass after repair", "p McNemar pass after repair", row.p_mcnemar_adjusted),
+             ("Δfirst answer parses", "p McNemar first answer parses", row.p_mcnemar_first_answer_parses_adjusted),
+             ("Δfirst answer passes", "p McNemar first answer passes", row.p_mcnemar_first_answer_passes_adjusted),
+             ("Δscore", "p Wilcoxon score", row.p_wilcoxon_adjusted))
+    marked: set[int] = set()
+    for delta, p_name, adjusted in tests:
+        if adjusted is not None and adjusted < SIGNIFICANCE:
+            marked |= {j for j, c in enumerate(columns) if c.startswith(delta) or c.startswith(p_name)}
+    return marked
+
+
+def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str, str]:
+    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family,
+    each cell of a test significant after correction marked; the tables' note and what the mark means."""
     from sysmo.evals.paired import display_tables, paired_rows
     from sysmo.evals.report import LEVELS_NOTE, experiment_levels
     from sysmo.evals.paired import CORRECTION_NAMES
     from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
 
+    correction = CORRECTION_NAMES["holm"]
     if frame.empty:
-        return [], ""
+        return [], "", ""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
                        listed=experiment_levels(config))
-    tables = [PairedTable(family=family, columns=[str(c) for c in table.columns],
-                          rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)])
-              for family, table in display_tables(rows).items()]
-    return tables, LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
+    by_family: dict[str, list[Any]] = {}
+    for row in rows:
+        by_family.setdefault(row.family, []).append(row)
+    tables = []
+    for family, table in display_tables(rows).items():
+        columns = [str(c) for c in table.columns]
+        significant = [[j in marked for j in range(len(columns))]
+                       for marked in (_significant_columns(columns, r) for r in by_family[family])]
+        tables.append(PairedTable(family=family, columns=columns, significant=significant,
+                                  rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)]))
+    note = (f"* {correction}-adjusted p < {SIGNIFICANCE:g}: significant after correcting for every comparison of the "
+            "experiment; an unmarked difference may be chance, however small its raw p.")
+    return tables, LEVELS_NOTE.format(correction=correction).replace("`", ""), note
 
 
 def task_matrix(rows: list[AttemptRow]) -> TaskMatrix:
@@ -812,7 +847,7 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
     for (attempt_id, stage), why in skipped.items():
         if attempt_id in kinds:
             unscored.setdefault(str(kinds[attempt_id]), {}).setdefault(stage, why)
-    paired, paired_note = paired_tables(frame, config)
+    paired, paired_note, significance_note = paired_tables(frame, config)
     rows = attempt_rows(store, experiment_id) if rows is None else rows
     never = {stage for stages in unscored.values() for stage in stages} - {stage for _, stage in scored}
     # a plot of a stage no attempt was scored on would draw zeros: left out (the notes say why)
@@ -822,7 +857,8 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
                       metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
                       notes=report_notes(store, experiment_id, {"scoring_provenance": scoring_provenance(store, experiment_id)}), plots=plots,
                       plots_missing="" if plots else f"No plots yet: `sysmo report {store.path.parent}` writes them.",
-                      paired=paired, paired_note=paired_note, matrix=task_matrix(rows))
+                      paired=paired, paired_note=paired_note, significance_note=significance_note,
+                      matrix=task_matrix(rows))
 
 
 # ---------------------------------------------------------------------------------------------- compare and progress
