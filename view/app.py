@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from markupsafe import Markup, escape
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -135,6 +136,8 @@ def _templates() -> Environment:
     env.globals["urlencode"] = lambda d: urlencode({k: v for k, v in d.items() if v not in ("", None, False)})
     env.filters["score"] = lambda v: "—" if v is None else f"{v:.3f}"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
+    # a cell's words each kept whole (a number such as 8.84e-05 is not broken at its hyphen); lines break between them
+    env.filters["words"] = lambda v: Markup(" ".join(f'<span class="w">{escape(t)}</span>' for t in str(v).split(" ")))
     return env
 
 
