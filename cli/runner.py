@@ -323,6 +323,9 @@ def register(app: typer.Typer) -> None:
                 err_console.print(f"writing the report: tables, plots and paired statistics into "
                                   f"{summary.directory / 'report'} ...", highlight=False)
                 paths = write_report(summary.directory)
+                from sysmo.view.report_cache import save_report_view
+
+                save_report_view(summary.directory)  # `sysmo view`'s report page, ready at its first request
         if summary.unsupported:
             with (directory / "run.log").open("a", encoding="utf-8") as log_file:
                 log_file.writelines(f"skipped: {line}\n" for line in skipped_reasons(summary.unsupported))
@@ -549,6 +552,9 @@ def register(app: typer.Typer) -> None:
                           f"{directory / 'report'} ...", highlight=False)
         with library_warnings_into(directory / "run.log") as warned:  # matplotlib's warnings: the log, not here
             paths = write_report(directory)
+            from sysmo.view.report_cache import save_report_view
+
+            paths["viewer"] = save_report_view(directory)  # `sysmo view`'s report page, ready at its first request
         for line in headline_lines(directory):
             console.print(line, highlight=False)
         for name, path in paths.items():

@@ -51,6 +51,7 @@ from sysmo.errors import StorageError, SysmoError, storage_problem
 from sysmo.log import get_logger
 from sysmo.view import gather
 from sysmo.view.models import FILTER_FIELDS, SORT_FIELDS, AttemptFilters
+from sysmo.view.report_cache import cached_report_view, store_stamp
 
 STATIC_DIR = Path(__file__).parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -101,13 +102,7 @@ class StoreCache:
 
     @staticmethod
     def stamp(directory: Path) -> tuple[Any, ...]:
-        out = []
-        for name in (gather.STORE_FILE, gather.STORE_FILE + "-wal"):
-            path = directory / name
-            stat = path.stat() if path.exists() else None
-            # an empty log is what any reader's open makes (a fresh mtime each time): it holds no change
-            out.append((stat.st_size, stat.st_mtime_ns) if stat and stat.st_size else None)
-        return tuple(out)
+        return store_stamp(directory)
 
     def get(self, directory: Path, name: str, compute: Any) -> Any:
         key, stamp = (str(directory), name), self.stamp(directory)
@@ -302,7 +297,7 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         store = store_of(experiment_id)
         try:
             summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)
-            report = cache.get(store.path.parent, "report", lambda: gather.report_view(store, experiment_id, rows))
+            report = cache.get(store.path.parent, "report", lambda: cached_report_view(store, experiment_id, rows))
         finally:
             store.close()
         return render("report.html", experiment=summary, report=report)
