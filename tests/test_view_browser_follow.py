@@ -190,6 +190,30 @@ def test_a_running_experiments_attempts_page_follows_the_run(page, server, runs)
             conn.execute("DELETE FROM attempts WHERE id NOT IN ('live00attempt', 'live01attempt')")
 
 
+def test_a_running_attempts_page_shows_its_rounds_as_they_finish(page, server, runs):
+    from sysmo.contracts.attempt import Round
+    from sysmo.graphs import live
+
+    attempt = live.LiveAttempt(id=f"run{page.size}attempt", task_id="starter/uml_class/library_loans",
+                               agent="base_modeling", model="mockllm/control")
+    with live.publishing(runs / "live", attempt):
+        live.round_finished([Round(index=0, extraction_error="no ```plantuml block in the reply")])
+    try:
+        page.goto(server + "/e/live", timeout=90_000)
+        assert page.locator("#running-now").filter(has_text=attempt.id).count() == 1
+        page.locator(f'#running-now a[href$="{attempt.id}"]').click()
+        page.wait_for_url(f"**/a/{attempt.id}")
+        assert page.locator("#live-status").inner_text() == "running"
+        assert page.locator("section.live-round").count() == 1
+        with live.publishing(runs / "live", attempt):  # the repair round finishes while the page is open
+            live.round_finished([Round(index=0), Round(index=1, kind="repair")])
+        page.wait_for_selector("#round-1", timeout=20_000)
+        assert page.locator("#live-rounds").inner_text() == "2 round(s) finished"
+        assert _sideways(page) == 0
+    finally:
+        live.stored(runs / "live", attempt.id)
+
+
 def test_two_experiments_compared_on_one_page(page, server):
     page.goto(server + "/", timeout=90_000)
     form = page.locator("#cross-compare")

@@ -117,11 +117,17 @@ class StoreCache:
 
 
 def live_stamp(directory: Path) -> str:
-    """The state of an experiment's stores as text: results.sqlite and its write-ahead log (``StoreCache.stamp``),
-    and checkpoints.sqlite's log, which grows with every step of an attempt still running."""
-    checkpoints = directory / "checkpoints.sqlite-wal"
-    stat = checkpoints.stat() if checkpoints.exists() else None
-    return repr((StoreCache.stamp(directory), (stat.st_size, stat.st_mtime_ns) if stat else None))
+    """The state of an experiment's store as text: results.sqlite and its write-ahead log (``StoreCache.stamp``),
+    and the files of the attempts running now (``graphs.live``: written as each round finishes)."""
+    from sysmo.graphs.live import LIVE_DIR
+
+    running = []
+    for path in sorted((directory / LIVE_DIR).glob("*.json")):
+        try:
+            running.append((path.name, path.stat().st_mtime_ns))
+        except OSError:  # stored and removed between the listing and the look
+            continue
+    return repr((StoreCache.stamp(directory), running))
 
 
 def _templates() -> Environment:
@@ -216,6 +222,7 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         summary, rows, filters, shown = _filtered(request, experiment_id)
         page_rows, pages = gather.page_of(shown, filters.page)
         return render("attempts.html", experiment=summary, rows=page_rows, matched=len(shown), total=len(rows),
+                      running=running_now(experiment_id, rows) if summary.status == "running" else [],
                       page=min(filters.page, pages), pages=pages, stages=gather.stage_columns(rows),
                       groups=gather.group_summaries(rows), filters=filters, values=gather.filter_values(rows),
                       filter_fields=FILTER_FIELDS, sort_fields=SORT_FIELDS)
@@ -248,8 +255,38 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
 
     async def attempt_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
-        view = _attempt(experiment_id, request.path_params["attempt"])
+        attempt_id = request.path_params["attempt"]
+        running = live_attempt(experiment_id, attempt_id)
+        if running is not None:  # not stored yet: its rounds so far, and the page follows it (app.js)
+            return running
+        view = _attempt(experiment_id, attempt_id)
         return render("attempt.html", experiment_id=experiment_id, a=view)
+
+    def running_now(experiment_id: str, rows: list) -> list:
+        from sysmo.graphs.live import running_attempts
+
+        return running_attempts(runs_dir / experiment_id, {r.id for r in rows})
+
+    def live_attempt(experiment_id: str, attempt_id: str) -> Response | None:
+        """The page of an attempt still running (``graphs.live``'s file of its rounds), or None."""
+        from sysmo.graphs.live import live_path, LiveAttempt
+
+        directory = gather.experiment_dirs(runs_dir).get(experiment_id)
+        path = live_path(directory, attempt_id) if directory is not None and attempt_id.isalnum() else None
+        if path is None or not path.is_file():
+            return None
+        store = store_of(experiment_id)
+        try:
+            if store.query("SELECT 1 FROM attempts WHERE id=?", (attempt_id,)):
+                return None  # stored meanwhile: the full page
+            summary = summary_of(store, experiment_id)
+        finally:
+            store.close()
+        try:
+            attempt = LiveAttempt.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return render("live_attempt.html", experiment=summary, r=attempt)
 
     async def attempt_json(request: Request) -> Response:
         view = _attempt(request.path_params["experiment"], request.path_params["attempt"])

@@ -114,7 +114,7 @@ def _isolation(store: Store, experiment_id: str, environment: dict[str, Any]) ->
     value = environment.get("isolation") or environment.get("sandbox")
     if value:
         return value if isinstance(value, str) else json.dumps(value)
-    return "not recorded"
+    return "no tool check stored yet" if not rows else "not recorded"
 
 
 def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] | None = None) -> ExperimentSummary:
@@ -133,7 +133,8 @@ def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] 
         failed=sum(r.status == "failed" for r in rows), errors=sum(r.status == "error" for r in rows),
         error_kinds=kinds, cost_usd=sum(r.cost_usd for r in rows), unpriced_models=store.unpriced_models(experiment_id),
         tokens=sum(r.tokens for r in rows),
-        agents=sorted({r.agent for r in rows}), models=models,
+        # before any attempt is stored (a run just started) the run's settings name them
+        agents=sorted({r.agent for r in rows}) or [str(a) for a in record["config"].get("agents") or []], models=models,
         isolation=_isolation(store, experiment_id, record.get("environment") or {}),
         settings=settings_lines(experiment_settings(store, experiment_id)),
         planned=(record.get("environment") or {}).get("planned_attempts"),
