@@ -28,7 +28,7 @@ def cross_comparison(directories: Sequence[Path], factors: Sequence[str] = (),
     ``evals.paired.display_tables`` (every column, as compare.md) with the cells of significant tests marked."""
     from sysmo.evals.compare import NO_PAIRS, compare
     from sysmo.evals.paired import CORRECTION_NAMES, display_tables
-    from sysmo.view.gather import SIGNIFICANCE, _significant_columns
+    from sysmo.evals.significance import significance_note, significant_columns
 
     result = compare(list(directories), list(factors), correction)  # type: ignore[arg-type]
     by_family: dict[str, list[Any]] = {}
@@ -40,10 +40,9 @@ def cross_comparison(directories: Sequence[Path], factors: Sequence[str] = (),
         tables.append(PairedTable(
             family=family, columns=columns,
             rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)],
-            significant=[[j in _significant_columns(columns, r) for j in range(len(columns))] for r in by_family[family]]))
+            significant=[[j in significant_columns(columns, r) for j in range(len(columns))] for r in by_family[family]]))
     name = CORRECTION_NAMES[correction]  # type: ignore[index]
     return CrossComparison(
         experiments=result.experiments, factors=result.factors, shared_tasks=result.shared_tasks, correction=name,
         tables=tables, method=result.rows[0].method if result.rows else "", no_pairs="" if result.rows else NO_PAIRS,
-        significance_note=f"{name}-adjusted p < {SIGNIFICANCE:g}: significant after correcting for every comparison "
-                          "shown; an unmarked difference may be chance, however small its raw p.")
+        significance_note=significance_note(name)[2:])

@@ -763,29 +763,13 @@ def plots_of(experiment_dir: Path) -> list[Plot]:
     return [Plot(name=p.name, caption=plot_caption(p.stem)) for p in files]
 
 
-SIGNIFICANCE = 0.05  # an adjusted p below it marks a paired comparison significant after correction
-
-
-def _significant_columns(columns: list[str], row: Any) -> set[int]:
-    """The cells of one paired row whose test is significant after correction: each test's Δ column and its p
-    column (matched by their names in ``evals.paired.display_tables``)."""
-    tests = (("Δpass after repair", "p McNemar pass after repair", row.p_mcnemar_adjusted),
-             ("Δfirst answer parses", "p McNemar first answer parses", row.p_mcnemar_first_answer_parses_adjusted),
-             ("Δfirst answer passes", "p McNemar first answer passes", row.p_mcnemar_first_answer_passes_adjusted),
-             ("Δscore", "p Wilcoxon score", row.p_wilcoxon_adjusted))
-    marked: set[int] = set()
-    for delta, p_name, adjusted in tests:
-        if adjusted is not None and adjusted < SIGNIFICANCE:
-            marked |= {j for j, c in enumerate(columns) if c.startswith(delta) or c.startswith(p_name)}
-    return marked
-
-
 def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable], str, str]:
     """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family,
     each cell of a test significant after correction marked; the tables' note and what the mark means."""
     from sysmo.evals.paired import display_tables, paired_rows
     from sysmo.evals.report import LEVELS_NOTE, experiment_levels
     from sysmo.evals.paired import CORRECTION_NAMES
+    from sysmo.evals.significance import significance_note, significant_columns
     from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
 
     correction = CORRECTION_NAMES["holm"]
@@ -800,11 +784,10 @@ def paired_tables(frame: Any, config: dict[str, Any]) -> tuple[list[PairedTable]
     for family, table in display_tables(rows).items():
         columns = [str(c) for c in table.columns]
         significant = [[j in marked for j in range(len(columns))]
-                       for marked in (_significant_columns(columns, r) for r in by_family[family])]
+                       for marked in (significant_columns(columns, r) for r in by_family[family])]
         tables.append(PairedTable(family=family, columns=columns, significant=significant,
                                   rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)]))
-    note = (f"* {correction}-adjusted p < {SIGNIFICANCE:g}: significant after correcting for every comparison of the "
-            "experiment; an unmarked difference may be chance, however small its raw p.")
+    note = significance_note(correction)
     return tables, LEVELS_NOTE.format(correction=correction).replace("`", ""), note
 
 
