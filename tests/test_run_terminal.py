@@ -54,6 +54,7 @@ def test_the_main_job_runs_twice_in_one_folder_and_every_line_fits_80_columns(tm
     for run in (first, second):
         _within_80(run.stdout + run.stderr)
         assert "[warning" not in run.stderr  # events and library warnings are in the run's log
+    assert "writing the report: tables, plots and paired statistics into" in " ".join(second.stderr.split())
     progress = [line for line in second.stderr.splitlines() if line.startswith("2/2 ")]
     assert progress and "2/2 (100%) ✓2 ✗0 !0, " in progress[-1] and "ETA" in progress[-1]
     assert progress[-1].endswith("$0.0000")
@@ -198,3 +199,38 @@ def test_trace_failed_says_no_failed_attempts(tmp_path: Path) -> None:
     run = _sysmo("trace", "exp", "--failed", "-o", str(tmp_path))
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "no failed attempts in exp (3 attempts, all passed)"
+
+
+def test_run_help_groups_its_options_in_panels_within_80_columns() -> None:
+    run = _sysmo("run", "--help")
+    assert run.returncode == 0, run.stderr
+    _within_80(run.stdout)
+    panels = re.findall(r"╭─ (\w+) ─", run.stdout)
+    assert {"Models", "Tasks", "Arms", "Limits", "Output"} <= set(panels), panels
+    models = run.stdout.split("╭─ Models ─", 1)[1].split("╰", 1)[0]
+    assert "--model" in models and "--api-base" in models and "--judge" in models
+    limits = run.stdout.split("╭─ Limits ─", 1)[1].split("╰", 1)[0]
+    assert "--max-cost" in limits and "--concurrency" in limits
+
+
+def test_o_is_the_runs_directory_in_every_command() -> None:
+    """Every option spelled -o, in every command and subcommand, is `--output-dir`: where experiments live."""
+    import click
+    import typer
+
+    from sysmo.cli import _wire, app
+
+    _wire()
+
+    def commands(command: click.Command, path: str):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from commands(sub, f"{path} {name}")
+
+    found = []
+    for path, command in commands(typer.main.get_command(app), "sysmo"):
+        for param in command.params:
+            if "-o" in getattr(param, "opts", []):
+                found.append(path)
+                assert "--output-dir" in param.opts, (path, param.opts)
+    assert {"sysmo run", "sysmo trace", "sysmo report", "sysmo compare"} <= set(found), found
