@@ -89,17 +89,19 @@ def print_records(console: Console, title: str, columns: Sequence[str], rows: Se
         console.print(table)
         return
     console.print(f"[bold]{escape(title)}[/]" if console.is_terminal else title)
-    for r in rows:
+    for i, r in enumerate(rows):
+        if i:
+            console.print()  # a blank line between two blocks: no field can be read as the next record's
         console.print(Text(str(r.get(key, "")), style="bold"), soft_wrap=True)  # the key whole, even if longer
         short, long = [], []
         for c in columns:
             value = str(r.get(c, ""))
             if c != key and value:
                 (long if c not in wrap and len(value) > console.width // 2 else short).append(f"{c}: {value}")
+        for field in long:  # a long path or id on its own line under the key, unbroken (copy keeps it whole)
+            console.print(Text("  " + field), soft_wrap=True)
         for line in _fill(short, max(20, console.width - 1)):
             console.print(Text(line), soft_wrap=True)
-        for field in long:  # a long path or id on its own line, unbroken (the terminal folds it, copy keeps it)
-            console.print(Text("  " + field), soft_wrap=True)
 
 
 def _fill(fields: list[str], width: int) -> list[str]:

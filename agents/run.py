@@ -19,6 +19,7 @@ from sysmo.errors import NotCoveredError, SysmoError
 from sysmo.contracts.attempt import Attempt, AttemptStatus, Round
 from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, StepRouter
 from sysmo.graphs.context import AgentContext, attempt_clock
+from sysmo.graphs.live import round_finished
 from sysmo.graphs.loop import initial_state
 from sysmo.llm.roles import is_control_model, model_kind
 from sysmo.log import get_logger
@@ -114,6 +115,8 @@ async def drive(graph: Any, state: dict[str, Any] | None, config: dict[str, Any]
                     continue
                 reduce = getattr(channels[key], "operator", None)  # BinaryOperatorAggregate: rounds
                 final[key] = reduce(final[key], value) if reduce is not None and key in final else value
+            if isinstance(update, dict) and "rounds" in update:
+                round_finished(final.get("rounds") or [])  # for `sysmo view`, when the runner publishes
     return final
 
 

@@ -63,7 +63,7 @@ COMMAND_MODULES: dict[str, str] = {
     "tools": "sysmo.cli.tools", "tasks": "sysmo.cli.benchmarks",
     "attempt": "sysmo.cli.agents", "agents": "sysmo.cli.agents",
     "run": "sysmo.cli.runner", "trace": "sysmo.cli.runner", "replay": "sysmo.cli.runner",
-    "fork": "sysmo.cli.runner", "report": "sysmo.cli.runner",
+    "fork": "sysmo.cli.runner", "report": "sysmo.cli.runner", "list": "sysmo.cli.runner",
     "compare": "sysmo.cli.reproduce", "check-transitions": "sysmo.cli.reproduce",
     "reproduce": "sysmo.cli.reproduce",
     "check": "sysmo.cli.tools",

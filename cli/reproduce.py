@@ -251,7 +251,7 @@ def sysmobench(
     ),
     systems: list[str] = typer.Option([], "--system", "-s", help="Only these systems (repeatable), e.g. locksvc."),
     options: list[str] = typer.Option(
-        [], "--option", "-o", help="Cascade option KEY=VALUE (repeatable), e.g. runtime.runs=5."
+        [], "--option", help="Cascade option KEY=VALUE (repeatable), e.g. runtime.runs=5."
     ),
     output_format: str = typer.Option("table", "--format", "-f", help="table | csv | json"),
     csv_out: Optional[Path] = typer.Option(None, "--csv-out", help="Also write the rows as CSV to this file."),
@@ -614,9 +614,10 @@ def compare_command(
     factor: list[str] = typer.Option([], "--factor", "-f", help=(
         "Factor(s) to compare: agent, model, feedback, strategy, temperature, max_rounds, seed (default: the one "
         "setting the experiments differ in; seed only when named).")),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help=(
+    out: Optional[Path] = typer.Option(None, "--out", help=(
         "Folder for paired.csv and compare.md (default: <experiments dir>/compare/<A>_vs_<B>...).")),
-    experiments_dir: Path = typer.Option(Path("runs"), "--experiments-dir", help="Where the experiments live."),
+    experiments_dir: Path = typer.Option(Path("runs"), "--output-dir", "-o", "--experiments-dir", help=(
+        "Where the experiments live (the runs directory, as -o of every command).")),
     correction: str = typer.Option("holm", "--correction", help="holm (default) or bh (Benjamini-Hochberg)."),
     baseline: list[str] = typer.Option([], "--baseline", metavar="FACTOR=LEVEL", help=(
         "Compare every level of FACTOR with LEVEL (repeatable, one per factor), e.g. feedback=bare; default: "

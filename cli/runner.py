@@ -177,71 +177,71 @@ def register(app: typer.Typer) -> None:
         "--api-base http://127.0.0.1:8000/v1. Published data: --data-dir DIR --benchmark sysmbench."))
     def run(
         config_file: Optional[Path] = typer.Argument(None, help="Experiment YAML (fields of ExperimentConfig)."),
-        agent: list[str] = typer.Option([], "--agent", "-a", help="Agent(s); default all five."),
-        model: list[str] = typer.Option([], "--model", "-m", help=(
+        agent: list[str] = typer.Option([], "--agent", "-a", rich_help_panel="Arms", help="Agent(s); default all five."),
+        model: list[str] = typer.Option([], "--model", "-m", rich_help_panel="Models", help=(
             "Generator model(s): litellm name, a LangChain chat model (langchain:openai/<model>, "
             "langchain:<module>:<factory>), mockllm/<script>, reference, or replay/<source>:<model> "
             "(published outputs, e.g. replay/designbench:qwen3).")),
-        api_base: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint for the --model(s)."),
-        helper: Optional[str] = typer.Option(None, help="Helper-role model (mappings, invariant concretisation)."),
-        judge: Optional[str] = typer.Option(None, help="Judge-role model (SysMEval, architecture rubric)."),
-        benchmark: list[str] = typer.Option([], "--benchmark", "-b", help="Task families: starter, sysmobench, sysmbench, ..."),
-        kind: list[str] = typer.Option([], "--kind", help="tla, sysml, uml_class, architecture."),
-        domain: list[str] = typer.Option([], "--domain", help="Domain (case-insensitive; globs allowed)."),
-        difficulty: list[str] = typer.Option([], "--difficulty", help="Difficulty level or range, e.g. 1 or 1-2."),
-        grammar: list[str] = typer.Option([], "--grammar", help="Key grammar label (SysMBench; globs allowed)."),
-        ids: list[str] = typer.Option([], "--ids", help="Task id globs, e.g. 'sysmbench/1*'."),
-        exclude: list[str] = typer.Option([], "--exclude", help="Task id globs to leave out."),
-        ablation: list[str] = typer.Option([], "--ablation", help="R2ABench input: full (default), no-arch, min, srs, all."),
-        similarity: Optional[str] = typer.Option(None, "--similarity", help="Architecture node alignment: exact, token, "
+        api_base: Optional[str] = typer.Option(None, rich_help_panel="Models", help="OpenAI-compatible endpoint for the --model(s)."),
+        helper: Optional[str] = typer.Option(None, rich_help_panel="Models", help="Helper-role model (mappings, invariant concretisation)."),
+        judge: Optional[str] = typer.Option(None, rich_help_panel="Models", help="Judge-role model (SysMEval, architecture rubric)."),
+        benchmark: list[str] = typer.Option([], "--benchmark", "-b", rich_help_panel="Tasks", help="Task families: starter, sysmobench, sysmbench, ..."),
+        kind: list[str] = typer.Option([], "--kind", rich_help_panel="Tasks", help="tla, sysml, uml_class, architecture."),
+        domain: list[str] = typer.Option([], "--domain", rich_help_panel="Tasks", help="Domain (case-insensitive; globs allowed)."),
+        difficulty: list[str] = typer.Option([], "--difficulty", rich_help_panel="Tasks", help="Difficulty level or range, e.g. 1 or 1-2."),
+        grammar: list[str] = typer.Option([], "--grammar", rich_help_panel="Tasks", help="Key grammar label (SysMBench; globs allowed)."),
+        ids: list[str] = typer.Option([], "--ids", rich_help_panel="Tasks", help="Task id globs, e.g. 'sysmbench/1*'."),
+        exclude: list[str] = typer.Option([], "--exclude", rich_help_panel="Tasks", help="Task id globs to leave out."),
+        ablation: list[str] = typer.Option([], "--ablation", rich_help_panel="Tasks", help="R2ABench input: full (default), no-arch, min, srs, all."),
+        similarity: Optional[str] = typer.Option(None, "--similarity", rich_help_panel="Output", help="Architecture node alignment: exact, token, "
                                                  "embedding (MiniLM) or judge; default judge if --judge, else MiniLM (token "
                                                  "when its weights are not installed, said in the report)."),
-        sample_tasks: Optional[int] = typer.Option(None, "--sample-tasks", help="Run a seeded sample of N tasks."),
-        data_dir: Optional[Path] = typer.Option(None, help="Benchmark data directory (or SYSMO_DATA_DIR)."),
+        sample_tasks: Optional[int] = typer.Option(None, "--sample-tasks", rich_help_panel="Tasks", help="Run a seeded sample of N tasks."),
+        data_dir: Optional[Path] = typer.Option(None, rich_help_panel="Tasks", help="Benchmark data directory (or SYSMO_DATA_DIR)."),
         sources_dir: Optional[Path] = typer.Option(
-            None, "--sources-dir", help="Checkouts of the modelled systems' source, one folder per SysMoBench task "
+            None, "--sources-dir", rich_help_panel="Tasks", help="Checkouts of the modelled systems' source, one folder per SysMoBench task "
             "(or SYSMO_SOURCES_DIR); code-based agents need them."),
-        samples: Optional[int] = typer.Option(None, "--samples", "-n", help="Samples per (task, agent, model); default 5."),
-        max_rounds: list[str] = typer.Option([], "--max-rounds", metavar="VALUES", help=_arm_help("max_rounds")),
-        feedback: list[str] = typer.Option([], "--feedback", metavar="VALUES", help=_arm_help("feedback")),
-        strategy: list[str] = typer.Option([], "--strategy", metavar="VALUES", help=_arm_help("strategy")),
-        temperature: list[str] = typer.Option([], "--temperature", metavar="VALUES", help=_arm_help("temperature")),
-        arm: list[str] = typer.Option([], "--arm", metavar="NAME=VALUES", help="Any arm factor as NAME=V1,V2 (" + ", ".join(ARM_FACTORS)
+        samples: Optional[int] = typer.Option(None, "--samples", "-n", rich_help_panel="Arms", help="Samples per (task, agent, model); default 5."),
+        max_rounds: list[str] = typer.Option([], "--max-rounds", metavar="VALUES", rich_help_panel="Arms", help=_arm_help("max_rounds")),
+        feedback: list[str] = typer.Option([], "--feedback", metavar="VALUES", rich_help_panel="Arms", help=_arm_help("feedback")),
+        strategy: list[str] = typer.Option([], "--strategy", metavar="VALUES", rich_help_panel="Arms", help=_arm_help("strategy")),
+        temperature: list[str] = typer.Option([], "--temperature", metavar="VALUES", rich_help_panel="Arms", help=_arm_help("temperature")),
+        arm: list[str] = typer.Option([], "--arm", metavar="NAME=VALUES", rich_help_panel="Arms", help="Any arm factor as NAME=V1,V2 (" + ", ".join(ARM_FACTORS)
                                       + "); the flags above are its short forms (docs/ablations.md)."),
-        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Output token limit per model call."),
-        seed: Optional[int] = typer.Option(None, help="Seed of task sampling and of the per-sample seeds sent to "
+        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", rich_help_panel="Limits", help="Output token limit per model call."),
+        seed: Optional[int] = typer.Option(None, rich_help_panel="Arms", help="Seed of task sampling and of the per-sample seeds sent to "
                                            "the model (the same in every arm); default 0."),
         attempt_timeout: Optional[float] = typer.Option(
-            None, "--attempt-timeout", help="Wall-clock seconds one attempt may take (default 1800; 0: no limit); "
+            None, "--attempt-timeout", rich_help_panel="Limits", help="Wall-clock seconds one attempt may take (default 1800; 0: no limit); "
             "an attempt past it is an infrastructure error naming the step it stopped in."),
-        concurrency: Optional[int] = typer.Option(None, help="Attempts in flight; default 4."),
-        max_cost: Optional[float] = typer.Option(None, help="Stop scheduling once this many USD are spent."),
-        max_tokens_total: Optional[int] = typer.Option(None, "--max-total-tokens", help="Stop once this many tokens are used."),
-        exp_id: Optional[str] = typer.Option(None, "--id", help="Experiment id (default: derived)."),
-        output_dir: Path | None = typer.Option(None, "--output-dir", "-o", help="Where experiments live (default: the experiment file's output_dir, else runs/)."),
-        resume: Optional[str] = typer.Option(None, help="Resume experiment EXP: finished attempts are not recomputed."),
-        executor: Optional[str] = typer.Option(None, help="local (default) or ray."),
+        concurrency: Optional[int] = typer.Option(None, rich_help_panel="Limits", help="Attempts in flight; default 4."),
+        max_cost: Optional[float] = typer.Option(None, rich_help_panel="Limits", help="Stop scheduling once this many USD are spent."),
+        max_tokens_total: Optional[int] = typer.Option(None, "--max-total-tokens", rich_help_panel="Limits", help="Stop once this many tokens are used."),
+        exp_id: Optional[str] = typer.Option(None, "--id", rich_help_panel="Output", help="Experiment id (default: derived)."),
+        output_dir: Path | None = typer.Option(None, "--output-dir", "-o", rich_help_panel="Output", help="Where experiments live (default: the experiment file's output_dir, else runs/)."),
+        resume: Optional[str] = typer.Option(None, rich_help_panel="Output", help="Resume experiment EXP: finished attempts are not recomputed."),
+        executor: Optional[str] = typer.Option(None, rich_help_panel="Execution", help="local (default) or ray."),
         processes: Optional[str] = typer.Option(
-            None, "--processes", metavar="N|auto", help="Local executor: run attempts in N worker processes (auto: "
+            None, "--processes", metavar="N|auto", rich_help_panel="Execution", help="Local executor: run attempts in N worker processes (auto: "
             "one per core); default 1. More cores for fast attempts (control, replay); each process starts its "
             "own tool servers (docs/running.md)."),
-        address: Optional[str] = typer.Option(None, "--ray-address", "--address", help="With --executor ray: the "
+        address: Optional[str] = typer.Option(None, "--ray-address", "--address", rich_help_panel="Execution", help="With --executor ray: the "
                                               "cluster to run on (auto, or HEAD:PORT; docs/ray.md); default: a Ray "
                                               "instance of this machine."),
-        ray_workers: Optional[int] = typer.Option(None, help="Ray worker processes (default: one per node of "
+        ray_workers: Optional[int] = typer.Option(None, rich_help_panel="Execution", help="Ray worker processes (default: one per node of "
                                                   "the cluster)."),
         checkpoints: Optional[str] = typer.Option(
-            None, help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
+            None, rich_help_panel="Output", help="steps (default): LangGraph's checkpoint of every step of every attempt, to list and fork; "
             "none: attempt records only (fastest)."),
-        no_progress: bool = typer.Option(False, "--no-progress", help="No progress output (off a terminal, e.g. "
+        no_progress: bool = typer.Option(False, "--no-progress", rich_help_panel="Output", help="No progress output (off a terminal, e.g. "
                                          "a log file or CI, progress is a plain line every 5% or 30 s)."),
-        no_report: bool = typer.Option(False, "--no-report", help="Skip writing the report at the end."),
+        no_report: bool = typer.Option(False, "--no-report", rich_help_panel="Output", help="Skip writing the report at the end."),
         scoring_mode: Optional[str] = typer.Option(
-            None, "--scoring-mode", help="sysmo (default): corrected scoring whose numbers do not depend on the "
+            None, "--scoring-mode", rich_help_panel="Output", help="sysmo (default): corrected scoring whose numbers do not depend on the "
             "machine's load; harness: the reference harnesses' definitions, flaws included (docs/scoring-modes.md)."),
-        no_score: bool = typer.Option(False, "--no-score", help="Run and check every attempt with the tools, but "
+        no_score: bool = typer.Option(False, "--no-score", rich_help_panel="Output", help="Run and check every attempt with the tools, but "
                                       "do not score it (no cascade; `score: false` in a config file)."),
-        allow_unconfined: bool = typer.Option(False, "--allow-unconfined", help="Run the tools on model output "
+        allow_unconfined: bool = typer.Option(False, "--allow-unconfined", rich_help_panel="Execution", help="Run the tools on model output "
                                               "even where neither bubblewrap nor `unshare` can confine them."),
         otel_endpoint: Optional[str] = typer.Option(
             None, "--otel-endpoint", metavar="URL", help="Send each attempt, once stored, as an OpenTelemetry trace "
@@ -372,7 +372,12 @@ def register(app: typer.Typer) -> None:
             if not no_report:
                 from sysmo.evals.report import write_report
 
+                err_console.print(f"writing the report: tables, plots and paired statistics into "
+                                  f"{summary.directory / 'report'} ...", highlight=False)
                 paths = write_report(summary.directory)
+                from sysmo.view.report_cache import save_report_view
+
+                save_report_view(summary.directory)  # `sysmo view`'s report page, ready at its first request
         if summary.unsupported:
             with (directory / "run.log").open("a", encoding="utf-8") as log_file:
                 log_file.writelines(f"skipped: {line}\n" for line in skipped_reasons(summary.unsupported))
@@ -391,6 +396,10 @@ def register(app: typer.Typer) -> None:
         if warned:
             console.print(f"warnings: {len(warned)}, in {directory / 'run.log'}", soft_wrap=True)
         if not no_report:
+            from sysmo.evals.headlines import headline_lines
+
+            for line in headline_lines(summary.directory):
+                console.print(line, highlight=False)
             console.print(f"report: {paths.get('markdown')}", soft_wrap=True)
             console.print(f"html: {paths.get('html')}", soft_wrap=True)
         console.print(f"inspect an attempt: sysmo trace {summary.experiment_id} --failed -o {config.output_dir}")
@@ -444,6 +453,12 @@ def register(app: typer.Typer) -> None:
                                  (failed or all_attempts) else
                                  [{**dict(r), "error_kind": error_kind(r["status"], r["error"])} for r in rows],
                                  indent=2, default=str))
+                return
+            if failed and not rows:  # one line, not an empty table under the settings
+                total = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=?",
+                                    (directory.name,))[0]["n"]
+                console.print(f"no failed attempts in {directory.name} ({total} attempts, all passed)",
+                              highlight=False)
                 return
             console.print(settings_panel(settings, f"settings of {directory.name}"))
             varied = [name for name in ARM_FACTORS if len(settings[name]) > 1]
@@ -566,6 +581,29 @@ def register(app: typer.Typer) -> None:
             console.print(f"[yellow]note:[/] {note}", soft_wrap=True)
         console.print(f"inspect it: sysmo trace {result.attempt_id} -o {output_dir}")
 
+    @app.command(name="list", help="List the experiments of a runs directory, newest first: status, attempts "
+                                   "(stored of planned), pass rate (passed / finished attempts), money spent, date.")
+    def list_experiments(
+        runs_dir: Path = typer.Argument(DEFAULT_OUTPUT, help="A runs directory (default runs/)."),
+        as_json: bool = typer.Option(False, "--json", help="Machine-readable JSON."),
+    ) -> None:
+        from sysmo.runner.listing import experiment_rows
+
+        rows = experiment_rows(runs_dir)
+        if as_json:
+            print(json.dumps([{**r.model_dump(), "pass_rate": r.pass_rate} for r in rows], indent=2))
+            return
+        if not rows:
+            console.print(f"no experiments in {runs_dir} (`sysmo run` makes one)", highlight=False)
+            return
+        records = [{"experiment": r.id, "status": r.status,
+                    "attempts": f"{r.attempts}" + (f" of {r.planned}" if r.planned is not None else ""),
+                    "pass rate": f"{r.pass_rate:.3f}" if r.pass_rate is not None else "-",
+                    "spent $": f"{r.spent_usd:.4f}", "created (UTC)": r.created} for r in rows]
+        print_records(console, f"experiments in {runs_dir}", list(records[0]), records,
+                      justify={"attempts": "right", "pass rate": "right", "spent $": "right"})
+        console.print("pass rate: passed / finished attempts (passed, failed or error)", highlight=False)
+
     @app.command(help="Write the report of an experiment: Markdown + HTML tables, PNG plots, CSV + Parquet.")
     def report(
         ref: str = typer.Argument(..., help="Experiment id or directory."),
@@ -582,9 +620,18 @@ def register(app: typer.Typer) -> None:
         from sysmo.evals.report import write_report
 
         pairing = Pairing.of(baseline, all_pairs)
+        from sysmo.evals.headlines import headline_lines
+
         directory = _find_experiment(ref, output_dir)
+        err_console.print(f"writing the report of {directory.name}: tables, plots and paired statistics into "
+                          f"{directory / 'report'} ...", highlight=False)
         with library_warnings_into(directory / "run.log") as warned:  # matplotlib's warnings: the log, not here
             paths = write_report(directory, pairing)
+            from sysmo.view.report_cache import save_report_view
+
+            paths["viewer"] = save_report_view(directory)  # `sysmo view`'s report page, ready at its first request
+        for line in headline_lines(directory):
+            console.print(line, highlight=False)
         for name, path in paths.items():
             console.print(f"{name}: {path}", soft_wrap=True)
         if warned:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import html
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ from sysmo.evals.paired import (  # noqa: E402
     rows_frame,
 )
 from sysmo.evals.provider_params import UnreceivedFactor, unreceived_factors, without_unreceived  # noqa: E402
+from sysmo.evals.significance import marked_table, significance_note  # noqa: E402
 from sysmo.store import Store  # noqa: E402
 
 PASS_AT_K_NOTE = (
@@ -162,7 +164,9 @@ def plot_heatmaps(summary: pd.DataFrame, folder: Path, errors: pd.DataFrame | No
                         ax.text(j, i, f"{v:.2f}" + (f"\n({n_err} errored)" if n_err else ""), ha="center",
                                 va="center", color="white" if dark else "black", fontsize=8 if n_err else None)
             name = display_name(metric).split(" (")[0] if metric_scale(metric).name != "0-1" else display_name(metric)
-            ax.set_title(f"{name} ({kind}) per agent and model", fontsize=10)
+            # wrapped to the figure's width (about 11 characters an inch at 10 pt): a title is never cut
+            ax.set_title(textwrap.fill(f"{name} ({kind}) per agent and model", width=max(18, int(fig.get_figwidth() * 11))),
+                         fontsize=10)
             ax.set_xlabel("model")
             ax.set_ylabel("agent")
             fig.colorbar(im, ax=ax, label=f"{name} ({scale.name})")
@@ -412,11 +416,14 @@ def what_each_level_buys(frame: pd.DataFrame, config: dict, out: Path, pairing: 
     rows_frame(rows).to_csv(out / "paired.csv", index=False)
     note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"])
     baseline = baseline_text(frame, config, pairing)
-    md = ["## What each level buys\n", note + "\n", baseline + "\n"]
-    page = f"<h2>What each level buys</h2><p>{html.escape(note)}</p><p>{html.escape(baseline)}</p>"
+    marks = significance_note(CORRECTION_NAMES["holm"])
+    md = ["## What each level buys\n", note + "\n", baseline + "\n", f"`{marks}`\n"]
+    page = (f"<h2>What each level buys</h2><p>{html.escape(note)}</p><p>{html.escape(baseline)}</p>"
+            f"<p>{html.escape(marks)}</p>")
     md += [f"- {u.note()}\n" for u in unreceived]
     page += "".join(f'<p class="unreceived">{html.escape(u.note())}</p>' for u in unreceived)
     for family, table in display_tables(rows).items():
+        table = marked_table(table, [r for r in rows if r.family == family])
         md += [f"### {family}\n", markdown_table(table)]
         page += f"<h3>{html.escape(family)}</h3>{html_table(table)}"
     return md, page
@@ -501,6 +508,7 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
         if any(board.isna().any().any() for board in boards.values()):
             md.append(legend + "\n")
         md.append("What every column measures, and over what: the [glossary](#glossary) at the end.\n")
+        md.extend(level_md)  # what each level buys: right after the leaderboards
         md.append("## Errors\n")
         if errors_table.empty or not errors_table["errors"].any():
             md.append("No attempt errored: every attempt ran to its end.\n")
@@ -511,7 +519,6 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
             if not table.empty:
                 md.append(f"## Pass rate by {by}\n")
                 md.append(markdown_table(table))
-        md.extend(level_md)
         glossary = glossary_lines(table_headers("\n".join(md)), stages=_stage_names(summary))
         md.append("## Glossary\n")
         md.append(GLOSSARY_NOTE + "\n")
@@ -533,7 +540,6 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
         banner = f'<p class="control">{html.escape(_banner(prov) or "")}</p>' if _banner(prov) else ""
         banner += "".join(f'<p class="control">{html.escape(note)}</p>' for note in notes)
         sections = "".join(f"<h2>Pass rate by {by}</h2>{html_table(t)}" for by, t in breakdowns.items() if not t.empty)
-        sections += level_html
         sections += (f"<h2 id=\"glossary\">Glossary</h2><p>{html.escape(GLOSSARY_NOTE)}</p><ul>"
                      + "".join(f"<li>{html.escape(line)}</li>" for line in glossary) + "</ul>")
         page = f"""<!doctype html><html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
@@ -551,6 +557,7 @@ behind it (page <code>/e/{html.escape(experiment_id)}/report</code>).</p>
 {"".join(f"<h3>{html.escape(kind)}</h3>{html_table(board, why_not_scored)}" for kind, board in boards.items())}
 {f"<p>{html.escape(legend)}</p>" if any(board.isna().any().any() for board in boards.values()) else ""}
 <p>What every column measures, and over what: the <a href="#glossary">glossary</a> at the end.</p>
+{level_html}
 <h2>Errors</h2>{html_table(errors_table) + html_table(messages) if not errors_table.empty and errors_table["errors"].any()
                 else "<p>No attempt errored: every attempt ran to its end.</p>"}
 {sections}<h2>Plots</h2>{images}<h2>Provenance</h2><pre>{html.escape(provenance_json(store, experiment_id))}</pre>

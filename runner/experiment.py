@@ -11,6 +11,7 @@ a resumed run recognises finished work and never recomputes it (docs/ablations.m
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from collections.abc import Sequence
@@ -26,6 +27,7 @@ from sysmo.runner.budget import Spending, StopControl
 from sysmo.runner.collector import fewer_collections
 from sysmo.runner.config import ExperimentConfig
 from sysmo.runner.executor import AttemptObserver, Executor, RunState
+from sysmo.graphs.live import LIVE_DIR
 from sysmo.runner.progress import RunProgress
 from sysmo.runner.results import ResultWriter, quick_turns
 from sysmo.runner.summary import RunSummary, skipped_lines
@@ -171,6 +173,8 @@ def _prepare_and_run(config: ExperimentConfig, experiment_id: str, directory: Pa
     finally:
         writer.close()  # what was handed to it is written (also after an abort)
         runner.close()
+        # the run is over: no attempt of it runs now (an attempt that raised left its file of rounds so far)
+        shutil.rmtree(directory / LIVE_DIR, ignore_errors=True)
         summary.seconds = time.monotonic() - started
         store.close()
     return summary

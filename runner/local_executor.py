@@ -89,6 +89,7 @@ class LocalExecutor:
             while queue or running or persisting:
                 while queue and len(running) < concurrency and len(persisting) <= waiting and state.may_start():
                     start(self._run_unit(queue.pop(), state), running)
+                state.bar.running = len(running)
                 if not running and not persisting:
                     break
                 await wake.wait()
@@ -97,6 +98,7 @@ class LocalExecutor:
                 for task in done:
                     stage_one = task in running
                     (running if stage_one else persisting).discard(task)
+                    state.bar.running = len(running)
                     try:
                         result = task.result()
                     except StorageError:

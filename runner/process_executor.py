@@ -228,6 +228,7 @@ class ProcessExecutor:
                 worker.units.add(unit.attempt_id)
                 if not worker.send(("unit", unit_key(unit))):
                     died(worker)
+            state.bar.running = len(in_flight)
             if not in_flight:
                 break
             by_conn = {w.conn: w for w in self._workers if w.alive}

@@ -1,12 +1,17 @@
-"""Progress of an experiment run: attempts done, passed/failed/errors, money spent and a steady ETA.
+"""Progress of an experiment run: attempts done, passed/failed/errors, how many run now, time elapsed, the rate,
+a steady ETA and the money spent.
 
-On a terminal, a rich progress bar that fits 80 columns (the experiment's id is on the line above it, once).
-Elsewhere (a log file, CI, a batch job's output) a bar cannot redraw, so a plain line is printed every
-``LOG_EVERY_PERCENT`` of the run or ``LOG_EVERY_S`` seconds, whichever comes first.
+On a terminal, a rich progress bar that fits 80 columns (the experiment's id is on the line above it, once, and a
+legend naming the bar's fields: ``LEGEND``). Elsewhere (a log file, CI, a batch job's output) a bar cannot redraw,
+so a plain line is printed every ``LOG_EVERY_PERCENT`` of the run or ``LOG_EVERY_S`` seconds, whichever comes
+first.
 
-The ETA is the remaining attempts at the pace of the last ``PACE_WINDOW`` finished ones (a moving average, so a
-few fast attempts at the start, or a burst of attempts finishing together, do not swing it); between two attempts
-it counts down.
+How the ETA is estimated: attempts left x this run's pace, the pace being the time since this run started divided by
+the attempts this run finished (attempts done before a resume do not count). Between two finished attempts it
+counts down. A pace over the whole run, not over the last few attempts, is what keeps it steady: once 10% of the
+attempts are done, one more finished attempt changes the pace by at most the share of the run it took, so the ETA
+does not swing more than 2x between two updates (it still shrinks as attempts run out: with 5% left it is half what
+it was at 10% left). The rate is the same pace as attempts a minute.
 
 A model call that waits before retrying (a rate limit, a 5xx answer, a time-out; ``llm.retry``) shows on the bar as
 ``retrying <model> (HTTP 429) in 4.2 s`` while it waits, and as a line of its own, at most one per
@@ -21,6 +26,7 @@ from datetime import timedelta
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, ProgressColumn, Task, TextColumn
+from rich.table import Column
 from rich.text import Text
 
 from sysmo.contracts.attempt import AttemptStatus
@@ -29,42 +35,70 @@ from sysmo.terminal import escape_terminal
 
 LOG_EVERY_PERCENT = 5
 LOG_EVERY_S = 30.0
-PACE_WINDOW = 20  # attempts whose finishing times make the ETA's pace
 RETRY_NOTE_EVERY_S = 10.0
+LEGEND = "✓ passed ✗ failed ! error · running now · elapsed · attempts/min · ETA · $ spent"
 
 
 def _clock(seconds: float) -> str:
     return str(timedelta(seconds=int(round(seconds))))
 
 
-class Pace:
-    """The finishing times of the last ``PACE_WINDOW`` attempts (the run's start counts as the first)."""
+def _rate(per_minute: float) -> str:
+    return f"{per_minute:.1f}/min" if per_minute < 100 else f"{per_minute:.0f}/min"
 
-    def __init__(self, started: float, window: int = PACE_WINDOW) -> None:
-        self._times: deque[float] = deque([started], maxlen=window + 1)
+
+class Pace:
+    """This run's pace: the time since it started over the attempts it finished (see the module's docstring)."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.count = 0
+        self.last = started  # when the last attempt finished
 
     def finished(self, now: float) -> None:
-        self._times.append(now)
+        self.count += 1
+        self.last = now
+
+    def per_attempt(self) -> float | None:
+        """Seconds an attempt, over the whole run; None before any attempt finished."""
+        return (self.last - self.started) / self.count if self.count else None
+
+    def per_minute(self, now: float) -> float:
+        """Attempts finished a minute of this run so far."""
+        return 60.0 * self.count / (now - self.started) if now > self.started else 0.0
 
     def eta(self, remaining: int, now: float) -> float | None:
-        """Seconds left for ``remaining`` attempts at the window's pace, less the time since the last one finished
+        """Seconds left for ``remaining`` attempts at the run's pace, less the time since the last one finished
         (a countdown between attempts); None before any attempt finished."""
-        if len(self._times) < 2:
+        per_attempt = self.per_attempt()
+        if per_attempt is None:
             return None
-        per_attempt = (self._times[-1] - self._times[0]) / (len(self._times) - 1)
-        return max(0.0, per_attempt * remaining - (now - self._times[-1]))
+        return max(0.0, per_attempt * remaining - (now - self.last))
 
 
 class _EtaColumn(ProgressColumn):
     """``ETA h:mm:ss`` from the run's ``Pace`` (rich's own estimate jumps with every burst of attempts)."""
 
     def __init__(self, run: RunProgress) -> None:
-        super().__init__()
+        super().__init__(table_column=Column(no_wrap=True))
         self.run = run
 
     def render(self, task: Task) -> Text:
         eta = self.run.pace.eta(self.run.total - self.run.done, time.monotonic())
         return Text(f"ETA {_clock(eta) if eta is not None else '?'}", style="progress.remaining")
+
+
+class _PaceColumn(ProgressColumn):
+    """``N running  h:mm:ss  R/min``: attempts in flight, time since the run started, attempts a minute."""
+
+    def __init__(self, run: RunProgress) -> None:
+        super().__init__(table_column=Column(no_wrap=True))
+        self.run = run
+
+    def render(self, task: Task) -> Text:
+        now = time.monotonic()
+        return Text(f"{self.run.running} running {_clock(now - self.run.pace.started)} "
+                    f"{_rate(self.run.pace.per_minute(now))}")
 
 
 class _RetryColumn(ProgressColumn):
@@ -86,6 +120,7 @@ class RunProgress:
         self.total, self.done, self.enabled, self.label = total, done, enabled, label
         self.passed = self.failed = self.errors = 0
         self.cost = 0.0
+        self.running = 0  # attempts in flight, set by the executor (``RunState.running``)
         self.console = console or Console(stderr=True)
         self._progress: Progress | None = None
         self._task = None
@@ -121,12 +156,13 @@ class RunProgress:
         self._watch.__enter__()
         self.console.print(f"{self.label}: {self.total} attempts planned, {self.done} already done",
                            highlight=False, soft_wrap=True)
+        self.console.print(LEGEND, highlight=False, soft_wrap=True, markup=False)
         if not self._lines:
             self._progress = Progress(
-                BarColumn(bar_width=14), TextColumn("{task.completed}/{task.total}"),
+                BarColumn(bar_width=8), TextColumn("{task.completed}/{task.total}"),
                 TextColumn("[green]✓{task.fields[passed]}[/] [yellow]✗{task.fields[failed]}[/] "
                            "[red]!{task.fields[errors]}[/]"),
-                TextColumn("${task.fields[cost]:.4f} spent"), _EtaColumn(self), _RetryColumn(self),
+                _PaceColumn(self), _EtaColumn(self), TextColumn("${task.fields[cost]:.4f}"), _RetryColumn(self),
                 console=self.console,
                 transient=False,
             )
@@ -159,16 +195,24 @@ class RunProgress:
     def counts(self) -> str:
         return f"passed {self.passed}, failed {self.failed}, errors {self.errors}"
 
-    def _print_line(self) -> None:
-        now = time.monotonic()
+    def line(self, now: float) -> str:
+        """The plain progress line: ``done/total (p%) ✓ ✗ !, N running, elapsed, rate, ETA, $ spent`` (``LEGEND``);
+        within the console's width, the rate then the elapsed time are the first things to go."""
         eta = self.pace.eta(max(0, self.total - self.done), now)
         percent = 100 * self.done / self.total if self.total else 100.0
-        head = f"{self.done}/{self.total} ({percent:.0f}%) {self.counts()}, ${self.cost:.4f} spent"
-        tail = f"ETA {_clock(eta) if eta is not None else '?'}"
-        elapsed = f", {_clock(now - self._started)} elapsed"
-        # a log line stays within the console's width: the elapsed time is the first thing to go
-        line = f"{head}{elapsed}, {tail}" if len(f"{head}{elapsed}, {tail}") <= self.console.width else f"{head}, {tail}"
-        self.console.print(line, highlight=False, soft_wrap=True)
+        head = (f"{self.done}/{self.total} ({percent:.0f}%) ✓{self.passed} ✗{self.failed} !{self.errors}, "
+                f"{self.running} running")
+        tail = f"ETA {_clock(eta) if eta is not None else '?'}, ${self.cost:.4f}"
+        elapsed, rate = f"{_clock(now - self._started)} elapsed", _rate(self.pace.per_minute(now))
+        for parts in ([head, elapsed, rate, tail], [head, elapsed, tail], [head, tail]):
+            text = ", ".join(parts)
+            if len(text) <= self.console.width:
+                break
+        return text
+
+    def _print_line(self) -> None:
+        now = time.monotonic()
+        self.console.print(self.line(now), highlight=False, soft_wrap=True, markup=False)
         self._last_line = (now, self.done)
 
     def note(self, text: str) -> None:

@@ -236,6 +236,7 @@ class RayExecutor:
                     index = min(load, key=load.__getitem__)
                     load[index] += 1
                     in_flight[actors[index].run.remote(unit_key(unit), tasks)] = (unit, index)
+                state.bar.running = len(in_flight)
                 if not in_flight:
                     if queue and state.may_start():  # no actor is ready yet
                         look_at_starting(WAIT_S)

@@ -42,6 +42,7 @@ from sysmo.contracts.attempt import Attempt
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.errors import StorageError, storage_problem
 from sysmo.log import get_logger
+from sysmo.graphs import live
 from sysmo.runner.budget import Spending
 from sysmo.runner.summary import RunSummary
 from sysmo.runner.unit_runner import UnitRunner
@@ -253,6 +254,8 @@ class ResultWriter:
             self.store.save_attempts(self.experiment_id, records)
             if scores:
                 self.store.save_scores(self.experiment_id, scores)
+        for record in records:  # stored: no longer an attempt running now for the viewer
+            live.stored(self.runner.directory, record.attempt_id)
         marks.append((clock(), cpu_clock()))
         for part, (before, after) in zip(("checkpoints", "artifacts", "records", "store"), zip(marks, marks[1:])):
             setattr(times, part, getattr(times, part) + after[0] - before[0])

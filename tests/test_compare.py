@@ -50,7 +50,7 @@ def test_compare_refuses_in_one_line_and_infers_the_one_factor(tmp_path: Path) -
     experiment(runs, "busy", tasks, {}, concurrency=16, samples=1)  # how a run was carried out: not compared
 
     def compare(*args: str):
-        result = run_sysmo("compare", *args, "--experiments-dir", str(runs), "-o", str(tmp_path / "out"))
+        result = run_sysmo("compare", *args, "-o", str(runs), "--out", str(tmp_path / "out"))
         result.stderr = " ".join(result.stderr.split())  # the console wraps the line at its width
         return result
 

@@ -187,7 +187,7 @@ def test_two_experiments_that_differ_in_strategy_give_the_numbers_of_one_with_bo
         result = run_sysmo("run", str(settings), *common, "--api-base", server.base_url, "--strategy", "default,cot",
                            "--id", "both", env=env)
         assert result.code == 0, result.output
-    compared = run_sysmo("compare", "own", "cot", "--experiments-dir", str(runs), "-o", str(tmp_path / "cmp"), env=env)
+    compared = run_sysmo("compare", "own", "cot", "-o", str(runs), "--out", str(tmp_path / "cmp"), env=env)
     assert compared.code == 0 and "factor(s): strategy" in compared.stdout, compared.output
     across = pd.read_csv(tmp_path / "cmp" / "paired.csv")
     write_report(runs / "both")

@@ -1,5 +1,6 @@
 """Run progress: a bar on a terminal that fits 80 columns; plain lines where a bar cannot redraw (log files, CI,
-batch jobs); passed, failed and errors counted apart; the ETA from the pace of the recent attempts."""
+batch jobs); passed, failed and errors counted apart and labelled once; the attempts running, the time elapsed, the
+rate and an ETA from the run's pace."""
 
 from __future__ import annotations
 
@@ -25,9 +26,11 @@ def test_off_a_terminal_progress_is_a_line_every_5_percent_with_counts_cost_and_
             bar.advance("passed" if i % 4 else ("failed" if i % 8 else "error"), cost=0.01)
     lines = out.getvalue().splitlines()
     assert lines[0] == "exp [CONTROL]: 40 attempts planned, 0 already done"
-    assert len(lines) == 1 + 20  # every 2 attempts (5% of 40), the last one included
-    assert lines[1].startswith("2/40 (5%) passed 1, failed 0, errors 1, $0.0200 spent, 0:00:00 elapsed, ETA 0:00:00")
-    assert lines[-1].startswith("40/40 (100%) passed 30, failed 5, errors 5, $0.4000 spent,")
+    assert lines[1] == progress.LEGEND
+    assert len(lines) == 2 + 20  # every 2 attempts (5% of 40), the last one included
+    assert lines[2] == "2/40 (5%) ✓1 ✗0 !1, 0 running, 0:00:00 elapsed, 0.0/min, ETA 0:00:00, $0.0200"
+    assert lines[-1].startswith("40/40 (100%) ✓30 ✗5 !5, 0 running,")
+    assert lines[-1].endswith("$0.4000")
 
 
 def test_a_resumed_run_counts_from_what_was_done_and_a_slow_run_prints_on_time(monkeypatch) -> None:
@@ -42,11 +45,11 @@ def test_a_resumed_run_counts_from_what_was_done_and_a_slow_run_prints_on_time(m
     lines = out.getvalue().splitlines()
     assert lines[0] == "exp: 1000 attempts planned, 600 already done"
     # the ETA comes from this run's own pace (17.5 s per attempt), not from the attempts done before
-    assert lines[1:] == ["602/1000 (60%) passed 2, failed 0, errors 0, $0.0000 spent, 0:00:35 elapsed, ETA 1:56:05"]
+    assert lines[2:] == ["602/1000 (60%) ✓2 ✗0 !0, 0 running, 0:00:35 elapsed, 3.4/min, ETA 1:56:05, $0.0000"]
 
 
-def test_the_eta_is_a_moving_average_that_a_burst_does_not_swing_and_counts_down_between_attempts() -> None:
-    pace = Pace(started=0.0, window=8)
+def test_the_eta_is_the_runs_pace_that_a_burst_or_a_slow_attempt_does_not_swing_and_counts_down() -> None:
+    pace = Pace(started=0.0)
     assert pace.eta(10, now=1.0) is None
     for t in (10.0, 20.0, 30.0, 40.0):
         pace.finished(t)
@@ -54,8 +57,11 @@ def test_the_eta_is_a_moving_average_that_a_burst_does_not_swing_and_counts_down
     assert pace.eta(10, now=45.0) == 95.0  # a countdown while the next attempt runs
     for t in (40.1, 40.2, 40.3):  # three attempts of a batch finish together
         pace.finished(t)
-    # the window holds 0 (the start), 10, 20, 30, 40, 40.1, 40.2, 40.3: 5.8 s an attempt, not 0.1 s
-    assert 55 < pace.eta(10, now=40.3) < 60
+    # 40.3 s over 7 attempts: 5.76 s an attempt, not the burst's 0.1 s
+    assert 57 < pace.eta(10, now=40.3) < 58
+    pace.finished(80.0)  # one attempt as slow as the whole run so far: the pace goes from 5.76 to 10 s, < 2x
+    assert 1.5 < pace.eta(10, now=80.0) / 57.6 < 2.0
+    assert abs(pace.per_minute(80.0) - 6.0) < 1e-9  # 8 attempts in 80 s
 
 
 def test_a_log_line_fits_80_columns_even_with_large_counts() -> None:
@@ -65,7 +71,8 @@ def test_a_log_line_fits_80_columns_even_with_large_counts() -> None:
             bar.advance("passed" if i % 10 else "failed", cost=0.0125)
     lines = out.getvalue().splitlines()
     assert all(len(line) <= 80 for line in lines), lines
-    assert lines[-1].startswith("1200/3920 (31%) passed 1080, failed 120, errors 0, $15.0000 spent")
+    assert lines[-1].startswith("1200/3920 (31%) ✓1080 ✗120 !0, 0 running, ")
+    assert "ETA " in lines[-1] and lines[-1].endswith("$15.0000")
 
 
 def test_a_stop_between_two_lines_still_says_where_the_run_stopped() -> None:
@@ -86,7 +93,9 @@ def test_on_a_terminal_it_is_a_bar_of_80_columns_and_disabled_it_prints_nothing(
     lines = re.split(r"[\r\n]", re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", out.getvalue()))
     text = "\n".join(lines)
     last = [line for line in lines if "112/112" in line][-1]
-    assert "✓100 ✗10 !2" in last and "$1.2656 spent" in last and "ETA 0:00:00" in last
+    assert "✓100 ✗10 !2" in last and "$1.2656" in last and "ETA 0:00:00" in last and "0 running" in last
+    assert "/min" in last
+    assert text.count(progress.LEGEND) == 1
     assert all(len(line) <= 80 for line in text.splitlines()), text
     quiet_console, quiet = log_console()
     with RunProgress(total=3, enabled=False, console=quiet_console) as bar:

@@ -128,7 +128,8 @@ def test_pass_at_1_heatmap_says_how_many_attempts_errored(experiment, tmp_path):
     original = matplotlib.figure.Figure.savefig
 
     def keep(fig, *args, **kwargs):
-        texts.append((fig.axes[0].get_title(), [t.get_text() for t in fig.axes[0].texts]))
+        # the title as one line (it wraps to the figure's width)
+        texts.append((" ".join(fig.axes[0].get_title().split()), [t.get_text() for t in fig.axes[0].texts]))
         return original(fig, *args, **kwargs)
 
     matplotlib.figure.Figure.savefig = keep

@@ -78,3 +78,26 @@ def test_a_curve_shared_by_many_groups_has_a_legend_broken_into_lines_that_fits(
         f"agent_number_{n} / provider/some-long-model-name" for n in range(12))
     longest = max(len(f"agent_number_{n} / provider/some-long-model-name") for n in range(12))
     assert max(len(line) for line in label.splitlines()) <= max(44, longest) + len(" =")
+
+
+def test_a_heatmap_title_is_never_cut(tmp_path, monkeypatch) -> None:
+    """One agent and one model (the narrowest heatmap) with the longest title: wrapped within the figure."""
+    from sysmo.evals.report import plot_heatmaps
+
+    summary = pd.DataFrame([{"agent": "base_modeling", "model": "mockllm/control", "kind": "architecture",
+                             "tasks": 3, "samples": 6, "pass@1": 0.5, "first answer parses pass@1": 0.75}])
+    titles: list[tuple[str, float, float, float]] = []
+    original = matplotlib.figure.Figure.savefig
+
+    def keep(fig, *args, **kwargs):
+        renderer = fig.canvas.get_renderer()
+        box = fig.axes[0].title.get_window_extent(renderer)
+        titles.append((fig.axes[0].get_title(), box.x0, box.x1, fig.bbox.width))
+        return original(fig, *args, **kwargs)
+
+    monkeypatch.setattr(matplotlib.figure.Figure, "savefig", keep)
+    plots = plot_heatmaps(summary, tmp_path)
+    assert len(plots) == 2 and len(titles) == 2
+    for title, x0, x1, width in titles:
+        assert "per agent and model" in " ".join(title.split())
+        assert 0 <= x0 and x1 <= width, (title, x0, x1, width)

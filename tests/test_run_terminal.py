@@ -1,10 +1,13 @@
 """The run's terminal output at 80 columns, as a process with ``COLUMNS=80`` (rich fixes its width at import): the
 README's main job run twice in one folder (a fresh id, exit 0 both times), its progress lines and summary;
-``sysmo agents list``; ``sysmo trace EXP --failed`` with the reason of each failure."""
+``sysmo agents list``; ``sysmo trace EXP --failed`` with the reason of each failure, each record whole at 60, 80
+and 120 columns; a small control run's progress lines (fields labelled once, an ETA within 2x between updates);
+``sysmo list`` and the headline per kind that ``sysmo report`` prints."""
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +16,7 @@ import pytest
 
 from sysmo.contracts.attempt import Attempt, AttemptStatus, Round
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome
+from sysmo.runner import progress
 from sysmo.store import Store
 
 # the README's main job (`sysmo run --samples 2`) on one task: the same command, the same derived id
@@ -50,8 +54,10 @@ def test_the_main_job_runs_twice_in_one_folder_and_every_line_fits_80_columns(tm
     for run in (first, second):
         _within_80(run.stdout + run.stderr)
         assert "[warning" not in run.stderr  # events and library warnings are in the run's log
+    assert "writing the report: tables, plots and paired statistics into" in " ".join(second.stderr.split())
     progress = [line for line in second.stderr.splitlines() if line.startswith("2/2 ")]
-    assert progress and "passed 2, failed 0, errors 0, $0.0000 spent" in progress[-1] and "ETA" in progress[-1]
+    assert progress and "2/2 (100%) ✓2 ✗0 !0, " in progress[-1] and "ETA" in progress[-1]
+    assert progress[-1].endswith("$0.0000")
     out = second.stdout
     assert "passed: 2 · failed: 0 · errors: 0" in out
     assert "spent: $0.0000 · incl. cached at list price: $0.0000" in out
@@ -92,3 +98,139 @@ def test_trace_failed_says_why_each_attempt_failed_within_80_columns(tmp_path: P
     assert "Lock.tla:5:9: error: Unknown operator: `Nxt'." in flat
     assert "no model in the reply: no ```tla block in the reply" in flat
     assert "a3passed" not in run.stdout
+
+
+def _eta_seconds(line: str) -> int | None:
+    match = re.search(r"ETA (\d+):(\d\d):(\d\d)", line)
+    return int(match[1]) * 3600 + int(match[2]) * 60 + int(match[3]) if match else None
+
+
+@pytest.fixture(scope="module")
+def control_run(tmp_path_factory) -> tuple[Path, subprocess.CompletedProcess[str]]:
+    """A small control experiment (one agent, every starter task, one sample, not scored) at 80 columns."""
+    folder = tmp_path_factory.mktemp("control")
+    run = _sysmo("run", "-a", "base_modeling", "-m", "mockllm/control", "-n", "1", "--no-score", "--no-report",
+                 cwd=folder)
+    assert run.returncode == 0, run.stdout + run.stderr
+    return folder, run
+
+
+@pytest.mark.slow
+def test_the_progress_of_a_control_run_labels_its_fields_once_and_its_eta_stays_within_2x(control_run) -> None:
+    _, run = control_run
+    _within_80(run.stderr)
+    lines = run.stderr.splitlines()
+    assert lines.count(progress.LEGEND) == 1
+    rows = [line for line in lines if re.match(r"\d+/\d+ \(\d+%\) ✓", line)]
+    done_total = [tuple(map(int, re.match(r"(\d+)/(\d+)", line).groups())) for line in rows]
+    total = done_total[-1][1]
+    assert done_total[-1][0] == total and total >= 20, rows
+    assert all(" running" in line and " elapsed" in line for line in rows), rows
+    # once 10% is done and while 10% is left (past that the remaining attempts themselves halve), successive ETAs
+    # stay within 2x of each other; a second is the display's resolution
+    steady = [_eta_seconds(line) for line, (done, _) in zip(rows, done_total)
+              if done >= 0.1 * total and total - done >= 0.1 * total]
+    assert len(steady) >= 5, rows
+    for before, after in zip(steady, steady[1:]):
+        assert after <= 2 * before + 1 and before <= 2 * after + 1, (before, after, rows)
+
+
+@pytest.mark.slow
+def test_list_and_report_of_a_control_run(control_run) -> None:
+    folder, _ = control_run
+    listing = _sysmo("list", cwd=folder)
+    assert listing.returncode == 0, listing.stderr
+    _within_80(listing.stdout)
+    flat = " ".join(listing.stdout.split())
+    experiment = next(p.name for p in (folder / "runs").iterdir() if p.is_dir())
+    assert experiment in flat and "status: finished" in flat and "pass rate: 1.000" in flat
+    assert re.search(r"attempts: (\d+) of \1", flat) and "spent $: 0.0000" in flat
+    report = _sysmo("report", experiment, cwd=folder)
+    assert report.returncode == 0, report.stderr
+    _within_80(report.stdout + report.stderr)
+    assert "writing the report of " in report.stderr
+    flat = " ".join(report.stdout.split())
+    for kind in ("architecture", "sysml", "tla", "uml_class"):
+        assert re.search(rf"{kind}: pass@1 after repair 1\.000 \(base_modeling / mockllm/control, best of 1 group; "
+                         r"over \d+ attempts of \d+ tasks\)", flat), flat
+
+
+def test_list_says_so_when_there_is_no_experiment(tmp_path: Path) -> None:
+    listing = _sysmo("list", str(tmp_path))
+    assert listing.returncode == 0, listing.stderr
+    assert f"no experiments in {tmp_path}" in " ".join(listing.stdout.split())
+
+
+def _failed_store(folder: Path, *, failures: bool) -> None:
+    store = Store(folder / "exp" / "results.sqlite")
+    store.save_experiment("exp", {}, {"planned_attempts": 3}, is_control=True)
+    long_task = "sysmbench/42_an_unusually_long_task_name_for_a_vehicle_maintenance_workflow"
+    check = CheckResult(tool="SANY", outcome=Outcome.FAILED, diagnostics=[
+        Diagnostic(tool="SANY", message="Unknown operator: `Nxt'.", line=5, column=9, file="Lock.tla")])
+    status = AttemptStatus.FAILED if failures else AttemptStatus.PASSED
+    for i in range(3):
+        store.save_attempt("exp", Attempt(id=f"attempt{i}x", task_id=f"{long_task}_{i}", agent="base_modeling",
+                                          model="mockllm/control", sample_index=i, status=status,
+                                          rounds=[Round(index=0, check=check)]), {})
+    store.close()
+
+
+@pytest.mark.parametrize("columns", [60, 80, 120])
+def test_trace_failed_keeps_each_record_with_its_task_at_any_width(tmp_path: Path, columns: int) -> None:
+    _failed_store(tmp_path, failures=True)
+    env = {**os.environ, "COLUMNS": str(columns), "TERM": "dumb"}
+    run = subprocess.run([sys.executable, "-m", "sysmo.cli", "trace", "exp", "--failed", "-o", str(tmp_path)],
+                         env=env, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    # every line fits but a task id too long for any line, which stays whole on its own line (copy keeps it)
+    assert all(len(line) <= columns or line.startswith("  task: ") for line in run.stdout.splitlines()), run.stdout
+    text = run.stdout
+    for i in range(3):
+        # each record's task comes after its own id and before the next record's id
+        start = text.index(f"attempt{i}x")
+        end = text.index(f"attempt{i + 1}x") if i < 2 else len(text)
+        assert f"_{i}" in "".join(text[start:end].split()) and "workflow" in text[start:end], (columns, text)
+        if i < 2:
+            assert f"workflow_{i + 1}" not in "".join(text[start:end].split()), (columns, text)
+
+
+def test_trace_failed_says_no_failed_attempts(tmp_path: Path) -> None:
+    _failed_store(tmp_path, failures=False)
+    run = _sysmo("trace", "exp", "--failed", "-o", str(tmp_path))
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "no failed attempts in exp (3 attempts, all passed)"
+
+
+def test_run_help_groups_its_options_in_panels_within_80_columns() -> None:
+    run = _sysmo("run", "--help")
+    assert run.returncode == 0, run.stderr
+    _within_80(run.stdout)
+    panels = re.findall(r"╭─ (\w+) ─", run.stdout)
+    assert {"Models", "Tasks", "Arms", "Limits", "Output"} <= set(panels), panels
+    models = run.stdout.split("╭─ Models ─", 1)[1].split("╰", 1)[0]
+    assert "--model" in models and "--api-base" in models and "--judge" in models
+    limits = run.stdout.split("╭─ Limits ─", 1)[1].split("╰", 1)[0]
+    assert "--max-cost" in limits and "--concurrency" in limits
+
+
+def test_o_is_the_runs_directory_in_every_command() -> None:
+    """Every option spelled -o, in every command and subcommand, is `--output-dir`: where experiments live."""
+    import click
+    import typer
+
+    from sysmo.cli import _wire, app
+
+    _wire()
+
+    def commands(command: click.Command, path: str):
+        yield path, command
+        for name, sub in getattr(command, "commands", {}).items():
+            yield from commands(sub, f"{path} {name}")
+
+    found = []
+    for path, command in commands(typer.main.get_command(app), "sysmo"):
+        for param in command.params:
+            if "-o" in getattr(param, "opts", []):
+                found.append(path)
+                assert "--output-dir" in param.opts, (path, param.opts)
+    assert {"sysmo run", "sysmo trace", "sysmo report", "sysmo compare"} <= set(found), found

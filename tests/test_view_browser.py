@@ -222,7 +222,8 @@ def test_report_page_compares_with_plots_paired_tests_and_fits(tabs, server, scr
     assert tab.page.locator("table.leaderboard td.best").count() >= 2  # the best of each column marked
     assert tab.page.locator("table.leaderboard svg.ci").count() >= 4  # CIs drawn as bars
     judge = tab.page.locator('#board-architecture td.not-scored[title*="no judge model"]')
-    assert judge.count() == 3 and judge.first.inner_text() == "—"  # the judge column of each of the three models
+    # the judge column of each of the three models (on a phone hidden: agent, model, pass@1 and the headline only)
+    assert judge.count() == 3 and judge.first.text_content().strip() == "—"
     plots = tab.page.locator("#plots figure.plot img")
     assert plots.count() >= 5
     captions = tab.page.locator("#plots figcaption").all_inner_texts()

@@ -17,8 +17,12 @@ Pages:
 - ``/e/{experiment}/compare?a=ID&b=ID``: two attempts of one task, round beside round, and a diff of their
   final models;
 - ``/e/{experiment}/report``: the comparison page: leaderboards per task kind (every number a link to its
-  attempts, CIs as bars, the best marked), the report's plots (``/e/{experiment}/plots/{file}``), the paired
-  tests and a task x agent / model matrix of every sample.
+  attempts, CIs as bars, the best marked), then what each level buys (the paired tests, significant ones after
+  correction marked with *), the report's plots (``/e/{experiment}/plots/{file}``) and a task x agent / model
+  matrix of every sample;
+- ``/compare?e=A&e=B[&e=C]``: ``sysmo compare``'s paired analysis of two or more experiments (picked on ``/``);
+- ``/e/{experiment}/live.json``: a running experiment's status and store state; its pages ask it every 2 s and
+  load their content again when it changed (new attempts, a status), until the run is over.
 
 Only requests naming the viewer by a loopback name (``127.0.0.1``, ``localhost``, ``[::1]``, with the served port)
 or by a host passed with ``--allow-host`` are answered (400 otherwise): a web page elsewhere cannot reach the
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
+from markupsafe import Markup, escape
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -46,6 +51,7 @@ from sysmo.errors import StorageError, SysmoError, storage_problem
 from sysmo.log import get_logger
 from sysmo.view import gather
 from sysmo.view.models import FILTER_FIELDS, SORT_FIELDS, AttemptFilters
+from sysmo.view.report_cache import cached_report_view, store_stamp
 
 STATIC_DIR = Path(__file__).parent / "static"
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
@@ -96,13 +102,7 @@ class StoreCache:
 
     @staticmethod
     def stamp(directory: Path) -> tuple[Any, ...]:
-        out = []
-        for name in (gather.STORE_FILE, gather.STORE_FILE + "-wal"):
-            path = directory / name
-            stat = path.stat() if path.exists() else None
-            # an empty log is what any reader's open makes (a fresh mtime each time): it holds no change
-            out.append((stat.st_size, stat.st_mtime_ns) if stat and stat.st_size else None)
-        return tuple(out)
+        return store_stamp(directory)
 
     def get(self, directory: Path, name: str, compute: Any) -> Any:
         key, stamp = (str(directory), name), self.stamp(directory)
@@ -116,6 +116,20 @@ class StoreCache:
         return value
 
 
+def live_stamp(directory: Path) -> str:
+    """The state of an experiment's store as text: results.sqlite and its write-ahead log (``StoreCache.stamp``),
+    and the files of the attempts running now (``graphs.live``: written as each round finishes)."""
+    from sysmo.graphs.live import LIVE_DIR
+
+    running = []
+    for path in sorted((directory / LIVE_DIR).glob("*.json")):
+        try:
+            running.append((path.name, path.stat().st_mtime_ns))
+        except OSError:  # stored and removed between the listing and the look
+            continue
+    return repr((StoreCache.stamp(directory), running))
+
+
 def _templates(static: bool = False) -> Environment:
     env = Environment(loader=PackageLoader("sysmo.view", "templates"), autoescape=select_autoescape(["html"]))
     env.globals["static"] = static  # pages rendered for `sysmo view --bundle` (no server behind them)
@@ -124,6 +138,8 @@ def _templates(static: bool = False) -> Environment:
     env.globals["urlencode"] = lambda d: urlencode({k: v for k, v in d.items() if v not in ("", None, False)})
     env.filters["score"] = lambda v: "—" if v is None else f"{v:.3f}"
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
+    # a cell's words each kept whole (a number such as 8.84e-05 is not broken at its hyphen); lines break between them
+    env.filters["words"] = lambda v: Markup(" ".join(f'<span class="w">{escape(t)}</span>' for t in str(v).split(" ")))
     return env
 
 
@@ -140,6 +156,10 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
                             status_code=status)
 
     def render(name: str, **context) -> HTMLResponse:
+        experiment = context.get("experiment")
+        if experiment is not None and experiment.status == "running":  # the page follows the run (app.js)
+            context.setdefault("live", {"url": f"/e/{experiment.id}/live.json",
+                                        "stamp": live_stamp(runs_dir / experiment.id)})
         return HTMLResponse(templates.get_template(name).render(runs_dir=str(runs_dir), **context))
 
     def store_of(experiment_id: str):
@@ -169,6 +189,19 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
     async def progress_json(request: Request) -> Response:
         return JSONResponse(gather.progress(runs_dir))
 
+    async def live_json(request: Request) -> Response:
+        """A running experiment's status and the state of its store: a page that shows it reloads its content when
+        the stamp changes (new attempts stored, a status changed) and stops asking once the run is over."""
+        experiment_id = request.path_params["experiment"]
+        store = store_of(experiment_id)
+        try:
+            status = store.experiment(experiment_id).get("status") or ""
+            attempts = store.query("SELECT COUNT(*) AS n FROM attempts WHERE experiment_id=?", (experiment_id,))[0]["n"]
+        finally:
+            store.close()
+        return JSONResponse({"status": status, "attempts": attempts, "stamp": live_stamp(store.path.parent)},
+                            headers={"cache-control": "no-store"})
+
     async def favicon(request: Request) -> Response:
         return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
 
@@ -194,6 +227,7 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         # a static copy has no server to page: every row, filtered and sorted in the browser (static/bundle.js)
         page_rows, pages = gather.page_of(shown, filters.page, size=max(1, len(shown)) if static else gather.PAGE_SIZE)
         return render("attempts.html", experiment=summary, rows=page_rows, matched=len(shown), total=len(rows),
+                      running=running_now(experiment_id, rows) if summary.status == "running" else [],
                       page=min(filters.page, pages), pages=pages, stages=gather.stage_columns(rows),
                       groups=gather.group_summaries(rows), filters=filters, values=gather.filter_values(rows),
                       filter_fields=FILTER_FIELDS, sort_fields=SORT_FIELDS)
@@ -226,8 +260,38 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
 
     async def attempt_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
-        view = _attempt(experiment_id, request.path_params["attempt"])
+        attempt_id = request.path_params["attempt"]
+        running = live_attempt(experiment_id, attempt_id)
+        if running is not None:  # not stored yet: its rounds so far, and the page follows it (app.js)
+            return running
+        view = _attempt(experiment_id, attempt_id)
         return render("attempt.html", experiment_id=experiment_id, a=view)
+
+    def running_now(experiment_id: str, rows: list) -> list:
+        from sysmo.graphs.live import running_attempts
+
+        return running_attempts(runs_dir / experiment_id, {r.id for r in rows})
+
+    def live_attempt(experiment_id: str, attempt_id: str) -> Response | None:
+        """The page of an attempt still running (``graphs.live``'s file of its rounds), or None."""
+        from sysmo.graphs.live import live_path, LiveAttempt
+
+        directory = gather.experiment_dirs(runs_dir).get(experiment_id)
+        path = live_path(directory, attempt_id) if directory is not None and attempt_id.isalnum() else None
+        if path is None or not path.is_file():
+            return None
+        store = store_of(experiment_id)
+        try:
+            if store.query("SELECT 1 FROM attempts WHERE id=?", (attempt_id,)):
+                return None  # stored meanwhile: the full page
+            summary = summary_of(store, experiment_id)
+        finally:
+            store.close()
+        try:
+            attempt = LiveAttempt.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            return None
+        return render("live_attempt.html", experiment=summary, r=attempt)
 
     async def attempt_json(request: Request) -> Response:
         view = _attempt(request.path_params["experiment"], request.path_params["attempt"])
@@ -246,12 +310,36 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         return render("compare.html", experiment_id=experiment_id, pair=[a, b], rounds=gather.aligned_rounds(a, b),
                       final_diff=gather.final_diff(a, b))
 
+    async def cross_compare_page(request: Request) -> Response:
+        """``/compare?e=A&e=B[&e=C][&factor=F][&correction=holm|bh]``: ``sysmo compare``'s analysis as a page."""
+        from sysmo.errors import AnalysisError
+        from sysmo.evals.paired import CORRECTION_NAMES
+        from sysmo.view.cross import cross_comparison
+
+        chosen = list(dict.fromkeys(request.query_params.getlist("e")))
+        if len(chosen) < 2:
+            raise HTTPException(400, "compare needs two or more experiments: pick them on the experiments page "
+                                     "(/compare?e=A&e=B)")
+        correction = request.query_params.get("correction") or "holm"
+        if correction not in CORRECTION_NAMES:
+            raise HTTPException(400, f"correction must be holm or bh, not {correction!r}")
+        found = gather.experiment_dirs(runs_dir)
+        missing = [e for e in chosen if e not in found]
+        if missing:
+            raise HTTPException(404, f"no experiment {', '.join(missing)} in {runs_dir}")
+        factors = [f for f in request.query_params.getlist("factor") if f]
+        try:
+            result = cross_comparison([found[e] for e in chosen], factors, correction)
+        except AnalysisError as exc:
+            raise HTTPException(400, str(exc)) from exc
+        return render("cross_compare.html", c=result)
+
     async def report_page(request: Request) -> Response:
         experiment_id = request.path_params["experiment"]
         store = store_of(experiment_id)
         try:
             summary, rows = summary_of(store, experiment_id), rows_of(store, experiment_id)
-            report = cache.get(store.path.parent, "report", lambda: gather.report_view(store, experiment_id, rows))
+            report = cache.get(store.path.parent, "report", lambda: cached_report_view(store, experiment_id, rows))
         finally:
             store.close()
         return render("report.html", experiment=summary, report=report)
@@ -270,7 +358,9 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         routes=[
             Route("/", experiments_page),
             Route("/progress.json", progress_json),
+            Route("/e/{experiment}/live.json", live_json),
             Route("/favicon.ico", favicon),
+            Route("/compare", cross_compare_page),
             Route("/e/{experiment}", attempts_page),
             Route("/e/{experiment}/attempts.csv", attempts_csv),
             Route("/e/{experiment}/plots/{name}", plot_file),

@@ -117,7 +117,7 @@ def _isolation(store: Store, experiment_id: str, environment: dict[str, Any]) ->
     value = environment.get("isolation") or environment.get("sandbox")
     if value:
         return value if isinstance(value, str) else json.dumps(value)
-    return "not recorded"
+    return "no tool check stored yet" if not rows else "not recorded"
 
 
 def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] | None = None) -> ExperimentSummary:
@@ -137,7 +137,8 @@ def experiment_summary(store: Store, experiment_id: str, rows: list[AttemptRow] 
         failed=sum(r.status == "failed" for r in rows), errors=sum(r.status == "error" for r in rows),
         error_kinds=kinds, cost_usd=sum(r.cost_usd for r in rows), unpriced_models=store.unpriced_models(experiment_id),
         tokens=sum(r.tokens for r in rows),
-        agents=sorted({r.agent for r in rows}), models=models,
+        # before any attempt is stored (a run just started) the run's settings name them
+        agents=sorted({r.agent for r in rows}) or [str(a) for a in record["config"].get("agents") or []], models=models,
         isolation=_isolation(store, experiment_id, record.get("environment") or {}),
         settings=settings_lines(experiment_settings(store, experiment_id)),
         planned=(record.get("environment") or {}).get("planned_attempts"), forks=len(every) - len(rows),
@@ -794,8 +795,15 @@ def _board(kind: str, table: Any, unscored: dict[str, str], experiment_id: str) 
         k = col.split("@", 1)[1].split(" ")[0] if "@" in col else "1"
         return k != "1" or "." in col.split(" (")[0] or col.startswith("best-of-n")
 
-    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c))
-                                           for c in columns], rows=rows)
+    def on_phone(col: str) -> bool:  # agent, model, pass@1 after repair and the kind's headline score
+        from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
+
+        headline = DEFAULT_SELECTION_METRIC.get(kind, "").split(".")[0]
+        return col in ("agent", "model") or col.startswith("pass@1 after repair") or (
+            bool(headline) and col.split(" (")[0].split(" [")[0] == headline)
+
+    return Leaderboard(kind=kind, columns=[BoardColumn(name=_short_header(c), title=meaning(c), extra=extra(c),
+                                                       phone=on_phone(c)) for c in columns], rows=rows)
 
 
 PLOT_CAPTIONS = {
@@ -829,28 +837,38 @@ def plots_of(experiment_dir: Path) -> list[Plot]:
     return [Plot(name=p.name, caption=plot_caption(p.stem)) for p in files]
 
 
-def paired_tables(frame: Any, config: dict[str, Any], unreceived: Sequence[Any] = ()) -> tuple[list[PairedTable], str]:
-    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family;
+def paired_tables(frame: Any, config: dict[str, Any],
+                  unreceived: Sequence[Any] = ()) -> tuple[list[PairedTable], str, str]:
+    """The report's paired comparisons (``evals.paired``: McNemar, Wilcoxon, bootstrap CIs), one table per family,
+    each cell of a test significant after correction marked; the tables' note and what the mark means.
     ``unreceived``: the factors a provider received as one value (``evals.provider_params``), left out and named."""
     from sysmo.evals.paired import display_tables, paired_rows
     from sysmo.evals.provider_params import without_unreceived
     from sysmo.evals.report import LEVELS_NOTE, baseline_text, experiment_levels
     from sysmo.evals.paired import CORRECTION_NAMES
+    from sysmo.evals.significance import significance_note, significant_columns
     from sysmo.evals.tables import DEFAULT_SELECTION_METRIC
 
+    correction = CORRECTION_NAMES["holm"]
     if frame.empty:
-        return [], ""
+        return [], "", ""
     rows = paired_rows(frame, headline={**DEFAULT_SELECTION_METRIC, **(config.get("selection_metric") or {})},
                        listed=experiment_levels(config))
     rows = without_unreceived(rows, unreceived, frame)
-    tables = [PairedTable(family=family, columns=[str(c) for c in table.columns],
-                          rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)])
-              for family, table in display_tables(rows).items()]
-    note = LEVELS_NOTE.format(correction=CORRECTION_NAMES["holm"]).replace("`", "")
-    parts = [note, *(u.note() for u in unreceived)]
+    by_family: dict[str, list[Any]] = {}
+    for row in rows:
+        by_family.setdefault(row.family, []).append(row)
+    tables = []
+    for family, table in display_tables(rows).items():
+        columns = [str(c) for c in table.columns]
+        significant = [[j in marked for j in range(len(columns))]
+                       for marked in (significant_columns(columns, r) for r in by_family[family])]
+        tables.append(PairedTable(family=family, columns=columns, significant=significant,
+                                  rows=[["" if v is None else str(v) for v in row] for row in table.itertuples(index=False)]))
+    parts = [LEVELS_NOTE.format(correction=correction).replace("`", ""), *(u.note() for u in unreceived)]
     if tables:
         parts.append(f"{baseline_text(frame, config)}.")
-    return tables, " ".join(parts)
+    return tables, " ".join(parts), significance_note(correction)
 
 
 def task_matrix(rows: list[AttemptRow]) -> TaskMatrix:
@@ -894,7 +912,7 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
     for (attempt_id, stage), why in skipped.items():
         if attempt_id in kinds:
             unscored.setdefault(str(kinds[attempt_id]), {}).setdefault(stage, why)
-    paired, paired_note = paired_tables(frame, config, unreceived_factors(store, experiment_id))
+    paired, paired_note, significance_note = paired_tables(frame, config, unreceived_factors(store, experiment_id))
     rows = attempt_rows(store, experiment_id) if rows is None else rows
     never = {stage for stages in unscored.values() for stage in stages} - {stage for _, stage in scored}
     # a plot of a stage no attempt was scored on would draw zeros: left out (the notes say why)
@@ -904,7 +922,8 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
                       metric_lines=metric_lines(boards), errored_note=errored_groups_note(frame),
                       notes=report_notes(store, experiment_id, {"scoring_provenance": scoring_provenance(store, experiment_id)}), plots=plots,
                       plots_missing="" if plots else f"No plots yet: `sysmo report {store.path.parent}` writes them.",
-                      paired=paired, paired_note=paired_note, matrix=task_matrix(rows))
+                      paired=paired, paired_note=paired_note, significance_note=significance_note,
+                      matrix=task_matrix(rows))
 
 
 # ---------------------------------------------------------------------------------------------- compare and progress

@@ -367,6 +367,7 @@ class BoardColumn(BaseModel):
     name: str  # the short header shown
     title: str  # the full header and what it measures (on hover)
     extra: bool = False  # shown on request ("every column"): pass@k beyond 1, sub-metrics, best-of-n
+    phone: bool = True  # shown on a phone: agent, model, pass@1 after repair and the kind's headline score
 
 
 class Leaderboard(BaseModel):
@@ -384,6 +385,8 @@ class PairedTable(BaseModel):
     family: str
     columns: list[str]
     rows: list[list[str]]
+    # per cell: a test whose adjusted p is below ``view.gather.SIGNIFICANCE`` (its Δ and its p cell are marked)
+    significant: list[list[bool]] = Field(default_factory=list)
 
 
 class MatrixCell(BaseModel):
@@ -413,4 +416,5 @@ class ReportView(BaseModel):
     plots_missing: str = ""  # why there are no plots (the report was not written yet)
     paired: list[PairedTable] = Field(default_factory=list)
     paired_note: str = ""
+    significance_note: str = ""  # what the * of a paired cell means: "* Holm-adjusted p < 0.05"
     matrix: TaskMatrix | None = None

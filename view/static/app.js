@@ -1,7 +1,49 @@
 // sysmo view: filters apply on change; pick two attempts of one task to compare them; running experiments
-// refresh from /progress.json. No framework, no network beyond this app.
-document.addEventListener("DOMContentLoaded", () => {
-  for (const el of document.querySelectorAll("[data-autosubmit]")) {
+// refresh from /progress.json; a page of a running experiment (main[data-live]) follows the run: it asks
+// live.json every LIVE_MS and, when the stores changed, loads itself again and swaps its content in.
+// No framework, no network beyond this app.
+const LIVE_MS = 2000;
+let progressPolling = false;
+
+const followRun = () => {
+  const main = document.querySelector("main[data-live]");
+  if (!main) return;
+  const poll = async () => {
+    let state;
+    try {
+      const response = await fetch(main.dataset.live, { cache: "no-store" });
+      if (!response.ok) return;  // the experiment is gone: stop
+      state = await response.json();
+    } catch (err) {
+      return;  // the server stopped: keep the page as it is (no console noise)
+    }
+    if (state.stamp !== main.dataset.stamp) {
+      try {
+        const response = await fetch(window.location.href, { cache: "no-store" });
+        if (response.ok) {
+          const fresh = new DOMParser().parseFromString(await response.text(), "text/html").querySelector("main");
+          if (fresh) {
+            const open = new Set([...main.querySelectorAll("details[id][open]")].map((d) => d.id));
+            main.innerHTML = fresh.innerHTML;
+            for (const d of main.querySelectorAll("details[id]")) if (open.has(d.id)) d.open = true;
+            main.dataset.stamp = fresh.dataset.stamp || state.stamp;
+            init(main);
+          }
+        }
+      } catch (err) {
+        return;
+      }
+    }
+    if (state.status === "running") setTimeout(poll, LIVE_MS);
+    else { const note = document.getElementById("live-note"); if (note) note.textContent = `run ${state.status}`; }
+  };
+  setTimeout(poll, LIVE_MS);
+};
+
+document.addEventListener("DOMContentLoaded", () => { init(document); followRun(); });
+
+function init(root) {
+  for (const el of root.querySelectorAll("[data-autosubmit]")) {
     el.addEventListener("change", () => {
       const form = el.form;
       for (const field of form.elements) {  // keep the URL short: drop empty filters
@@ -19,7 +61,7 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
-  for (const toggle of document.querySelectorAll("button.toggle-columns")) {
+  for (const toggle of root.querySelectorAll("button.toggle-columns")) {
     toggle.addEventListener("click", () => {  // a leaderboard's secondary columns (pass@k, sub-metrics) on request
       const table = document.getElementById(toggle.dataset.table);
       const compact = table.classList.toggle("compact");
@@ -27,7 +69,7 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
-  const picks = [...document.querySelectorAll("input.pick")];
+  const picks = [...root.querySelectorAll("input.pick")];
   const button = document.getElementById("compare-button");
   const why = document.getElementById("compare-why");
   const update = () => {
@@ -53,7 +95,8 @@ document.addEventListener("DOMContentLoaded", () => {
   update();
 
   const table = document.querySelector("table[data-progress]");
-  if (table) {
+  if (table && !progressPolling) {
+    progressPolling = true;
     const money = (v) => `$${Number(v).toFixed(4)}`;
     const refresh = async () => {
       const running = [...table.querySelectorAll("tr[data-experiment]")].filter(
@@ -85,4 +128,4 @@ document.addEventListener("DOMContentLoaded", () => {
     };
     setTimeout(refresh, 3000);
   }
-});
+}
