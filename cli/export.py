@@ -1,4 +1,6 @@
-"""``sysmo export otel EXP`` and ``sysmo export inspect EXP -o DIR``: a stored experiment in other tools' formats."""
+"""``sysmo export otel EXP`` and ``sysmo export inspect EXP --out DIR``: a stored experiment in other tools' formats.
+
+``-o``/``--output-dir`` names the runs folder, as in every command; the logs' folder is ``--out``."""
 
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ def otel(
     endpoint: Optional[str] = typer.Option(None, "--endpoint", "--otel-endpoint", metavar="URL",
                                            help="The collector (default: OTEL_EXPORTER_OTLP_ENDPOINT), e.g. "
                                                 "http://127.0.0.1:6006 for Phoenix."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs", help=RUNS_HELP),
+    runs_dir: Path = typer.Option(Path("runs"), "--output-dir", "-o", "--runs", help=RUNS_HELP),
 ) -> None:
     from sysmo.export.otel import export_experiment
     from sysmo.store import Store
@@ -46,8 +48,8 @@ def otel(
                   "attempts, for `inspect view` (docs/observability.md).")
 def inspect(
     ref: str = typer.Argument(..., help="Experiment id or directory."),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for the .eval logs (made if missing)."),
-    runs_dir: Path = typer.Option(Path("runs"), "--runs", help=RUNS_HELP),
+    out: Path = typer.Option(..., "--out", help="Folder for the .eval logs (made if missing)."),
+    runs_dir: Path = typer.Option(Path("runs"), "--output-dir", "-o", "--runs", help=RUNS_HELP),
 ) -> None:
     from sysmo.export.inspect_log import write_eval_logs
 

@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
 def _write_bundle(runs_dir: Path, out: Path, experiments: list[str]) -> None:
     from sysmo.view.bundle import write_bundle
 
-    console.print(f"sysmo view --bundle: writing {', '.join(experiments) or 'every experiment'} of "
+    console.print(f"bundling {', '.join(experiments) or 'every experiment'} of "
                   f"{runs_dir.resolve()} into {out.resolve()}")
     result = write_bundle(runs_dir, out, experiments)
     if result.compare_left_out:

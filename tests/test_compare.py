@@ -76,7 +76,7 @@ def test_compare_refuses_in_one_line_and_infers_the_one_factor(tmp_path: Path) -
 
 
 def _compare(runs: Path, out: Path, *args: str):
-    result = run_sysmo("compare", *args, "--experiments-dir", str(runs), "-o", str(out))
+    result = run_sysmo("compare", *args, "-o", str(runs), "--out", str(out))
     result.stderr = " ".join(result.stderr.split())  # the console wraps the line at its width
     return result
 

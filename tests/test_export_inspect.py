@@ -1,4 +1,4 @@
-"""``sysmo export inspect EXP -o DIR``: a real run (fake model server, real PlantUML, two feedback arms) written as
+"""``sysmo export inspect EXP --out DIR``: a real run (fake model server, real PlantUML, two feedback arms) written as
 inspect_ai eval logs, one per (agent, model, arm), read back with inspect_ai's own reader: every attempt a sample
 with its conversation, scores per stage and metadata; the results' numbers recomputed from the store.
 
@@ -41,7 +41,7 @@ def test_one_log_per_agent_model_and_arm_whose_samples_are_the_attempts(experime
     from sysmo.store import Store
 
     out = tmp_path / "logs"
-    result = run_sysmo("export", "inspect", "insp", "--runs", str(experiment), "-o", str(out))
+    result = run_sysmo("export", "inspect", "insp", "-o", str(experiment), "--out", str(out))
     assert result.code == 0, result.output
     assert f"inspect view --log-dir {out}" in result.output
     logs = [read_eval_log(info) for info in list_eval_logs(str(out))]
@@ -94,7 +94,7 @@ def test_one_log_per_agent_model_and_arm_whose_samples_are_the_attempts(experime
 
 
 def test_an_unknown_experiment_is_one_line(inspect_extra: None, tmp_path: Path) -> None:
-    result = run_sysmo("export", "inspect", "nope", "--runs", str(tmp_path), "-o", str(tmp_path / "logs"))
+    result = run_sysmo("export", "inspect", "nope", "-o", str(tmp_path), "--out", str(tmp_path / "logs"))
     assert result.code == 2 and "no experiment 'nope'" in result.stderr
     assert not (tmp_path / "logs").exists()
 
@@ -110,7 +110,7 @@ def test_an_attempt_that_ended_in_error_and_was_not_scored_is_a_sample_with_its_
     store.save_experiment("failing", {}, {}, False)
     store.save_attempt("failing", attempt(), {"kind": "uml_class"})  # its events: a call, a check, a failed call
     store.close()
-    result = run_sysmo("export", "inspect", "failing", "--runs", str(tmp_path / "runs"), "-o", str(tmp_path / "logs"))
+    result = run_sysmo("export", "inspect", "failing", "-o", str(tmp_path / "runs"), "--out", str(tmp_path / "logs"))
     assert result.code == 0, result.output
     (log,) = [read_eval_log(info) for info in list_eval_logs(str(tmp_path / "logs"))]
     (sample,) = log.samples
