@@ -411,12 +411,14 @@ def simulate_seeds(
         args += ["-coverage", "1"]
     args += ["-simulate", f"num={int(num)}", "-depth", str(int(depth)), main]
     heap = heap_mb or settings().sandbox.jvm_heap_mb
-    whole = timeout_s * len(seeds)
-    limits = Limits(timeout_s=whole, cpu_s=int(whole * 4) + 60, memory_mb=heap + 1024)
+    whole, alone_limits = timeout_s * len(seeds), Limits(timeout_s=timeout_s)
+    limits = Limits(timeout_s=whole, cpu_s=int(whole * 4) + 60, memory_mb=heap + 1024,
+                    output_limit_bytes=alone_limits.output_limit_bytes * len(seeds))  # each seed its own share
     run = run_java("tlc2.TLC", [SEEDS_FLAG, ",".join(str(s) for s in seeds), *args], files=spec.files,
                    limits=limits, jvm_flags=tlc_flags(None), heap_mb=heap)
     results: list[CheckResult | None] = [None] * len(seeds)
     if run.stdout_truncated:
+        log.info("tlc.seeds_output_cut", module=spec.main_module, seeds=len(seeds))
         return results
     output, start, header = run.stdout, 0, ""
     for index, ended in enumerate(SEED_END.finditer(output)):
@@ -433,8 +435,8 @@ def simulate_seeds(
             part = header + part
         finished = FINISHED_MS.search(part)
         seconds = int(finished.group(1)) / 1000 if finished else None
-        if seconds is None or seconds > timeout_s:
-            break
+        if seconds is None or seconds > timeout_s or len(part.encode()) > alone_limits.output_limit_bytes:
+            break  # a run of its own would have been cut short (its clock, its output): it runs alone
         alone = run.model_copy(update={"stdout": part, "stderr": "", "returncode": 0, "timed_out": False})
         results[index] = _checked(spec, compat, part, alone, max_states=None, max_depth=None, simulation=True,
                                   find_violation=False, duration_s=seconds)
