@@ -27,7 +27,8 @@ from pathlib import Path
 from sysmo.reproduce import sysmobench as rs
 from sysmo.tools.tla import jvm, run_cache
 
-BEFORE = ("invariants.liveness_at_end=false", "invariants.merge_liveness=false", "invariants.by_instance=false")  # the levers of docs/tla-cascade-speed.md
+BEFORE = ("invariants.liveness_at_end=false", "invariants.merge_liveness=false", "invariants.by_instance=false",
+          "runtime.shared_parse=false")  # the levers of docs/tla-cascade-speed.md
 CALIBRATION_SPEC = """---- MODULE SysmoCalibration ----
 EXTENDS Naturals
 VARIABLES x, y, z

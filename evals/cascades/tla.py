@@ -68,7 +68,8 @@ holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the
 holds within the state bound, a time-out is inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
 constants, for bug controls; ``sysmo.tools.tla.bug_hunt``), ``invariants.templates`` ("task", or "cfg": the checks the model's own cfg
 lists, as for SysMoBench's bug-reproduction specs); ``runtime.batched`` (false; true: one simulation of
-runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``tlc.parallel``
+runs x num behaviours, the seeded runs only after an error: faster, values can differ); ``runtime.shared_parse``
+(true: the seeded runs in one JVM per parallel slot, the spec parsed once per JVM, the same values); ``tlc.parallel``
 (TLC processes a stage runs at once, default min(2, cores)); ``cascade.concurrent`` (true: runtime,
 conformance and invariants run at the same time, sharing one JVM slot per core, ``tools.tla.jvm.max_jvms``;
 never with ``invariants.strategy=hunt``, several TLC runs under one wall-clock safety net). The model runs under its own cfg; without one a cfg is generated
@@ -156,6 +157,7 @@ def runtime_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> StageR
                                     harness=tla_runtime.DEFAULT_TIMEOUT_S)),
         parallel=_option(ctx, "tlc.parallel", None, int),
         batched=ctx.flag("runtime.batched", False),
+        shared_parse=ctx.flag("runtime.shared_parse", True),
         cut_short_coverage=ctx.flag_by_mode("runtime.cut_short_coverage", sysmo=False, harness=True),
     )
     return StageResult(

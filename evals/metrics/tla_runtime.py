@@ -36,6 +36,13 @@ different set of actions: values can differ, so it is off by default. They do on
 behaviours covered 9 of 15 actions, the 20 seeded runs of 50 covered 14 (TLC's behaviours within one run are
 less varied than across seeds).
 
+``shared_parse`` (cascade option ``runtime.shared_parse``, default true): the seeded simulations run one after
+another in a few JVMs (one per parallel slot), each parsing the spec once (``tlc.simulate_seeds``, a TLC
+``Simulator`` per seed sharing the parsed spec) instead of one JVM per seed. Each seed's output is that of a run of
+the seed alone (the same coverage counts, checked seed by seed on PGo dqueue, locksvc and raftkvs), so the values
+are the same; a seed that meets an error, a violation or its time limit there, and the seeds after it in its JVM,
+run in JVMs of their own as without the option, so errors are blamed and cut-short runs treated as always.
+
 Passed: every run finished without error (it gates nothing: conformance and invariants are scored for
 every model SANY accepts). The value may still be below 1 when some action never fired. Coverage lines
 are read in both forms TLC prints (``sysmo.tools.tla.tlc_output.COVERAGE``).
@@ -232,8 +239,10 @@ def _one_run(
     main_text: str,
     main_module: str,
     cut_short_coverage: bool = True,
+    given: CheckResult | None = None,
 ) -> tuple[SimulationRun, str]:
-    result = tlc.simulate(
+    """One seeded simulation, or the result ``given`` for it (``tlc.simulate_seeds``)."""
+    result = given if given is not None else tlc.simulate(
         artifact,
         config,
         num=num,
@@ -269,6 +278,19 @@ def _one_run(
     elif run.outcome == Outcome.INCONCLUSIVE:
         run.error = str(result.details.get("reason", "timeout"))
     return run, result.tool_version
+
+
+def _in_shared_jvms(artifact: Artifact, config: tlc_cfg.TlcConfig, plan: list[int], num: int, depth: int,
+                    timeout_s: float, workers: int) -> list[CheckResult | None]:
+    """The seeds of ``plan`` split into ``workers`` runs of consecutive seeds, each run one JVM that parses the spec
+    once (``tlc.simulate_seeds``); None for a seed such a run did not finish cleanly."""
+    size = -(-len(plan) // workers)
+    groups = [plan[i:i + size] for i in range(0, len(plan), size)]
+    with ThreadPoolExecutor(max_workers=len(groups)) as pool:
+        parts = list(pool.map(lambda group: tlc.simulate_seeds(
+            artifact, config, group, num=num, depth=depth, coverage=True, check_deadlock=False,
+            timeout_s=timeout_s), groups))
+    return [result for part in parts for result in part]
 
 
 def _spec_actions(main_text: str) -> list[str]:
@@ -311,11 +333,13 @@ def score(
     parallel: int | None = None,
     batched: bool = False,
     cut_short_coverage: bool = True,
+    shared_parse: bool = True,
 ) -> RuntimeScore:
     """``runs`` simulations of ``num`` behaviours of at most ``depth`` steps (rules: the module doc);
     ``batched``: first one simulation of ``runs x num`` behaviours (module doc); ``cut_short_coverage``: the
     coverage a run cut short by its time limit or a resource printed counts (the harness's rule; ``False`` in
-    the ``sysmo`` scoring mode)."""
+    the ``sysmo`` scoring mode); ``shared_parse``: the seeds run in ``parallel`` JVMs, each parsing the spec once
+    (module doc)."""
     spec = prepare(artifact)
     main_text = spec.files[spec.main_file]
     checked = without_checks(config.config)
@@ -329,12 +353,16 @@ def score(
         else:
             log.info("tla_runtime.batch_fallback", module=spec.main_module, outcome=one[0].outcome.value)
     if not done:
-        with ThreadPoolExecutor(max_workers=max(1, parallel or jvm.default_parallel())) as pool:
+        workers = max(1, parallel or jvm.default_parallel())
+        given: list[CheckResult | None] = [None] * len(plan)
+        if shared_parse and len(plan) > 1 and tlc.seeds_in_one_jvm():
+            given = _in_shared_jvms(artifact, checked, plan, num, depth, timeout_s, workers)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             done = list(
                 pool.map(
-                    lambda s: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
-                                       spec.main_module, cut_short_coverage),
-                    plan,
+                    lambda s, r: _one_run(artifact, checked, s, num, depth, timeout_s, main_text,
+                                          spec.main_module, cut_short_coverage, r),
+                    plan, given,
                 )
             )
     result = RuntimeScore(

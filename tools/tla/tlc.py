@@ -32,7 +32,7 @@ from sysmo.contracts.artifact import Artifact
 from sysmo.config import settings
 from sysmo.errors import ConfigError
 from sysmo.log import get_logger
-from sysmo.sandbox import Limits
+from sysmo.sandbox import Limits, RunResult
 from sysmo.tools.install import tla2tools_jar
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 from sysmo.tools.status import ToolStatus
@@ -237,7 +237,16 @@ def _run(
     run = run_java("tlc2.TLC", args, files=spec.files, limits=limits,
                    jvm_flags=tlc_flags(None if mode_args or keep_c2 else max_states), heap_mb=heap,
                    collect=[DUMP_FILE] if dump_states else None)
-    output = run.output
+    return _checked(spec, compat, run.output, run, max_states=max_states, max_depth=max_depth,
+                    simulation=bool(mode_args), find_violation=find_violation, dump_states=dump_states,
+                    printed_marker=printed_marker)
+
+
+def _checked(spec: PreparedSpec, compat: CompatibleCfg, output: str, run: RunResult, *, max_states: int | None,
+             max_depth: int | None, simulation: bool, find_violation: bool, dump_states: bool = False,
+             printed_marker: str | None = None, duration_s: float | None = None) -> CheckResult:
+    """The result of one TLC run from its output (``run``: the process's exit, time-out and isolation)."""
+    mode_args = ["-simulate"] if simulation else []
     report = parse_output(output)
     bound_hit = None
     if max_states is not None and not mode_args and (report.distinct_states or 0) >= max_states:
@@ -285,10 +294,11 @@ def _run(
         details["states_dump"] = CheckResult.bound_output(run.files_out.get(DUMP_FILE, ""))[0]
     if printed_marker is not None:  # whole, unlike raw_output (cut at RAW_OUTPUT_LIMIT): the caller parses them
         details["printed"] = [line for line in output.splitlines() if printed_marker in line]
+    seconds = run.duration_s if duration_s is None else duration_s
     log.info("tlc.run", module=spec.main_module, mode=report.mode, outcome=outcome.value, reason=reason,
-             seconds=round(run.duration_s, 2), distinct=report.distinct_states)
+             seconds=round(seconds, 2), distinct=report.distinct_states)
     return CheckResult(tool=TOOL, tool_version=version, outcome=outcome, diagnostics=diagnostics,
-                       duration_s=run.duration_s, raw_output=raw, truncated=truncated or run.stdout_truncated,
+                       duration_s=seconds, raw_output=raw, truncated=truncated or run.stdout_truncated,
                        details=details)
 
 
@@ -354,6 +364,85 @@ def simulate(
                 check_deadlock=check_deadlock, workers=workers, coverage=coverage, seed=seed, fp=None,
                 max_states=None, max_depth=None, timeout_s=timeout_s, heap_mb=heap_mb,
                 find_violation=find_violation, dump_states=False, limits=limits)
+
+
+SEEDS_FLAG = "-sysmo-seeds"  # TLCMain.java's Seeds: one simulation per seed on a spec parsed once
+SEED_END = re.compile(r"^@!@!@SYSMO-SEED (-?\d+) (-?\d+)$", re.MULTILINE)
+FINISHED_MS = re.compile(r"@!@!@STARTMSG 2186:\d+ @!@!@\n[^\n]*?(\d+)ms")
+
+
+def seeds_in_one_jvm() -> bool:
+    """Whether ``simulate_seeds`` can run several seeds in one JVM: it needs our launcher (``jvm_startup``), which
+    a container's own Java does not have."""
+    from sysmo.sandbox import get_sandbox
+    from sysmo.tools.tla import jvm_startup
+
+    return (jvm_startup.enabled() and get_sandbox().name != "docker"
+            and jvm_startup.launcher() is not None)
+
+
+def simulate_seeds(
+    source: Artifact | str,
+    cfg: str | TlcConfig | None,
+    seeds: list[int],
+    *,
+    num: int = 50,
+    depth: int = 50,
+    coverage: bool = True,
+    check_deadlock: bool | None = None,
+    timeout_s: float = 30.0,
+    heap_mb: int | None = None,
+) -> list[CheckResult | None]:
+    """``simulate`` once per seed, the seeds one after another in one JVM that parses the spec once
+    (``TLCMain.java``'s ``Seeds``): per seed, the result ``simulate(..., seed=seed)`` gives, or None for a seed
+    this run did not finish cleanly within ``timeout_s`` of its own (an error, a violation, the clock, or a seed
+    after one of these), which the caller simulates in a JVM of its own. Each seed's result is read from its own
+    part of the output, after the run's header (TLC's version), so it is the output of a run of that seed alone."""
+    if not seeds:
+        return []
+    spec = prepare(source, None)
+    compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
+    main, compat = _bounded_module(spec, compat, None, None)
+    spec.files[CFG_FILE] = compat.text
+    args = ["-tool", "-workers", "1", "-config", CFG_FILE, "-metadir", "states"]
+    if compat.deadlock_flag:
+        args.append("-deadlock")
+    if coverage:
+        args += ["-coverage", "1"]
+    args += ["-simulate", f"num={int(num)}", "-depth", str(int(depth)), main]
+    heap = heap_mb or settings().sandbox.jvm_heap_mb
+    whole, alone_limits = timeout_s * len(seeds), Limits(timeout_s=timeout_s)
+    limits = Limits(timeout_s=whole, cpu_s=int(whole * 4) + 60, memory_mb=heap + 1024,
+                    output_limit_bytes=alone_limits.output_limit_bytes * len(seeds))  # each seed its own share
+    run = run_java("tlc2.TLC", [SEEDS_FLAG, ",".join(str(s) for s in seeds), *args], files=spec.files,
+                   limits=limits, jvm_flags=tlc_flags(None), heap_mb=heap)
+    results: list[CheckResult | None] = [None] * len(seeds)
+    if run.stdout_truncated:
+        log.info("tlc.seeds_output_cut", module=spec.main_module, seeds=len(seeds))
+        return results
+    output, start, header = run.stdout, 0, ""
+    for index, ended in enumerate(SEED_END.finditer(output)):
+        part = output[start:ended.start()]
+        start = ended.end() + 1
+        if index >= len(seeds) or int(ended.group(1)) != seeds[index] or ended.group(2) != "0":
+            break
+        if index == 0:
+            banner = part.find(f"@!@!@STARTMSG {2188}:")
+            if banner < 0:
+                break
+            header = part[:banner]
+        else:
+            part = header + part
+        finished = FINISHED_MS.search(part)
+        seconds = int(finished.group(1)) / 1000 if finished else None
+        if seconds is None or seconds > timeout_s or len(part.encode()) > alone_limits.output_limit_bytes:
+            break  # a run of its own would have been cut short (its clock, its output): it runs alone
+        alone = run.model_copy(update={"stdout": part, "stderr": "", "returncode": 0, "timed_out": False})
+        results[index] = _checked(spec, compat, part, alone, max_states=None, max_depth=None, simulation=True,
+                                  find_violation=False, duration_s=seconds)
+    log.info("tlc.seeds", module=spec.main_module, seeds=len(seeds), done=sum(r is not None for r in results),
+             seconds=round(run.duration_s, 2))
+    return results
 
 
 def check_invariants(
