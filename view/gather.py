@@ -466,7 +466,7 @@ def stage_view(stage: StageResult) -> StageView:
 
 
 def _step_event(step: GraphStepView, round_index: int | None) -> TimelineEvent:
-    return TimelineEvent(kind="graph_step", round_index=round_index, label=f"step {step.step}: {step.node or 'input'}",
+    return TimelineEvent(kind="graph_step", round_index=round_index, label=f"step {step.step}: {step.node or 'start'}",
                          detail=f"next: {', '.join(step.next) or 'end'}; checkpoint {step.checkpoint_id}",
                          anchor=f"step-{step.step}")
 
