@@ -275,9 +275,11 @@ def test_graph_steps_show_rounds_state_changes_inherited_steps_and_the_fork_comm
     found = resolve_step(history(Path(run["runs"]) / "ab" / "checkpoints.sqlite", run["fork"]),
                          command.split("--at ")[1], run["fork"])
     assert found.checkpoint_id == full
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
     button = step2.locator("td:last-child button.copy")
     button.click()
-    assert button.inner_text() == "copied"
+    playwright_api.expect(button).to_have_text("copied")
+    assert page.evaluate("navigator.clipboard.readText()") == command
     assert "end of the graph" in rows.last.inner_text()
     page.locator("#graph-steps").scroll_into_view_if_needed()
     page.screenshot(path=str(screenshots / f"debug_graph_steps_{size}.png"))
