@@ -238,6 +238,10 @@ def test_every_model_call_shows_parameters_messages_tool_calls_and_reply_never_n
     assert any("Wrote reference.puml" in r for r in results) and any("plantuml check" in r for r in results)
     texts = page.locator(".msg pre, pre.reply-text").all_inner_texts()
     assert texts and all(t.strip() != "null" for t in texts)
+    # a round's model call links to its full record, which unfolds
+    round1.locator("a.call-record").first.click()
+    record = page.locator(f"#model-calls details.model-call").nth(1)
+    assert record.get_attribute("open") is not None and "round 1" in record.locator(":scope > summary").inner_text()
 
 
 # ---------------------------------------------------------------------------------------------- 6. graph steps

@@ -57,6 +57,14 @@ document.addEventListener("DOMContentLoaded", () => {
     });
   }
 
+  // a link to a folded record (a model call, a step's state) unfolds it
+  const unfold = () => {
+    const target = window.location.hash && document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+    if (target && target.tagName === "DETAILS") target.open = true;
+  };
+  window.addEventListener("hashchange", unfold);
+  unfold();
+
   const picks = [...document.querySelectorAll("input.pick")];
   const button = document.getElementById("compare-button");
   const why = document.getElementById("compare-why");
