@@ -48,6 +48,7 @@ RUN_FIRST = [
     "test_trace_validation.py",
     "test_trace_learning_loop.py",
     "test_view_browser.py",
+    "test_view_debug_browser.py",  # a real two-agent, two-arm run and a fork, then a browser
     "test_run_terminal.py",
     "test_agents_repair_loop.py",
     "test_check_command.py",

@@ -261,3 +261,59 @@ def test_graph_drawing_highlights_the_path_taken():
     assert "generate ×2" in svg and "check ×2" in svg
     assert svg.count('class="edge taken"') == 5  # every edge of the path, the loop back included
     assert draw(nodes, edges, []).count("visited") == 0
+
+
+def test_the_attempt_table_shows_the_score_columns_of_the_kinds_in_view_only(runs):
+    store = Store(runs / "exp" / "results.sqlite")
+    store.save_attempt("exp", Attempt(id="cc01", task_id="starter/architecture/shop", agent="base_modeling",
+                                      model="mockllm/control", status=AttemptStatus.FAILED, is_control=True),
+                       {"benchmark": "starter", "kind": "architecture"})
+    store.save_score("exp", "cc01", ScoreCard(task_id="starter/architecture/shop", cascade="architecture", stages=[
+        StageResult(stage="components", value=0.25, outcome="failed")]))
+    store.close()
+    client = TestClient(create_app(runs), base_url="http://localhost")
+
+    def score_headers(**params) -> list[str]:
+        html = client.get("/e/exp", params=params).text
+        return re.findall(r'<th class="stage-col"><a [^>]*>([^<]+)</a>', html)
+
+    assert "components" in score_headers() and "clue" in score_headers()
+    assert "components" not in score_headers(kind="uml_class") and "clue" in score_headers(kind="uml_class")
+    assert score_headers(kind="architecture") == ["components"]
+    html = client.get("/e/exp", params={"kind": "architecture"}).text
+    # the task's short name, its full id on hover; the row opens the attempt
+    assert '<td class="task" data-label="task" title="starter/architecture/shop">shop</td>' in html
+    assert 'data-href="/e/exp/a/cc01" tabindex="0"' in html
+
+
+def test_a_model_call_of_tool_calls_shows_them_its_parameters_and_no_null(tmp_path):
+    from sysmo.contracts.events import LLMCallEvent
+
+    calls = [{"id": "c1", "type": "function", "function": {"name": "write_file",
+                                                           "arguments": '{"path": "m.puml", "content": "@startuml"}'}}]
+    event = LLMCallEvent(
+        seq=0, role="generator", purpose="step", round=1, model="openai/fake", provider="openai", request_hash="h",
+        messages=[{"role": "user", "content": "Draw A."}, {"role": "assistant", "content": None, "tool_calls": calls},
+                  {"role": "tool", "tool_call_id": "c1", "content": "Wrote m.puml (1 lines)."}],
+        params={"temperature": 0.2, "seed": 7, "tools": [{"type": "function", "function": {"name": "write_file"}}]},
+        response={"text": "", "tool_calls": [{"id": "c2", "name": "run_check", "arguments": {}}],
+                  "finish_reason": "tool_calls", "params_sent": {"temperature": 0.2}},
+        prompt_tokens=30, completion_tokens=5, cost_usd=0.001, latency_s=1.5)
+    store = Store(tmp_path / "exp" / "results.sqlite")
+    store.save_experiment("exp", {"samples": 1}, {}, is_control=False)
+    rounds = [Round(index=0, messages=event.messages, response="-> run_check({})")]
+    store.save_attempt("exp", Attempt(id="dd01", task_id="starter/uml_class/t1", agent="openhands", model="openai/fake",
+                                      status=AttemptStatus.FAILED, rounds=rounds, events=[event]), META)
+    store.close()
+    client = TestClient(create_app(tmp_path), base_url="http://localhost")
+    (call,) = client.get("/e/exp/a/dd01/json").json()["model_calls"]
+    assert call["messages"][1]["content"] == "" and call["messages"][1]["tool_calls"][0]["name"] == "write_file"
+    assert call["messages"][1]["tool_calls"][0]["arguments"] == "path = m.puml\ncontent = @startuml"
+    assert call["messages"][2]["tool_call_id"] == "c1"
+    assert [t["name"] for t in call["reply_tool_calls"]] == ["run_check"] and call["tools"] == ["write_file"]
+    params = dict(call["params"])
+    assert params["temperature"] == "0.2" and params["seed"] == "7"
+    assert params["reply params_sent"] == '{"temperature": 0.2}'  # a request-parameter field of the record, shown as held
+    html = client.get("/e/exp/a/dd01").text
+    assert "<pre>null</pre>" not in html and "→ write_file" in html and "result of c1" in html
+    assert "1.50 s" in html and "$0.0010" in html

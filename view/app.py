@@ -137,6 +137,8 @@ def _templates(static: bool = False) -> Environment:
     env.filters["num"] = lambda v, d=3: "" if v is None else f"{v:.{d}f}"
     env.globals["urlencode"] = lambda d: urlencode({k: v for k, v in d.items() if v not in ("", None, False)})
     env.filters["score"] = lambda v: "—" if v is None else f"{v:.3f}"
+    env.filters["short_task"] = gather.short_task
+    env.filters["prompt_text"] = gather.prompt_text
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     # a cell's words each kept whole (a number such as 8.84e-05 is not broken at its hyphen); lines break between them
     env.filters["words"] = lambda v: Markup(" ".join(f'<span class="w">{escape(t)}</span>' for t in str(v).split(" ")))
@@ -228,7 +230,8 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
         page_rows, pages = gather.page_of(shown, filters.page, size=max(1, len(shown)) if static else gather.PAGE_SIZE)
         return render("attempts.html", experiment=summary, rows=page_rows, matched=len(shown), total=len(rows),
                       running=running_now(experiment_id, rows) if summary.status == "running" else [],
-                      page=min(filters.page, pages), pages=pages, stages=gather.stage_columns(rows),
+                      page=min(filters.page, pages), pages=pages, stages=gather.view_stages(rows, shown),
+                      sort_stages=gather.stage_columns(rows),
                       groups=gather.group_summaries(rows), filters=filters, values=gather.filter_values(rows),
                       filter_fields=FILTER_FIELDS, sort_fields=SORT_FIELDS)
 
@@ -307,8 +310,10 @@ def create_app(runs_dir: Path, *, port: int | None = None, allow_hosts: tuple[st
             raise HTTPException(400, f"{a.row.id} is of task {a.row.task_id} and {b.row.id} of task {b.row.task_id}: "
                                      "only attempts of one task compare (their rounds and final models line up); "
                                      "pick two attempts of one task")
-        return render("compare.html", experiment_id=experiment_id, pair=[a, b], rounds=gather.aligned_rounds(a, b),
-                      final_diff=gather.final_diff(a, b))
+        rounds = gather.aligned_rounds(a, b)
+        return render("compare.html", experiment_id=experiment_id, pair=[a, b], rounds=rounds,
+                      prompt_diffs=gather.prompt_diffs(rounds), settings=gather.side_settings(a, b),
+                      steps=gather.step_pairs(a, b), final_diff=gather.final_diff(a, b))
 
     async def cross_compare_page(request: Request) -> Response:
         """``/compare?e=A&e=B[&e=C][&factor=F][&correction=holm|bh]``: ``sysmo compare``'s analysis as a page."""

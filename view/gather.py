@@ -60,7 +60,11 @@ from sysmo.view.models import (
     Outcome,
     ReportView,
     RoundView,
+    SideSetting,
     StageView,
+    StateChange,
+    StepPair,
+    ToolCallView,
     TimelineEvent,
     TimeSplit,
 )
@@ -72,6 +76,8 @@ DIFF_CONTEXT = 3  # unchanged lines shown around each change of a side-by-side d
 DETAIL_TEXT_LIMIT = 20_000  # characters of a stage's leftover detail shown as JSON
 PAGE_SIZE = 50  # attempts per page of the attempt table
 STATE_TEXT_LIMIT = 8_000  # characters of a checkpoint's state shown
+CHANGE_TEXT_LIMIT = 1_500  # characters of one changed state value shown in a step's diff
+SHORT_ID = 8  # characters of a checkpoint id shown (more when 8 do not tell the attempt's steps apart)
 
 
 # ---------------------------------------------------------------------------------------------- experiments
@@ -276,6 +282,17 @@ def stage_columns(rows: list[AttemptRow]) -> list[str]:
     return sorted(seen, key=lambda stage: known.index(stage) if stage in known else len(known))
 
 
+def view_stages(rows: list[AttemptRow], shown: list[AttemptRow]) -> list[str]:
+    """The score columns of the attempt table: the stages of the task kinds among the ``shown`` rows only."""
+    kinds = {r.kind for r in shown}
+    return stage_columns([r for r in rows if r.kind in kinds])
+
+
+def short_task(task_id: str) -> str:
+    """A task id without its benchmark and kind (``starter/uml_class/library_loans`` -> ``library_loans``)."""
+    return task_id.rsplit("/", 1)[-1] or task_id
+
+
 def search_ids(store: Store, experiment_id: str, text: str) -> set[str]:
     """The attempts whose task, agent, model, error, prompts, replies or diagnostics contain ``text`` (any case)."""
     like = f"%{text}%"
@@ -405,11 +422,44 @@ def listings(rnd: Round) -> list[FileListing]:
 
 
 def _content(value: Any) -> str:
+    if value is None:  # an assistant turn made only of tool calls
+        return ""
     if isinstance(value, str):
         return value
     if isinstance(value, list):  # content parts
         return "\n".join(p.get("text", json.dumps(p)) if isinstance(p, dict) else str(p) for p in value)
     return json.dumps(value, indent=2, default=str)
+
+
+def _arguments_text(arguments: Any) -> str:
+    """A tool call's arguments, one per line, a text argument as it is (a file's content keeps its lines)."""
+    if isinstance(arguments, str):
+        try:
+            arguments = json.loads(arguments)
+        except json.JSONDecodeError:
+            return arguments  # malformed JSON the model sent: shown as sent
+    if not isinstance(arguments, dict):
+        return "" if arguments is None else json.dumps(arguments, default=str)
+    return "\n".join(f"{k} = {v}" if isinstance(v, str) else f"{k} = {json.dumps(v, default=str)}"
+                     for k, v in arguments.items())
+
+
+def tool_call_view(call: Any) -> ToolCallView:
+    """A tool call in either stored shape: a chat message's (``{"function": {"name", "arguments": "<json>"}}``)
+    or a reply's (``{"name", "arguments": {...}}``)."""
+    if not isinstance(call, dict):
+        return ToolCallView(name=str(call), arguments="")
+    function = call.get("function") if isinstance(call.get("function"), dict) else {}
+    return ToolCallView(name=str(function.get("name") or call.get("name") or "?"), id=str(call.get("id") or ""),
+                        arguments=_arguments_text(function.get("arguments") if function else call.get("arguments")))
+
+
+def message_view(message: dict[str, Any]) -> MessageView:
+    """A chat message: its text ("" when it has none, never "null"), its tool calls, the call a tool result answers."""
+    calls = message.get("tool_calls") or []
+    return MessageView(role=str(message.get("role", "")), content=_content(message.get("content", "")),
+                       tool_calls=[tool_call_view(c) for c in calls] if isinstance(calls, list) else [],
+                       tool_call_id=str(message.get("tool_call_id") or ""))
 
 
 def _check_view(rnd: Round) -> CheckView | None:
@@ -476,7 +526,7 @@ def stage_view(stage: StageResult) -> StageView:
 
 
 def _step_event(step: GraphStepView, round_index: int | None) -> TimelineEvent:
-    return TimelineEvent(kind="graph_step", round_index=round_index, label=f"step {step.step}: {step.node or 'input'}",
+    return TimelineEvent(kind="graph_step", round_index=round_index, label=f"step {step.step}: {step.node or 'start'}",
                          detail=f"next: {', '.join(step.next) or 'end'}; checkpoint {step.checkpoint_id}",
                          anchor=f"step-{step.step}")
 
@@ -513,7 +563,7 @@ def _timeline(rounds: list[RoundView], steps: list[GraphStepView], attempt: Atte
         for problem in (rnd.extraction_error, rnd.error):
             if problem:
                 events.append(TimelineEvent(kind="error", round_index=rnd.index, label=problem, anchor=f"round-{rnd.index}"))
-    events.extend(_step_event(s, s.round_index) for s in steps if s.checkpoint_id not in placed and s.node)
+    events.extend(_step_event(s, s.ran_in_round) for s in steps if s.checkpoint_id not in placed and s.node)
     if attempt.error:
         events.append(TimelineEvent(kind="error", round_index=None, label=attempt.error, anchor="attempt-error"))
     return events
@@ -530,16 +580,50 @@ def model_calls(store: Store, attempt_id: str) -> list[ModelCallView]:
                 seq=event.seq or 0, stage=stage, role=event.role, purpose=event.purpose or "", round=event.round,
                 model=event.model, tokens=f"{event.prompt_tokens}+{event.completion_tokens}",
                 spend=f"${event.spend_usd:.4f}" + (" (cached)" if event.cached else ""),
-                messages=[MessageView(role=str(m.get("role", "")), content=_content(m.get("content", "")))
-                          for m in event.messages],
+                messages=[message_view(m) for m in event.messages],
                 reply=event.text, error=f"{event.error_type}: {event.error}" if event.error else "",
                 requested=requested_text(event.params), received=received_text(event.sent_params),
-                dropped=bool((event.sent_params or {}).get("dropped")), sent_params=event.sent_params))
+                dropped=bool((event.sent_params or {}).get("dropped")), sent_params=event.sent_params,
+                latency_s=event.latency_s, cost_usd=event.cost_usd, cached=event.cached,
+                params=_call_params(event), tools=_tool_names(event.params.get("tools")),
+                reply_tool_calls=[tool_call_view(c) for c in (event.response or {}).get("tool_calls") or []],
+                finish_reason=str((event.response or {}).get("finish_reason") or ""),
+                raw_reply=json.dumps(event.response, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if event.response else ""))
     return calls
 
 
-def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
-    """The graph's state at each checkpoint of the attempt (checkpoint id -> indented JSON, cut at a limit)."""
+# the fields of a model call's record that the page shows in their own places; any other field (a newer record's
+# account of what the provider was really sent, say) is shown with the request's parameters
+_CALL_FIELDS = {"v", "seq", "at", "stage", "type", "role", "purpose", "round", "agent", "attempt_id", "model",
+                "provider", "is_control", "request_hash", "sample_index", "messages", "params", "response",
+                "prompt_tokens", "completion_tokens", "cost_usd", "spend_usd", "latency_s", "cached", "error",
+                "error_type"}
+
+
+def _tool_names(tools: Any) -> list[str]:
+    if not isinstance(tools, list):
+        return []
+    return [str((t.get("function") or {}).get("name") or t.get("name") or "?") if isinstance(t, dict) else str(t)
+            for t in tools]
+
+
+def _param_text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, default=str)
+
+
+def _call_params(event: Any) -> list[tuple[str, str]]:
+    """The request's parameters as the call's record holds them (the tools offered listed by name apart), then
+    every other request-parameter field of the record or its reply (``params_sent``, ``params_dropped``, ...)."""
+    out = [(k, _param_text(v)) for k, v in sorted(event.params.items()) if k != "tools"]
+    record = event.model_dump(mode="json")
+    out += [(k, _param_text(v)) for k, v in record.items() if k not in _CALL_FIELDS and v not in (None, {}, [])]
+    reply = event.response or {}
+    out += [(f"reply {k}", _param_text(v)) for k, v in reply.items() if "param" in k and v not in (None, {}, [])]
+    return out
+
+
+def checkpoint_values(attempt: Attempt, experiment_dir: Path) -> dict[str, dict[str, Any]]:
+    """The graph's state at each checkpoint of the attempt (checkpoint id -> its channels, as JSON values)."""
     from sysmo.graphs.checkpoint import checkpoint_tuples
 
     if not attempt.checkpoint_db:
@@ -556,10 +640,66 @@ def checkpoint_states(attempt: Attempt, experiment_dir: Path) -> dict[str, str]:
     out = {}
     for t in tuples:
         values = {k: v for k, v in t.checkpoint.get("channel_values", {}).items() if not k.startswith("branch:")}
-        text = json.dumps(values, indent=2, default=lambda v: v.model_dump(mode="json") if hasattr(v, "model_dump")
-                          else str(v))
-        out[t.checkpoint["id"]] = text if len(text) <= STATE_TEXT_LIMIT else (
-            text[:STATE_TEXT_LIMIT] + f"\n... [{len(text) - STATE_TEXT_LIMIT} more characters]")
+        out[t.checkpoint["id"]] = json.loads(json.dumps(values, default=lambda v: v.model_dump(mode="json")
+                                                        if hasattr(v, "model_dump") else str(v)))
+    return out
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n... [{len(text) - limit} more characters]"
+
+
+def state_text(values: dict[str, Any]) -> str:
+    return _cut(json.dumps(values, indent=2), STATE_TEXT_LIMIT)
+
+
+def state_changes(before: dict[str, Any] | None, after: dict[str, Any]) -> list[StateChange]:
+    """The keys of the state a step added, changed or removed, each with its new value (the first step: every key)."""
+    before = before or {}
+    out = []
+    for key in sorted(set(before) | set(after)):
+        if key not in after:
+            out.append(StateChange(key=key, kind="removed", value=_cut(json.dumps(before[key], indent=2), CHANGE_TEXT_LIMIT)))
+        elif key not in before or before[key] != after[key]:
+            out.append(StateChange(key=key, kind="added" if key not in before else "changed",
+                                   value=_cut(json.dumps(after[key], indent=2), CHANGE_TEXT_LIMIT)))
+    return out
+
+
+def short_ids(ids: list[str], least: int = SHORT_ID) -> dict[str, str]:
+    """Each id's shortest prefix (``least`` characters or more) that no other id of ``ids`` starts with."""
+    out = {}
+    for i in ids:
+        n = least
+        while n < len(i) and any(o != i and o.startswith(i[:n]) for o in ids):
+            n += 1
+        out[i] = i[:n]
+    return out
+
+
+def step_views(attempt: Attempt, experiment_dir: Path, full: bool = True) -> list[GraphStepView]:
+    """The attempt's graph steps as the page shows them: the input checkpoint left out (nothing of the agent's
+    has run), each with the round it ran in, its state and the state's changes since the step before, a short
+    checkpoint id, whether a fork inherited it and the ``sysmo fork`` command resuming from it."""
+    values = checkpoint_values(attempt, experiment_dir) if full else {}
+    steps = graph_steps(attempt, experiment_dir)
+    ids = short_ids([s.checkpoint_id for s in steps])
+    inherited_to = next((i for i, s in enumerate(steps) if s.checkpoint_id == attempt.forked_at), -1) \
+        if attempt.parent_attempt_id else -1
+    out: list[GraphStepView] = []
+    previous: dict[str, Any] | None = None
+    previous_round: int | None = None
+    for i, s in enumerate(steps):
+        state = values.get(s.checkpoint_id)
+        if s.step >= 0:
+            out.append(GraphStepView(
+                **s.model_dump(), state=state_text(state) if state is not None else "",
+                ran_in_round=previous_round if s.node else s.round_index,
+                changes=state_changes(previous, state) if state is not None else [],
+                short_id=ids[s.checkpoint_id], inherited=i <= inherited_to,
+                fork_command=f"sysmo fork {attempt.id} --at {s.step}" if s.next else ""))
+        previous = state if state is not None else previous
+        previous_round = s.round_index
     return out
 
 
@@ -613,21 +753,15 @@ def attempt_view(store: Store, attempt_id: str, rows: list[AttemptRow] | None = 
     all_rows = attempt_rows(store, experiment_id) if rows is None else rows
     row = next(r for r in all_rows if r.id == attempt.id)
     card = store.scorecard(attempt.id)
-    states = checkpoint_states(attempt, store.path.parent) if full else {}
-    steps = [GraphStepView(**s.model_dump(), state=states.get(s.checkpoint_id, ""))
-             for s in graph_steps(attempt, store.path.parent)]
+    steps = step_views(attempt, store.path.parent, full=full)
     # a step belongs to the round its state was in when the step ran (the round index it started from)
-    step_round: dict[str, int | None] = {}
-    previous_round: int | None = None
-    for s in steps:
-        step_round[s.checkpoint_id] = previous_round if s.node else None
-        previous_round = s.round_index
+    step_round = {s.checkpoint_id: s.ran_in_round if s.node else None for s in steps}
     rounds: list[RoundView] = []
     previous: Artifact | None = None
     for i, rnd in enumerate(attempt.rounds):
         rounds.append(RoundView(
             index=rnd.index, kind=rnd.kind, duration_s=rnd.duration_s, inherited=i < attempt.inherited_rounds,
-            messages=[MessageView(role=str(m.get("role", "")), content=_content(m.get("content", ""))) for m in rnd.messages],
+            messages=[message_view(m) for m in rnd.messages],
             response=rnd.response,
             llm_calls=[LlmCallView(role=c.role, purpose=c.purpose, model=c.model, prompt_tokens=c.prompt_tokens,
                                    completion_tokens=c.completion_tokens, cost_usd=c.cost_usd, latency_s=c.latency_s,
@@ -931,6 +1065,46 @@ def aligned_rounds(a: AttemptView, b: AttemptView) -> list[tuple[RoundView | Non
     """The two attempts' rounds side by side, round i beside round i."""
     count = max(len(a.rounds), len(b.rounds))
     return [(a.rounds[i] if i < len(a.rounds) else None, b.rounds[i] if i < len(b.rounds) else None) for i in range(count)]
+
+
+def side_settings(a: AttemptView, b: AttemptView) -> tuple[list[SideSetting], list[SideSetting]]:
+    """Each side's agent, model, sample and every arm setting, those that differ from the other side's marked."""
+    def settings(v: AttemptView) -> dict[str, str]:
+        arm = dict(part.split("=", 1) for part in v.arm.split(",") if "=" in part)
+        return {"agent": v.row.agent, "model": v.row.model, "sample": str(v.row.sample_index), **arm}
+
+    left, right = settings(a), settings(b)
+    names = list(dict.fromkeys([*left, *right]))
+    return ([SideSetting(name=n, value=left.get(n, "—"), differs=left.get(n) != right.get(n)) for n in names if n in left],
+            [SideSetting(name=n, value=right.get(n, "—"), differs=left.get(n) != right.get(n)) for n in names if n in right])
+
+
+def prompt_text(rnd: RoundView) -> str:
+    """A round's request as text: each message under its role, tool calls and tool results included."""
+    parts = []
+    for m in rnd.messages:
+        head = f"[{m.role}" + (f" answering {m.tool_call_id}" if m.tool_call_id else "") + "]"
+        calls = [f"-> {c.name}({c.arguments})" for c in m.tool_calls]
+        parts.append("\n".join([head, *([m.content] if m.content else []), *calls]))
+    return "\n\n".join(parts)
+
+
+def prompt_diffs(rounds: list[tuple[RoundView | None, RoundView | None]]) -> list[FileDiff | None]:
+    """Per aligned round: the two requests diffed side by side (None when they are the same or a side has none)."""
+    out: list[FileDiff | None] = []
+    for left, right in rounds:
+        diff = files_diff({"prompt": prompt_text(left)}, {"prompt": prompt_text(right)}) if left and right else []
+        out.append(diff[0] if diff else None)
+    return out
+
+
+def step_pairs(a: AttemptView, b: AttemptView) -> list[StepPair]:
+    """The two attempts' graph steps side by side by step number; ``shared`` where both hold one checkpoint (what
+    a fork inherited from its parent)."""
+    left, right = {s.step: s for s in a.graph_steps}, {s.step: s for s in b.graph_steps}
+    return [StepPair(step=n, left=left.get(n), right=right.get(n),
+                     shared=n in left and n in right and left[n].checkpoint_id == right[n].checkpoint_id)
+            for n in sorted(set(left) | set(right))]
 
 
 def final_diff(a: AttemptView, b: AttemptView) -> list[FileDiff]:

@@ -156,9 +156,19 @@ class LlmCallView(BaseModel):
     cached: bool
 
 
+class ToolCallView(BaseModel):
+    """One tool call of an assistant turn: the tool's name and its arguments (indented JSON when they parse)."""
+
+    name: str
+    arguments: str
+    id: str = ""
+
+
 class MessageView(BaseModel):
     role: str
-    content: str
+    content: str  # "" for an assistant turn made only of tool calls (never "null")
+    tool_calls: list[ToolCallView] = Field(default_factory=list)
+    tool_call_id: str = ""  # a tool result: the call it answers
 
 
 class ListingLine(BaseModel):
@@ -199,15 +209,28 @@ class CheckView(BaseModel):
     details: str = ""  # the tool's structured details (TLC error trace, ...), as indented JSON
 
 
+class StateChange(BaseModel):
+    """One key of the graph's state that a step changed: ``kind`` is added | changed | removed."""
+
+    key: str
+    kind: str
+    value: str = ""  # the new value (the old one for a removed key), as JSON cut at a limit
+
+
 class GraphStepView(BaseModel):
     step: int
     node: str | None
     next: list[str]
     checkpoint_id: str
     status: str | None = None
-    round_index: int | None = None
+    round_index: int | None = None  # the round the graph's state is in after the step
     source: str | None = None  # LangGraph's: input, loop, update, fork
     state: str = ""  # the graph's state at this checkpoint, as indented JSON
+    ran_in_round: int | None = None  # the round the step ran in (the round its state was in before it)
+    changes: list[StateChange] = Field(default_factory=list)  # the state's changes since the previous step
+    short_id: str = ""  # the shortest prefix of the checkpoint id telling it from the attempt's others (8+)
+    inherited: bool = False  # a fork's step up to its fork point: the parent's
+    fork_command: str = ""  # ``sysmo fork ATTEMPT --at STEP`` resuming from here ("" at the end of the graph)
 
 
 class TimeSplit(BaseModel):
@@ -307,6 +330,35 @@ class ModelCallView(BaseModel):
     received: str = ""  # what the provider received of them (litellm's dropping and renaming); "" not known
     dropped: bool = False  # the provider dropped one of them
     sent_params: dict[str, Any] | None = None  # the event's record of it (``LLMCallEvent.sent_params``)
+    latency_s: float = 0.0
+    cost_usd: float = 0.0  # what the reply cost when it was made (``spend`` is new money only)
+    cached: bool = False
+    # what the call record holds about the request: its parameters (tools by name), then any other
+    # request-parameter field the record carries (e.g. what the provider was really sent), as (name, text)
+    params: list[tuple[str, str]] = Field(default_factory=list)
+    tools: list[str] = Field(default_factory=list)  # the names of the tools offered to the model
+    reply_tool_calls: list[ToolCallView] = Field(default_factory=list)
+    finish_reason: str = ""
+    raw_reply: str = ""  # the stored reply record as indented JSON
+
+
+class SideSetting(BaseModel):
+    """One setting of a compared attempt (its agent, model, sample, each arm factor); ``differs`` when the other
+    side's value is not the same."""
+
+    name: str
+    value: str
+    differs: bool = False
+
+
+class StepPair(BaseModel):
+    """A row of the compare page's aligned graph steps: the same step number on each side; ``shared`` when both
+    sides hold the same checkpoint (a fork's inherited step)."""
+
+    step: int
+    left: GraphStepView | None = None
+    right: GraphStepView | None = None
+    shared: bool = False
 
 
 class ForkView(BaseModel):

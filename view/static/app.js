@@ -69,6 +69,44 @@ function init(root) {
     });
   }
 
+  // a row of the attempt table opens its attempt: a click anywhere but its checkbox or links, or Enter on the row
+  for (const row of root.querySelectorAll("tr[data-href]")) {
+    row.addEventListener("click", (event) => {
+      if (event.target.closest("a, input, button, label, select")) return;
+      if (window.getSelection && String(window.getSelection()).length) return;  // selecting text is not a click
+      window.location.href = row.dataset.href;
+    });
+    row.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && event.target === row) window.location.href = row.dataset.href;
+    });
+  }
+
+  // copy buttons (fork commands, checkpoint ids): the text goes to the clipboard, the button says so
+  for (const button of root.querySelectorAll("button[data-copy]")) {
+    button.addEventListener("click", async () => {
+      const text = button.dataset.copy;
+      try {
+        await navigator.clipboard.writeText(text);
+      } catch (err) {  // no clipboard (plain http on another host): select a text field holding it instead
+        const field = document.createElement("textarea");
+        field.value = text; document.body.appendChild(field); field.select();
+        try { document.execCommand("copy"); } catch (e) { /* the text stays selected for the user */ }
+        field.remove();
+      }
+      const label = button.textContent;
+      button.textContent = "copied";
+      setTimeout(() => { button.textContent = label; }, 1500);
+    });
+  }
+
+  // a link to a folded record (a model call, a step's state) unfolds it
+  const unfold = () => {
+    const target = window.location.hash && document.getElementById(decodeURIComponent(window.location.hash.slice(1)));
+    if (target && target.tagName === "DETAILS") target.open = true;
+  };
+  if (root === document) window.addEventListener("hashchange", unfold);
+  unfold();
+
   const picks = [...root.querySelectorAll("input.pick")];
   const button = document.getElementById("compare-button");
   const why = document.getElementById("compare-why");
