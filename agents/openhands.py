@@ -265,8 +265,8 @@ async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     if mode == "native" and not native and steps == 0 and scratch.get("tool_mode_fallback"):
         # the first reply carries no tool call: the model is asked in text from now on (this reply's blocks count)
         mode = scratch["tool_mode"] = "text"
-        scratch["tool_mode_reason"] = ("the first reply carried no native tool call (native tool calling was "
-                                       f"offered; {scratch.get('tool_mode_reason')})")
+        offered = str(scratch.get("tool_mode_reason") or "").split("; the text protocol if")[0]
+        scratch["tool_mode_reason"] = f"the first reply carried no native tool call (offered natively: {offered})"
         switched = True
     prose = text
     parsed: list[ToolCall] = []

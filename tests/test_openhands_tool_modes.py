@@ -73,7 +73,8 @@ def _attempt(llm: LLM, model: str, **ctx: Any) -> Attempt:
      ("text", _text_script, "text", "role option tool_calling: text"),
      ("auto", _native_script, "native", "openai/fake-model is not in litellm's model map"),
      ("auto", lambda: [reply("```plantuml\n" + _diagram()[0] + "\n```"), *_text_script()], "text",
-      "the first reply carried no native tool call")],
+      "the first reply carried no native tool call (offered natively: openai/fake-model is not in litellm's model "
+      "map)")],
     ids=["native", "text", "auto-native", "auto-falls-back-to-text"],
 )
 def test_the_same_task_is_solved_with_native_tool_calls_and_with_the_text_protocol(
