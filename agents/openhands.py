@@ -15,6 +15,13 @@ the attempt's final artifact; under the runner its directory stays at ``<experim
 workspace/``. Everything is bounded: a reply by ``max_reply_chars`` (tool-call arguments included), a workspace
 file and the workspace (``agents/workspace.py``), a tool answer by ``MAX_OBSERVATION_CHARS``, the conversation sent
 back by ``agents/history.py``, a source search by RE2's linear time and its own deadline.
+
+Tool calls travel natively (``tools=``, answered with ``tool_calls``) or, for a model without native tool calling,
+by the text protocol of ``agents/text_tools.py`` (fenced ``tool`` JSON blocks in the reply, the results fed back
+as one user message). ``llm/tool_calling.py`` picks the first request's mode from the role's ``tool_calling``
+option and litellm's model map; under ``auto`` a first reply without a tool call switches to text. The mode is
+the attempt's ``extras["tool_mode"]`` (with ``tool_mode_reason`` and the replies per mode); a model that never
+calls a tool ends with a reason that says so.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from sysmo.agents.registry import register_agent
 from sysmo.agents.source_tools import list_sources, search_sources, view_source
 from sysmo.agents.stages import remember, with_scratch
 from sysmo.agents.task_prompt import module_name, task_prompt_for
+from sysmo.agents.text_tools import parse_tool_blocks, results_message, tools_text
 from sysmo.agents.workspace import Workspace, WorkspaceError
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskKind
@@ -46,6 +54,8 @@ from sysmo.graphs.loop import Edges, add_node
 from sysmo.graphs.repair import feedback_report
 from sysmo.graphs.state import AgentState
 from sysmo.llm.mockllm import MockAnswer
+from sysmo.llm.response import ToolCall
+from sysmo.llm.tool_calling import ToolModeStart, start_mode
 from sysmo.log import get_logger
 from sysmo.contracts.check import CheckResult, Outcome
 
@@ -157,6 +167,7 @@ def workspace_of(ctx: AgentContext, scratch: dict[str, Any]) -> Workspace:
 @runs_inline
 def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
     system, task_template = load_prompt(NAME, "system"), load_prompt(NAME, "task")
+    start = tool_mode_start(ctx)
     # the source is read through list_source / view_source / search_source, never pasted into the prompt
     task_text, template = task_prompt_for(ctx, include_source=False, include_traces=False)
     remember(ctx, system, task_template, template)
@@ -165,21 +176,54 @@ def setup(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                       "and search_source:\n" + list_sources(ctx.task.inputs.source_files))
     files = main_files(ctx)
     extra = f" and its TLC configuration to `{files[1]}`" if len(files) > 1 else ""
+    system_text = system.fill(
+        tool_name=TOOL_NAMES[ctx.task.language], max_steps=max_steps(ctx), max_checks=max_checks(ctx)
+    )
+    if start.mode == "text":
+        system_text += "\n\n" + text_protocol(ctx)
     messages = [
-        {
-            "role": "system",
-            "content": system.fill(
-                tool_name=TOOL_NAMES[ctx.task.language], max_steps=max_steps(ctx), max_checks=max_checks(ctx)
-            ),
-        },
+        {"role": "system", "content": system_text},
         {
             "role": "user",
             "content": task_template.fill(task=task_text, main_file=files[0], extra_files=extra),
         },
     ]
-    scratch = with_scratch(state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None, calls=[])
+    scratch = with_scratch(state, workspace={}, events=[], checks=0, checked_sha=None, last_ok=None, calls=[],
+                           tool_mode=start.mode, tool_mode_reason=start.reason, tool_mode_fallback=start.fallback,
+                           tool_mode_replies={"native": 0, "text": 0}, replies_with_tool_calls=0)
     workspace_of(ctx, scratch).reset()  # an empty directory (what an earlier run of this attempt left goes)
     return {"messages": messages, "pending": messages, "steps": 0, "scratch": scratch}
+
+
+def tool_mode_start(ctx: AgentContext) -> ToolModeStart:
+    """The attempt's first tool-calling mode, from its generator's role config (``llm/tool_calling.py``)."""
+    config = getattr(ctx.llm, "config", None)  # a client without role configs: native, text if that fails
+    if not callable(config):
+        return ToolModeStart(mode="native", fallback=True, reason="the model client has no role config; the text "
+                             "protocol if the first reply carries no tool call")
+    return start_mode(config("generator"))
+
+
+def text_protocol(ctx: AgentContext) -> str:
+    """The text protocol's instructions (``prompts/openhands/text_protocol.md``) with this agent's tools."""
+    prompt = load_prompt(NAME, "text_protocol")
+    remember(ctx, prompt)
+    return prompt.fill(tools=tools_text(TOOLS), main_file=main_files(ctx)[0])
+
+
+def no_tool_call_reason(scratch: dict[str, Any]) -> str | None:
+    """Why an attempt whose model never called a tool ends (its replies, the modes they were asked in), or None
+    when the model called one."""
+    if scratch.get("replies_with_tool_calls"):
+        return None
+    replies = scratch.get("tool_mode_replies") or {}
+    used = [mode for mode in ("native", "text") if replies.get(mode)]
+    if not used:
+        return None
+    modes = {("native",): "native tool calling", ("text",): "text protocol"}.get(tuple(used),
+                                                                                  "native and text protocol")
+    total = sum(replies.values())
+    return f"the model made no tool call in {total} repl{'y' if total == 1 else 'ies'} ({modes})"
 
 
 def _event(state_scratch: dict[str, Any], kind: str, **data: Any) -> list[dict[str, Any]]:
@@ -205,24 +249,43 @@ async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         return {"scratch": scratch}
     # the conversation is re-sent at every step: its long old payloads are elided to keep it under a size
     messages = bounded_history(list(state.get("messages") or []))
+    mode = scratch.get("tool_mode") or "native"
     try:
         text, summary, response = await nodes.call_model(
-            ctx, messages, purpose="step", round_index=state.get("round_index", 0), tools=TOOLS
+            ctx, messages, purpose="step", round_index=state.get("round_index", 0),
+            **({"tools": TOOLS} if mode == "native" else {}),
         )
     except SysmoError as exc:
         return {"status": "error", "error": f"model call failed: {exc}", "pending": messages}
+    replies = dict(scratch.get("tool_mode_replies") or {})
+    replies[mode] = replies.get(mode, 0) + 1
+    scratch["tool_mode_replies"] = replies
+    native: list[ToolCall] = list(getattr(response, "tool_calls", None) or []) if mode == "native" else []
+    switched = False
+    if mode == "native" and not native and steps == 0 and scratch.get("tool_mode_fallback"):
+        # the first reply carries no tool call: the model is asked in text from now on (this reply's blocks count)
+        mode = scratch["tool_mode"] = "text"
+        offered = str(scratch.get("tool_mode_reason") or "").split("; the text protocol if")[0]
+        scratch["tool_mode_reason"] = f"the first reply carried no native tool call (offered natively: {offered})"
+        switched = True
+    prose = text
+    parsed: list[ToolCall] = []
+    if mode == "text":
+        parsed, prose = parse_tool_blocks(text, id_prefix=f"text_{steps + 1}")
     calls = [
-        {"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error}
-        for c in getattr(response, "tool_calls", None) or []
+        {"id": c.id, "name": c.name, "arguments": c.arguments, "error": c.error, "text": mode == "text"}
+        for c in (native or parsed)
     ]
-    assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
-        assistant["tool_calls"] = [c.to_openai() for c in response.tool_calls]
+        scratch["replies_with_tool_calls"] = (scratch.get("replies_with_tool_calls") or 0) + 1
+    assistant: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if native:
+        assistant["tool_calls"] = [c.to_openai() for c in native]
     scratch["events"] = _event(
         scratch,
         "action",
         step=steps + 1,
-        text=text,
+        text=prose,
         tool_calls=[{k: c[k] for k in ("name", "arguments", "error")} for c in calls],
     )
     scratch["calls"] = calls
@@ -233,15 +296,21 @@ async def step(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         "scratch": scratch,
         "llm_calls": [*(state.get("llm_calls") or []), summary.model_dump()],
         "llm_time_s": (state.get("llm_time_s") or 0.0) + summary.latency_s,
-        "response": (state.get("response") or "") + _render_step(text, calls),
+        "response": (state.get("response") or "") + _render_step(prose, calls),
     }
     if not calls:
+        how = ("with a tool block (```tool, then {\"name\": ..., \"arguments\": {...}}, then ```)"
+               if mode == "text" else "")
         note = (
-            "No tool was called. Act only through the tools: write_file the complete model, then run_check."
+            f"No tool was called. Act only through the tools{' ' + how if how else ''}: write_file the complete "
+            "model, then run_check."
             if text.strip()
-            else "The reply was empty. Call write_file with the complete model, then run_check."
+            else f"The reply was empty. Call write_file{' ' + how if how else ''} with the complete model, then "
+            "run_check."
         )
         scratch["events"] = _event(scratch, "observation", step=steps + 1, tool=None, error=note)
+        if switched:  # the model is told the text protocol (the event keeps the short note)
+            note = "No tool was called. " + text_protocol(ctx)
         update["messages"].append({"role": "user", "content": note})
     return update
 
@@ -281,12 +350,22 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
         "round_started": state.get("round_started"),
     }
     step_number = state.get("steps") or 0
+    text_results: list[tuple[str, str]] = []  # the text protocol's results, sent back as one user message
+
+    def flush_text_results() -> None:
+        if text_results:
+            messages.append({"role": "user", "content": results_message(text_results)})
+            text_results.clear()
 
     def observe(call: dict[str, Any], content: str, error: str | None = None) -> None:
         if len(content) > MAX_OBSERVATION_CHARS:  # a large workspace file read back, say
             content = (f"{content[:MAX_OBSERVATION_CHARS]}\n... [{len(content) - MAX_OBSERVATION_CHARS:,} "
                        "characters more not shown]")
-        if not call.get("implicit"):
+        if call.get("implicit"):
+            pass
+        elif call.get("text"):
+            text_results.append((call["name"], content))
+        else:
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": content})
         scratch["events"] = _event(
             scratch, "observation", step=step_number, tool=call["name"], content=content[:4000], error=error
@@ -338,11 +417,9 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             break
         name, args = call["name"], call.get("arguments") or {}
         if call.get("error"):
-            observe(
-                call,
-                f"Error: {call['error']}. Call {name} again with a JSON object of its parameters.",
-                call["error"],
-            )
+            again = (f"Call {name} again with a JSON object of its parameters" if name != "(unreadable)" else
+                     'Write the block again: ```tool, then {"name": "<tool>", "arguments": {...}} as JSON, then ```')
+            observe(call, f"Error: {call['error']}. {again}.", call["error"])
             continue
         if name in ("write_file", "read_file", "edit_file"):
             try:
@@ -392,7 +469,8 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                         "Nothing to hand over: the workspace is empty.",
                         "finished with an empty workspace",
                     )
-                    update.update(status="failed", error="the agent finished with an empty workspace")
+                    update.update(status="failed",
+                                  error=no_tool_call_reason(scratch) or "the agent finished with an empty workspace")
                     break
                 observe(
                     call,
@@ -412,6 +490,7 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
             if call.get("implicit") or scratch.get("checks", 0) >= max_checks(ctx):
                 update["status"] = "failed"
                 break
+            flush_text_results()
             messages.append(
                 {
                     "role": "user",
@@ -426,6 +505,7 @@ def act(state: AgentState, ctx: AgentContext) -> dict[str, Any]:
                 "search_source, run_check or finish.",
                 f"unknown tool {name}",
             )
+    flush_text_results()
     scratch.update(workspace=snapshot, calls=[])
     update.update(scratch=scratch, messages=messages, round_index=round_index, rounds=rounds, **round_fields)
     return update
@@ -507,7 +587,7 @@ def control_answers(task: Task) -> list[MockAnswer]:
     "search_source read the system's code (not pasted into the prompt), write_file / read_file / edit_file / "
     "run_check / finish work on the model in a workspace directory on disk; a step budget tied to the repair "
     "rounds.",
-    prompts=(f"{NAME}/system", f"{NAME}/task", "common/task_<kind>"),
+    prompts=(f"{NAME}/system", f"{NAME}/task", f"{NAME}/text_protocol", "common/task_<kind>"),
     control_answers=control_answers,
 )
 def build(ctx: AgentContext, checkpointer: Any = None):

@@ -324,6 +324,28 @@ def fork_notes(store: Store, experiment_id: str) -> list[str]:
             f"of the plan); `sysmo trace {experiment_id} --all` lists them"] if n else []
 
 
+TOOL_MODE_LABELS = {"native": "native tool calls", "text": "the text protocol"}
+
+
+def tool_mode_notes(store: Store, experiment_id: str) -> list[str]:
+    """One line per (agent, model) whose attempts recorded a tool-calling mode (openhands: ``extras["tool_mode"]``,
+    docs/agents/openhands.md): how many of its attempts ran with native tool calls and how many with the text
+    protocol, so a comparison across models says which mode each ran in. Forks are left out, as everywhere."""
+    rows = store.query(
+        "SELECT agent, model, json_extract(attempt_json, '$.extras.tool_mode') AS mode, COUNT(*) AS n FROM attempts"
+        " WHERE experiment_id = ? AND parent_attempt_id IS NULL AND mode IS NOT NULL"
+        " GROUP BY agent, model, mode ORDER BY agent, model, mode", (experiment_id,))
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for r in rows:
+        counts.setdefault((r["agent"], r["model"]), {})[r["mode"]] = r["n"]
+    notes = []
+    for (agent, model), modes in counts.items():
+        total = sum(modes.values())
+        shares = ", ".join(f"{TOOL_MODE_LABELS.get(mode, mode)} in {n} of {total} attempts" for mode, n in modes.items())
+        notes.append(f"tool calling of {agent} on {model}: {shares} (`sysmo trace` shows each attempt's mode and why)")
+    return notes
+
+
 def not_scored_reasons(store: Store, experiment_id: str) -> dict[str, str]:
     """Stage -> why it was not scored for some attempts (its most frequent reason of its own, e.g. no judge
     model): the hover text of its "—" cells."""
@@ -357,10 +379,11 @@ def skipped_stage_notes(store: Store, experiment_id: str) -> list[str]:
 
 def report_notes(store: Store, experiment_id: str, prov: dict | None = None) -> list[str]:
     """What a reader of the numbers must know first (the report's and ``sysmo view``'s): similarity fallbacks,
-    stages skipped for a reason of their own, models whose cost was not counted, forks left out."""
+    stages skipped for a reason of their own, models whose cost was not counted, forks left out, the tool-calling
+    mode each (agent, model) ran in."""
     prov = provenance(store, experiment_id) if prov is None else prov
     return (scoring_notes(prov) + skipped_stage_notes(store, experiment_id) + cost_notes(store, experiment_id)
-            + fork_notes(store, experiment_id))
+            + fork_notes(store, experiment_id) + tool_mode_notes(store, experiment_id))
 
 
 LEVELS_NOTE = (

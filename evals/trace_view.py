@@ -268,6 +268,11 @@ def render_attempt(attempt: Attempt, card: ScoreCard | None, console: Console, f
         dropped = dropped_text([c.sent_params for c in calls])
         if dropped:  # litellm's drop_params: what the provider never received, though the run asked for it
             head.add_row("dropped by the provider", dropped)
+    if attempt.extras.get("tool_mode"):  # openhands: how its tool calls travelled (docs/agents/openhands.md)
+        replies = attempt.extras.get("tool_mode_replies") or {}
+        counted = ", ".join(f"{mode} {n}" for mode, n in replies.items() if n)
+        head.add_row("tool calling", f"{attempt.extras['tool_mode']} ({attempt.extras.get('tool_mode_reason') or ''})"
+                     + (f"; replies: {counted}" if counted else ""))
     if attempt.error:
         from sysmo.evals.error_kinds import error_kind
 

@@ -22,6 +22,9 @@ ROLES: tuple[Role, ...] = ("generator", "helper", "judge")
 
 
 ModelKind = Literal["live", "control", "replay"]
+# how a tool-calling agent (openhands) calls its tools: the provider's ``tools=`` (native), a fenced JSON block in
+# the reply (text), or native unless litellm's model map says the model has no function calling (auto)
+ToolCalling = Literal["native", "text", "auto"]
 KIND_LABELS: dict[str, str] = {"live": "", "control": "CONTROL", "replay": "REPLAY"}
 
 
@@ -73,6 +76,7 @@ class RoleConfig(BaseModel):
         None  # (input, output) USD per million tokens, overrides litellm's map
     )
     script: Path | None = None  # mockllm: the script file (default: found from the name)
+    tool_calling: ToolCalling = "auto"  # llm/tool_calling.py: how the openhands agent's tool calls travel
 
     @model_validator(mode="before")
     @classmethod
