@@ -15,14 +15,10 @@ import csv
 import io
 import os
 import re
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from view_server import chromium, own_home, view_server
 
 pytestmark = pytest.mark.slow  # a 504-attempt run with PlantUML scoring, then a browser
 
@@ -34,12 +30,6 @@ playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed: pip install -e '.[view-test]'")
 if not CHROMIUM.is_file():
     pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set SYSMO_CHROMIUM)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -57,51 +47,24 @@ def screenshots(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    from sysmo.config import settings
     from sysmo.speed.view_speed import build_experiment
 
     root = tmp_path_factory.mktemp("view")
-    saved = os.environ.get("SYSMO_HOME")
-    os.environ["SYSMO_HOME"] = str(root / "home")
-    settings.cache_clear()
-    try:
+    with own_home(root):
         build_experiment(root / "runs", attempts=504, experiment_id="wide")
-    finally:
-        if saved is None:
-            os.environ.pop("SYSMO_HOME", None)
-        else:
-            os.environ["SYSMO_HOME"] = saved
-        settings.cache_clear()
     return root / "runs"
 
 
 @pytest.fixture(scope="module")
 def server(runs):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sysmo.cli", "view", str(runs), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/", timeout=30)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"sysmo view did not start: {proc.communicate()[0]}")
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with view_server(str(runs)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser
-        browser.close()
+    with chromium(playwright_api, CHROMIUM) as launched:
+        yield launched
 
 
 class Tab:

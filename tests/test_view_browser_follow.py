@@ -11,14 +11,10 @@ that grows while the page is open; two that differ in their strategy)."""
 from __future__ import annotations
 
 import os
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from view_server import chromium, own_home, view_server
 
 from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.store import AttemptRecord, Store
@@ -54,12 +50,6 @@ BROKEN_WORDS = """(selector) => {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _running_experiment(runs: Path, done: int) -> Store:
     store = Store(runs / "live" / "results.sqlite")
     store.save_experiment("live", {"agents": ["base_modeling"], "models": ["mockllm/control"], "samples": 1,
@@ -77,21 +67,11 @@ def _add(store: Store, indexes) -> None:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory) -> Path:
-    from sysmo.config import settings
     from sysmo.speed.view_speed import build_experiment
 
     root = tmp_path_factory.mktemp("follow")
-    saved = os.environ.get("SYSMO_HOME")
-    os.environ["SYSMO_HOME"] = str(root / "home")
-    settings.cache_clear()
-    try:
+    with own_home(root):
         build_experiment(root / "runs", attempts=108, experiment_id="wide")
-    finally:
-        if saved is None:
-            os.environ.pop("SYSMO_HOME", None)
-        else:
-            os.environ["SYSMO_HOME"] = saved
-        settings.cache_clear()
     tasks = [f"t{i}" for i in range(12)]
     experiment(root / "runs", "plain", tasks, {(t, s): i < 2 for i, t in enumerate(tasks) for s in range(2)})
     experiment(root / "runs", "cot", tasks, {(t, s): i < 11 for i, t in enumerate(tasks) for s in range(2)},
@@ -102,31 +82,14 @@ def runs(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def server(runs):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sysmo.cli", "view", str(runs), "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/", timeout=30)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"sysmo view did not start: {proc.communicate()[0]}")
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with view_server(str(runs)) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
 def browser(server):
-    with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=["--no-sandbox"])
-        yield browser
-        browser.close()
+    with chromium(playwright_api, CHROMIUM) as launched:
+        yield launched
 
 
 @pytest.fixture(params=list(WIDTHS))

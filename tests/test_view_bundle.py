@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 import pytest
+from view_server import own_home
 
 from sysmo.contracts.attempt import Attempt, AttemptStatus
 from sysmo.errors import ConfigError
@@ -99,15 +100,11 @@ def test_a_bundle_writes_over_its_own_folder_only(runs, tmp_path):
 @pytest.fixture(scope="module")
 def real_runs(tmp_path_factory) -> Path:
     from sysmo.benchmarks.selection import TaskSelection
-    from sysmo.config import settings
     from sysmo.evals.report import write_report
     from sysmo.runner import ExperimentConfig, run_experiment
 
     root = tmp_path_factory.mktemp("bundle")
-    saved = os.environ.get("SYSMO_HOME")
-    os.environ["SYSMO_HOME"] = str(root / "home")
-    settings.cache_clear()
-    try:
+    with own_home(root):
         config = ExperimentConfig(id="small", output_dir=root / "runs", agents=["base_modeling"],
                                   models=["mockllm/control", "reference"],
                                   tasks=TaskSelection(ids=["starter/uml_class/library_loans"]), samples=2,
@@ -115,12 +112,6 @@ def real_runs(tmp_path_factory) -> Path:
                                   scoring={"embedding": "token", "similarity": "token", "text.bertscore": False})
         run_experiment(config, progress=False)
         write_report(root / "runs" / "small")
-    finally:
-        if saved is None:
-            os.environ.pop("SYSMO_HOME", None)
-        else:
-            os.environ["SYSMO_HOME"] = saved
-        settings.cache_clear()
     return root / "runs"
 
 

@@ -12,15 +12,11 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
-import subprocess
-import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
+from view_server import view_server
 from agent_scripts import model_reply, replies_for
 from fake_openai import FakeOpenAI
 from sysmo_cli import run_sysmo
@@ -35,12 +31,6 @@ playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed: pip install -e '.[view-test]'")
 if not CHROMIUM.is_file():
     pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install -y chromium (or set SYSMO_CHROMIUM)", allow_module_level=True)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -78,23 +68,8 @@ def run(tmp_path_factory) -> dict[str, str]:
 
 @pytest.fixture(scope="module")
 def server(run):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "sysmo.cli", "view", run["runs"], "--port", str(port)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/", timeout=30)
-            break
-        except OSError:
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail(f"sysmo view did not start: {proc.communicate()[0]}")
-            time.sleep(0.2)
-    yield url
-    proc.terminate()
-    proc.wait(timeout=10)
+    with view_server(run["runs"]) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")
