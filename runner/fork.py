@@ -229,6 +229,13 @@ def state_changes(values: dict[str, Any], step: CheckpointStep, request: ForkReq
         else:
             notes.append(f"the request at step {step.step} is not a repair request of the shared loop: "
                          f"--feedback {request.feedback.value} applies from the next repair round on")
+    budget = fork_max_rounds(parent, request)
+    if budget is not None and values.get("max_rounds") is not None and budget != values.get("max_rounds"):
+        # feedback none runs one shot (max_rounds 0 in the state the fork copies): a fork to another level gets
+        # its arm's repair rounds, and a fork to none no more
+        update_budget = {"max_rounds": budget}
+    else:
+        update_budget = {}
     if request.prompt_file is not None:
         prompt = read_prompt_file(request.prompt_file)
         if isinstance(prompt, list):
@@ -240,7 +247,17 @@ def state_changes(values: dict[str, Any], step: CheckpointStep, request: ForkReq
                                 "give the whole request as a JSON list of messages")
             pending[users[-1]]["content"] = prompt
         changed = True
-    return {"pending": pending} if changed else {}
+    return ({"pending": pending} if changed else {}) | update_budget
+
+
+def fork_max_rounds(parent: Attempt, request: ForkRequest) -> int | None:
+    """The repair rounds the fork may take when ``--feedback`` changes the level (None: it does not): none for
+    feedback none (one shot), else the arm's ``max_rounds``, as a run of that arm would have."""
+    if request.feedback is None or request.feedback.value == parent.feedback:
+        return None
+    if request.feedback.value == "none":
+        return 0
+    return int(parent.arm_values().get("max_rounds") or 0)
 
 
 # ---------------------------------------------------------------------------------------------------- the run

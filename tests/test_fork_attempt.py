@@ -400,3 +400,32 @@ def test_a_fork_of_a_bare_attempt_runs_and_records_its_arm_its_seed_its_own_time
     assert "(inherited)" in page and f"0 / {bare.seed}" in page
     paths = write_report(runs / "arms")
     assert "forks: 2 attempt(s) made by `sysmo fork` are left out of every number here" in paths["markdown"].read_text()
+
+
+def test_a_fork_of_a_one_shot_attempt_to_another_feedback_gets_its_arms_repair_rounds(four_arms) -> None:
+    # feedback none runs one shot (no repair round in the state the fork copies); forked to diagnostics, the fork
+    # runs as that arm would: its repair rounds (max_rounds 2), with diagnostics feedback
+    from sysmo.agents.control_script import broken_artifact
+
+    runs, server = four_arms
+    store = _store(runs, "arms")
+    try:
+        (none_id,) = [r["id"] for r in store.query("SELECT id FROM attempts WHERE feedback='none' "
+                                                   "AND parent_attempt_id IS NULL")]
+        parent = store.attempt(none_id)
+    finally:
+        store.close()
+    assert len(parent.rounds) == 1 and parent.status.value == "failed"
+    task = _task()
+    server.push(*replies_for("base_modeling", task, [broken_artifact(task), task.references.model]))
+    forked = json.loads(run_sysmo("fork", none_id, "--at", "round:0", "--feedback", "diagnostics", "--model",
+                                  "openai/fake-arms-repair", "--api-base", server.base_url, "--json",
+                                  "-o", str(runs)).stdout)
+    assert forked["arm"] == "feedback=diagnostics,strategy=default,temperature=0.2,max_rounds=2"
+    store = _store(runs, "arms")
+    try:
+        fork = store.attempt(forked["attempt_id"])
+    finally:
+        store.close()
+    assert fork.status.value == "passed" and len(fork.rounds) == 2, [r.error for r in fork.rounds]
+    assert "error" in server.requests[-1]["messages"][-1]["content"].lower()  # a diagnostics repair request
