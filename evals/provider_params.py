@@ -15,7 +15,8 @@ without them). ``sysmo compare`` does the same across experiments (``unreceived_
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel
@@ -72,14 +73,15 @@ def unreceived_factors(store: Store, experiment_id: str) -> list[UnreceivedFacto
     return found
 
 
-def unreceived_across(experiments: Sequence[tuple[Store, str, object]],
+def unreceived_across(experiments: Sequence[tuple[Store, str, Mapping[str, Any]]],
                       factors: Sequence[str]) -> list[UnreceivedFactor]:
     """As ``unreceived_factors``, across experiments (``sysmo compare``): the (factor, model) pairs whose levels
-    differ across ``experiments`` (each a store, its experiment id and its own level of the factor when its attempts
-    do not record one) while the model's provider received one value in all of them."""
+    differ across ``experiments`` (each a store, its experiment id and its recorded settings, whose value of the
+    factor is the level of an attempt that records none) while the model's provider received one value in all."""
     return [u for factor in factors if factor in PROVIDER_FACTORS
-            for u in unreceived_in(factor, [call for store, experiment_id, level in experiments
-                                            for call in received_calls(store, experiment_id, factor, level)])]
+            for u in unreceived_in(factor, [call for store, experiment_id, settings in experiments
+                                            for call in received_calls(store, experiment_id, factor,
+                                                                       settings.get(factor))])]
 
 
 def received_calls(store: Store, experiment_id: str, factor: str,
@@ -98,6 +100,8 @@ def received_calls(store: Store, experiment_id: str, factor: str,
         if got is None:  # a call without a record (an offline provider, a call that failed): it says nothing
             continue
         level = row["level"] if row["level"] is not None else default
+        if isinstance(level, (list, tuple)) and len(level) == 1:  # a setting of one arm: [0.2]
+            level = level[0]
         calls.append((str(row["model"]), f"{level:g}" if isinstance(level, float) else str(level), got))
     return calls
 
