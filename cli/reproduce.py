@@ -651,6 +651,6 @@ def compare_command(
                                                                   "p McNemar first answer"))]
         records = [{k: str(row[k]) for k in columns} for row in table.to_dict("records")]
         print_records(console, family, columns, records, key="level vs baseline")
-    if not result.rows:
+    if not result.rows and not result.unreceived:
         console.print(NO_PAIRS)
     console.print(f"csv: {paths['csv']}  markdown: {paths['markdown']}")

@@ -228,7 +228,7 @@ def markdown(result: Comparison) -> str:
     if result.baselines:
         lines.append(f"baseline: {'; '.join(result.baselines)}\n")
     lines += [f"- {u.note()}\n" for u in result.unreceived]
-    if not result.rows:
+    if not result.rows and not result.unreceived:  # else the notes above say why rows were left out
         lines.append(f"_({NO_PAIRS})_\n")
     for family, table in display_tables(result.rows, result.correction).items():  # type: ignore[arg-type]
         lines += [f"## {family}\n", markdown_table(table)]
