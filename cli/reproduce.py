@@ -643,12 +643,14 @@ def compare_command(
     console.print(f"factor(s): {', '.join(result.factors)}; tasks shared: {result.shared_tasks}")
     if result.baselines:
         console.print(f"baseline: {'; '.join(result.baselines)}", soft_wrap=True, highlight=False)
+    for unreceived in result.unreceived:  # a factor the provider never received differently: its rows left out
+        console.print(unreceived.note(), soft_wrap=True, highlight=False)
     for family, table in display_tables(result.rows, correction).items():  # type: ignore[arg-type]
         # the console shows the headline columns; compare.md and paired.csv have every one
         columns = [c for c in table.columns if not c.startswith(("pass after repair (", "Δfirst answer",
                                                                   "p McNemar first answer"))]
         records = [{k: str(row[k]) for k in columns} for row in table.to_dict("records")]
         print_records(console, family, columns, records, key="level vs baseline")
-    if not result.rows:
+    if not result.rows and not result.unreceived:
         console.print(NO_PAIRS)
     console.print(f"csv: {paths['csv']}  markdown: {paths['markdown']}")

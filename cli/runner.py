@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, get_args
 
 import typer
 import yaml
@@ -15,6 +15,8 @@ from sysmo.terminal import print_records
 
 from sysmo.contracts.arms import ARM_FACTORS
 from sysmo.errors import ConfigError, SysmoError
+from sysmo.llm.roles import ToolCalling
+from sysmo.runner.config import CONTROL_MODELS
 from sysmo.runner.resume import added_arms, check_resume_flags
 from sysmo.log import library_warnings_into
 from sysmo.runner.summary import skipped_lines, skipped_reasons
@@ -167,6 +169,22 @@ def _error_cell(status: str, error: str | None) -> str:
     return f"{kind}: {error}" if kind and error else error or ""
 
 
+def with_tool_calling(models: list[Any], mode: str) -> list[Any]:
+    """The generator models with their role option ``tool_calling`` set to ``mode`` (``auto``, the default, is left
+    unset, so a model given by name alone stays a name and a resume with ``--tool-calling auto`` changes nothing)."""
+    if mode not in get_args(ToolCalling):
+        raise ConfigError(f"--tool-calling must be auto, native or text, not {mode!r}")
+    changed: list[Any] = []
+    for model in models:
+        role = dict(model) if isinstance(model, dict) else {"model": model}
+        if mode == "auto":
+            role.pop("tool_calling", None)
+        else:
+            role["tool_calling"] = mode
+        changed.append(role["model"] if set(role) == {"model"} else role)
+    return changed
+
+
 def register(app: typer.Typer) -> None:
     @app.command(help=(
         "Run agents x models x tasks x samples, score every attempt, store everything, write a report.\n\n"
@@ -185,6 +203,10 @@ def register(app: typer.Typer) -> None:
         api_base: Optional[str] = typer.Option(None, rich_help_panel="Models", help="OpenAI-compatible endpoint for the --model(s)."),
         helper: Optional[str] = typer.Option(None, rich_help_panel="Models", help="Helper-role model (mappings, invariant concretisation)."),
         judge: Optional[str] = typer.Option(None, rich_help_panel="Models", help="Judge-role model (SysMEval, architecture rubric)."),
+        tool_calling: Optional[str] = typer.Option(
+            None, "--tool-calling", metavar="auto|native|text", rich_help_panel="Models", help="How the openhands "
+            "agent's tool calls travel to the --model(s): native (tools=), text (fenced JSON blocks in the reply) or "
+            "auto (default: litellm's model map, text if the first reply has no tool call; docs/agents/openhands.md)."),
         benchmark: list[str] = typer.Option([], "--benchmark", "-b", rich_help_panel="Tasks", help="Task families: starter, sysmobench, sysmbench, ..."),
         kind: list[str] = typer.Option([], "--kind", rich_help_panel="Tasks", help="tla, sysml, uml_class, architecture."),
         domain: list[str] = typer.Option([], "--domain", rich_help_panel="Tasks", help="Domain (case-insensitive; globs allowed)."),
@@ -311,6 +333,9 @@ def register(app: typer.Typer) -> None:
             given("models", "--api-base")
         elif api_base:
             raise ConfigError("--api-base needs --model (e.g. --model openai/<served-name>)")
+        if tool_calling is not None:
+            data["models"] = with_tool_calling(data.get("models") or list(CONTROL_MODELS), tool_calling)
+            given("models", "--tool-calling")
         arm_values = _arm_flags({"feedback": feedback, "strategy": strategy, "temperature": temperature,
                                  "max_rounds": max_rounds}, arm)
         for name, values in arm_values.items():

@@ -32,6 +32,7 @@ from sysmo.evals.paired import (
     paired_rows,
     rows_frame,
 )
+from sysmo.evals.provider_params import UnreceivedFactor, unreceived_across, without_unreceived
 from sysmo.evals.tables import DEFAULT_SELECTION_METRIC, attempts_frame
 from sysmo.log import get_logger
 from sysmo.store import Store
@@ -80,6 +81,7 @@ class Comparison(BaseModel):
     rows: list[PairedRow]
     correction: str
     baselines: list[str] = []  # what each factor's levels are compared with (``paired.baseline_lines``)
+    unreceived: list[UnreceivedFactor] = []  # factors a model's provider received as one value in every experiment
 
 
 def _model_name(model: Any) -> str:
@@ -197,9 +199,23 @@ def compare(directories: Sequence[Path], factors: Sequence[str] = (), correction
     headline = {**DEFAULT_SELECTION_METRIC, **(experiments[0].config.get("selection_metric") or {})}
     rows = paired_rows(frame, headline=headline, factors=chosen, listed=listed, correction=correction,
                        pairing=pairing)
-    log.info("compare.done", experiments=names, factors=chosen, shared_tasks=len(shared), rows=len(rows))
+    unreceived = unreceived_factors_of(experiments, chosen)
+    rows = without_unreceived(rows, unreceived, frame, correction)
+    log.info("compare.done", experiments=names, factors=chosen, shared_tasks=len(shared), rows=len(rows),
+             unreceived=[u.note() for u in unreceived])
     return Comparison(experiments=names, factors=chosen, shared_tasks=len(shared), rows=rows, correction=correction,
-                      baselines=baseline_lines(frame, pairing, chosen, listed))
+                      baselines=baseline_lines(frame, pairing, chosen, listed), unreceived=unreceived)
+
+
+def unreceived_factors_of(experiments: Sequence[Experiment], factors: Sequence[str]) -> list[UnreceivedFactor]:
+    """The compared factors whose levels a model's provider received as one value in every experiment (what its
+    generator calls recorded as sent, ``provider_params``), as the report finds them among one experiment's arms."""
+    stores = [Store(e.directory / "results.sqlite") for e in experiments]
+    try:
+        return unreceived_across([(store, e.name, e.config) for store, e in zip(stores, experiments)], factors)
+    finally:
+        for store in stores:
+            store.close()
 
 
 def markdown(result: Comparison) -> str:
@@ -211,7 +227,8 @@ def markdown(result: Comparison) -> str:
              "(task, sample index) with every other factor held fixed. Δ is level minus baseline.\n"]
     if result.baselines:
         lines.append(f"baseline: {'; '.join(result.baselines)}\n")
-    if not result.rows:
+    lines += [f"- {u.note()}\n" for u in result.unreceived]
+    if not result.rows and not result.unreceived:  # else the notes above say why rows were left out
         lines.append(f"_({NO_PAIRS})_\n")
     for family, table in display_tables(result.rows, result.correction).items():  # type: ignore[arg-type]
         lines += [f"## {family}\n", markdown_table(table)]

@@ -159,6 +159,11 @@ GLOSSARY: tuple[Definition, ...] = (
     Definition(name="ATTRIBUTE=LEVEL", meaning="share of the group's attempts on tasks whose ATTRIBUTE (benchmark, "
                "domain, difficulty) is LEVEL that passed after repair (errored attempts count as not passed)",
                denominator="the group's attempts on those tasks"),
+    Definition(name="tool_mode=LEVEL", meaning="share of the group's attempts whose tool calls travelled in mode LEVEL "
+               "(openhands: native, the provider's tools=; text, the text protocol of fenced JSON blocks) that passed "
+               "after repair (errored attempts count as not passed); shown only when attempts ran in more than one "
+               "mode. The column tool_mode: an attempt's mode (empty for an agent without tools)",
+               denominator="the group's attempts in that mode", columns=("tool_mode",)),
     # the paired tables
     Definition(name="factor", meaning="the factor whose levels are compared (agent, model, feedback, strategy, "
                "temperature, max_rounds)", denominator=LABEL, columns=("factor",)),

@@ -5,7 +5,7 @@ litellm drops what a provider does not take (``drop_params``; ``llm.sent``), so 
 its provider received (``LLMCallSummary.sent_params``); when every arm of a factor sent the same value to a model
 (or none), the factor had no effect on that model: the report says so, naming litellm's reason, and its paired
 table leaves out the comparisons that would test identical conditions (the other rows' p-values are adjusted
-without them).
+without them). ``sysmo compare`` does the same across experiments (``unreceived_across``).
 
 >>> notes = unreceived_factors(store, experiment_id)
 >>> notes[0].note()
@@ -15,7 +15,8 @@ without them).
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel
@@ -63,32 +64,63 @@ def unreceived_factors(store: Store, experiment_id: str) -> list[UnreceivedFacto
     """The (factor, model) pairs of the experiment whose arms differ in the factor while the model's provider
     received one value in all of them (the generator's calls of the experiment's own attempts, forks left out)."""
     found: list[UnreceivedFactor] = []
-    for factor, parameter in PROVIDER_FACTORS.items():
+    for factor in PROVIDER_FACTORS:
         varied = store.query(f"SELECT COUNT(DISTINCT {factor}) AS n FROM attempts WHERE experiment_id = ? "
                              "AND parent_attempt_id IS NULL", (experiment_id,))
         if not varied or varied[0]["n"] < 2:
             continue  # one level: nothing to compare (and no attempt's JSON to read)
-        rows = store.query(
-            f"SELECT a.model AS model, a.{factor} AS level, json_extract(c.value, '$.sent_params') AS sent "
-            "FROM attempts a, json_each(a.attempt_json, '$.rounds') r, json_each(r.value, '$.llm_calls') c "
-            "WHERE a.experiment_id = ? AND a.parent_attempt_id IS NULL "
-            "AND json_extract(c.value, '$.role') = 'generator'", (experiment_id,))
-        levels: dict[str, set[str]] = {}
-        received: dict[str, dict[str, str]] = {}  # model -> value received -> a reason
-        for row in rows:
-            model = str(row["model"])
-            got = _received(json.loads(row["sent"]) if row["sent"] else None, parameter)
-            if got is None:  # a call without a record (an offline provider, a call that failed): it says nothing
-                continue
-            levels.setdefault(model, set()).add(f"{row['level']:g}" if isinstance(row["level"], float)
-                                                else str(row["level"]))
-            received.setdefault(model, {}).setdefault(got[0], got[1])
-        for model, asked in sorted(levels.items()):
-            values = received[model]
-            if len(asked) > 1 and len(values) == 1:
-                value, why = next(iter(values.items()))
-                found.append(UnreceivedFactor(factor=factor, model=model, levels=sorted(asked, key=_order),
-                                              received=value, reason=why))
+        found += unreceived_in(factor, received_calls(store, experiment_id, factor))
+    return found
+
+
+def unreceived_across(experiments: Sequence[tuple[Store, str, Mapping[str, Any]]],
+                      factors: Sequence[str]) -> list[UnreceivedFactor]:
+    """As ``unreceived_factors``, across experiments (``sysmo compare``): the (factor, model) pairs whose levels
+    differ across ``experiments`` (each a store, its experiment id and its recorded settings, whose value of the
+    factor is the level of an attempt that records none) while the model's provider received one value in all."""
+    return [u for factor in factors if factor in PROVIDER_FACTORS
+            for u in unreceived_in(factor, [call for store, experiment_id, settings in experiments
+                                            for call in received_calls(store, experiment_id, factor,
+                                                                       settings.get(factor))])]
+
+
+def received_calls(store: Store, experiment_id: str, factor: str,
+                   default: object = None) -> list[tuple[str, str, tuple[str, str]]]:
+    """(model, level of ``factor``, (value received, litellm's reason)) of every generator call of the experiment's
+    own attempts whose record says what its provider received (``default``: the level of an attempt that records
+    none)."""
+    rows = store.query(
+        f"SELECT a.model AS model, a.{factor} AS level, json_extract(c.value, '$.sent_params') AS sent "
+        "FROM attempts a, json_each(a.attempt_json, '$.rounds') r, json_each(r.value, '$.llm_calls') c "
+        "WHERE a.experiment_id = ? AND a.parent_attempt_id IS NULL "
+        "AND json_extract(c.value, '$.role') = 'generator'", (experiment_id,))
+    calls = []
+    for row in rows:
+        got = _received(json.loads(row["sent"]) if row["sent"] else None, PROVIDER_FACTORS[factor])
+        if got is None:  # a call without a record (an offline provider, a call that failed): it says nothing
+            continue
+        level = row["level"] if row["level"] is not None else default
+        if isinstance(level, (list, tuple)) and len(level) == 1:  # a setting of one arm: [0.2]
+            level = level[0]
+        calls.append((str(row["model"]), f"{level:g}" if isinstance(level, float) else str(level), got))
+    return calls
+
+
+def unreceived_in(factor: str, calls: Sequence[tuple[str, str, tuple[str, str]]]) -> list[UnreceivedFactor]:
+    """The models of ``calls`` (``received_calls``) asked for more than one level of ``factor`` whose provider
+    received one value."""
+    levels: dict[str, set[str]] = {}
+    received: dict[str, dict[str, str]] = {}  # model -> value received -> a reason
+    for model, level, (value, why) in calls:
+        levels.setdefault(model, set()).add(level)
+        received.setdefault(model, {}).setdefault(value, why)
+    found = []
+    for model, asked in sorted(levels.items()):
+        values = received[model]
+        if len(asked) > 1 and len(values) == 1:
+            value, why = next(iter(values.items()))
+            found.append(UnreceivedFactor(factor=factor, model=model, levels=sorted(asked, key=_order),
+                                          received=value, reason=why))
     return found
 
 

@@ -30,6 +30,7 @@ from sysmo.evals.tables import (  # noqa: E402
     DEFAULT_SELECTION_METRIC,
     breakdown_frame,
     display_name,
+    mixes_tool_modes,
     provenance,
     provenance_json,
     rounds_to_success,
@@ -469,8 +470,10 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
         not_covered = int((every["status"] == "not_covered").sum()) if not every.empty else 0
         frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not_covered else every
         summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
+        # the tool-calling mode only where a comparison mixes modes (docs/agents/openhands.md)
         breakdowns = {by: _level_columns(breakdown_frame(frame, by), by)
-                      for by in ("benchmark", "domain", "difficulty")}
+                      for by in ("benchmark", "domain", "difficulty", "tool_mode")
+                      if by != "tool_mode" or mixes_tool_modes(frame)}
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)

@@ -125,7 +125,8 @@ def attempts_frame(store: Store, experiment_id: str) -> pd.DataFrame:
     rate of its (agent, model) pair."""
     rows = store.query("SELECT id, task_id, benchmark, kind, domain, difficulty, agent, model, sample_index, status, "
                        "n_rounds, repair_rounds, passed_round, duration_s, llm_time_s, tool_time_s, prompt_tokens, "
-                       "completion_tokens, cost_usd, COALESCE(spend_usd, cost_usd) AS spend_usd, is_control, error "
+                       "completion_tokens, cost_usd, COALESCE(spend_usd, cost_usd) AS spend_usd, is_control, error, "
+                       "json_extract(attempt_json, '$.extras.tool_mode') AS tool_mode "  # openhands; else NULL
                        "FROM attempts WHERE experiment_id=? "
                        "AND parent_attempt_id IS NULL", (experiment_id,))
     frame = pd.DataFrame([dict(r) for r in rows])
@@ -271,7 +272,8 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
 
 
 def breakdown_frame(frame: pd.DataFrame, by: str, metric: str = "passed") -> pd.DataFrame:
-    """Mean of ``metric`` per (agent, model) and a task attribute (benchmark, domain, difficulty)."""
+    """Mean of ``metric`` per (agent, model) and a task attribute (benchmark, domain, difficulty) or an attempt's
+    tool-calling mode (``tool_mode``)."""
     if frame.empty or by not in frame.columns or metric not in frame.columns:
         return pd.DataFrame()
     data = frame.dropna(subset=[by])
@@ -279,6 +281,12 @@ def breakdown_frame(frame: pd.DataFrame, by: str, metric: str = "passed") -> pd.
         return pd.DataFrame()
     table = data.pivot_table(index=["agent", "model"], columns=by, values=metric, aggfunc="mean")
     return table.reset_index()
+
+
+def mixes_tool_modes(frame: pd.DataFrame) -> bool:
+    """Whether the attempts ran in more than one tool-calling mode (an (agent, model) group in both, or models in
+    different ones): then the report breaks pass rates down by ``tool_mode``."""
+    return "tool_mode" in frame.columns and frame["tool_mode"].dropna().nunique() > 1
 
 
 def rounds_to_success(frame: pd.DataFrame, max_rounds: int) -> pd.DataFrame:

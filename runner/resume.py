@@ -22,13 +22,18 @@ def changed_settings(stored: ExperimentConfig, resumed: ExperimentConfig) -> lis
 
 
 def model_flags(stored: ExperimentConfig, resumed: ExperimentConfig) -> list[str]:
-    """Which of ``--model`` (the models' names) and ``--api-base`` (their endpoint) a change of the generator
-    models comes from."""
+    """Which of ``--model`` (the models' names), ``--api-base`` (their endpoint) and ``--tool-calling`` (their role
+    option ``tool_calling``: native and text protocols ask differently) a change of the generator models comes
+    from."""
     def endpoints(config: ExperimentConfig) -> set[str | None]:
         return {m.get("api_base") if isinstance(m, dict) else None for m in config.models}
 
+    def tool_calling(config: ExperimentConfig) -> list[str]:
+        return [m.get("tool_calling") or "auto" if isinstance(m, dict) else "auto" for m in config.models]
+
     changed = (["--model"] if stored.model_names != resumed.model_names else []) + (
-        ["--api-base"] if endpoints(stored) != endpoints(resumed) else [])
+        ["--api-base"] if endpoints(stored) != endpoints(resumed) else []) + (
+        ["--tool-calling"] if tool_calling(stored) != tool_calling(resumed) else [])
     return changed or ["--model"]  # another setting of a model's role config: it came with --model
 
 

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 from agent_scripts import fake_llm
 from agent_tasks import text_task
@@ -232,9 +233,20 @@ def test_the_report_and_the_trace_say_which_mode_each_model_ran_in(tmp_path: Pat
             tasks=TaskSelection(benchmarks=["starter"], ids=[text_task(KIND).id]))
         run_experiment(config, progress=False)
 
-    report = write_report(tmp_path / "modes")["markdown"].read_text()
+    paths = write_report(tmp_path / "modes")
+    report = paths["markdown"].read_text()
     assert ("tool calling of openhands on openai/fake-model: native tool calls in 1 of 1 attempts" in report)
     assert f"tool calling of openhands on {NO_FUNCTION_CALLING}: the text protocol in 1 of 1 attempts" in report
+    # every attempt's mode in attempts.csv, and the pass rate by mode, since the two models ran in different ones
+    exported = pd.read_csv(paths["attempts_csv"]).set_index("model")
+    assert exported["tool_mode"].to_dict() == {"openai/fake-model": "native", NO_FUNCTION_CALLING: "text"}
+    assert pd.read_parquet(paths["attempts_parquet"])["tool_mode"].tolist() == exported["tool_mode"].tolist()
+    breakdown = report.split("## Pass rate by tool_mode\n\n", 1)[1].split("\n\n", 1)[0]
+    assert breakdown.splitlines()[0] == "| agent | model | tool_mode=native | tool_mode=text |"
+    assert f"| openhands | {NO_FUNCTION_CALLING} | — | 1.000 |" in breakdown
+    assert "| openhands | openai/fake-model | 1.000 | — |" in breakdown
+    assert "- tool_mode=LEVEL: share of the group's attempts whose tool calls travelled in mode LEVEL" in report
+    assert "<h2>Pass rate by tool_mode</h2>" in paths["html"].read_text()
     store = Store(tmp_path / "modes" / "results.sqlite")
     try:
         attempts = {a.model: a for a in store.attempts("modes")}
@@ -248,3 +260,37 @@ def test_the_report_and_the_trace_say_which_mode_each_model_ran_in(tmp_path: Pat
     assert "tool calling" in shown
     assert (f"text (litellm's model map: {NO_FUNCTION_CALLING} has no native function calling); replies: text 1"
             in shown)
+
+
+def test_sysmo_run_tool_calling_text_offers_no_tools_and_a_resume_may_not_change_it(tmp_path: Path,
+                                                                                    monkeypatch) -> None:
+    """``--tool-calling text`` sets the generators' role option: no request carries ``tools=``, the attempt ran the
+    text protocol; only one mode ran, so the report has no breakdown by mode; ``--resume`` with another mode is
+    refused naming the flag."""
+    from sysmo_cli import run_sysmo
+
+    monkeypatch.setenv("SYSMO_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    runs = tmp_path / "runs"
+    with FakeOpenAI(default=answer_by_mode) as fake:
+        done = run_sysmo("run", "-a", "openhands", "-m", "openai/fake-model", "--api-base", fake.base_url,
+                         "--tool-calling", "text", "-b", "starter", "--ids", text_task(KIND).id, "-n", "1",
+                         "--checkpoints", "none", "--no-progress", "--id", "textmode", "-o", str(runs))
+        bodies = list(fake.requests)
+        refused = run_sysmo("run", "--resume", "textmode", "--tool-calling", "native", "-o", str(runs))
+        same = run_sysmo("run", "--resume", "textmode", "--tool-calling", "text", "--no-progress", "--no-report",
+                         "-o", str(runs))
+    assert done.code == 0, done.output
+    assert bodies and all("tools" not in body and "tool_choice" not in body for body in bodies)
+    assert "```tool" in bodies[0]["messages"][0]["content"]  # the text protocol, from the first request
+    attempts = pd.read_csv(runs / "textmode" / "report" / "attempts.csv")
+    assert attempts["tool_mode"].tolist() == ["text"] and attempts["status"].tolist() == ["passed"]
+    report = (runs / "textmode" / "report" / "report.md").read_text()
+    assert "tool calling of openhands on openai/fake-model: the text protocol in 1 of 1 attempts" in report
+    assert "Pass rate by tool_mode" not in report  # one mode: nothing to break down
+
+    assert refused.code == 2 and "cannot change --tool-calling" in " ".join(refused.stderr.split())
+    assert same.code == 0, same.output  # the same mode again: nothing changes, nothing is left to run
+    assert len(fake.requests) == len(bodies)  # the attempt was stored: no call asked again
+    wrong = run_sysmo("run", "--tool-calling", "json", "-o", str(runs))
+    assert wrong.code == 2 and "--tool-calling must be auto, native or text, not 'json'" in wrong.stderr

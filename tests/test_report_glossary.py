@@ -131,6 +131,7 @@ def test_the_csv_columns_the_glossary_names_are_in_the_files(report):
     assert {"pass@1", "first answer parses pass@1", "first answer passes pass@1", "best-of-n clue.clue",
             "best-of-n tasks", "mean rounds to pass", "cost $", "spent $"} <= set(summary.columns)
     assert {"passed", "first_answer_parses", "first_answer_passes"} <= set(attempts.columns)
+    assert attempts["tool_mode"].isna().all()  # an agent without tools: the column is there, empty
     stored = set(summary.columns) | set(attempts.columns) | set(paired.columns)
     md = paths["markdown"].read_text()
     printed = [d for d in GLOSSARY if f"- {d.line()}" in md]

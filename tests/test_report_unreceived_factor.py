@@ -112,3 +112,38 @@ def test_without_unreceived_drops_the_factors_rows_of_that_model_alone_and_adjus
                                                                    ("feedback", "model=openai/gpt-5", "uml_class")]
     assert [r.p_mcnemar_adjusted for r in kept] == [0.04, 0.04]  # Holm over the two rows left, not four
     assert without_unreceived(rows, [], frame) == rows
+
+
+def test_compare_names_a_factor_the_provider_dropped_across_experiments_and_leaves_its_rows_out(
+        tmp_path: Path) -> None:
+    """Two experiments differing only in --temperature (0.2, 0.7) on gpt-5 and on a model that takes it: ``sysmo
+    compare`` finds from the stored calls that gpt-5's provider received no temperature in either, says so in
+    compare.md and the console, and pairs only the other model's attempts."""
+    from sysmo.benchmarks.selection import TaskSelection
+    from sysmo.runner import ExperimentConfig, run_experiment
+
+    runs = tmp_path / "runs"
+    with FakeOpenAI(default=reply(DIAGRAM)) as server:
+        models = [{"model": "openai/gpt-5", "api_base": server.base_url},
+                  {"model": "openai/fake-model", "api_base": server.base_url}]
+        for name, temperature in (("cool", 0.2), ("warm", 0.7)):
+            run_experiment(ExperimentConfig(id=name, output_dir=runs, agents=["base_modeling"], models=models,
+                                            samples=2, score=False, concurrency=4, temperature=[temperature],
+                                            tasks=TaskSelection(benchmarks=["starter"], ids=UML)), progress=False)
+        bodies = list(server.requests)
+    assert not any("temperature" in b for b in bodies if b["model"] == "gpt-5")
+    assert {b["temperature"] for b in bodies if b["model"] == "fake-model"} == {0.2, 0.7}
+
+    out = tmp_path / "out"
+    done = run_sysmo("compare", "cool", "warm", "-o", str(runs), "--out", str(out), env={"COLUMNS": "250"})
+    assert done.code == 0, done.output
+    note = ("temperature had no effect on openai/gpt-5: its provider received no temperature in any arm (0.2, 0.7); "
+            "litellm: ")
+    md = (out / "compare.md").read_text()
+    assert note in md and "Only temperature=1 is supported" in md
+    assert note in " ".join(done.stdout.split())
+    assert "temperature had no effect on openai/fake-model" not in md + done.stdout
+    paired = pd.read_csv(out / "paired.csv")
+    # gpt-5's row would compare identical requests: only the model that received the temperature is left
+    assert list(paired["factor"]) == ["temperature"]
+    assert list(paired["held_fixed"]) == ["model=openai/fake-model"] and list(paired["n_pairs"]) == [4]
