@@ -12,7 +12,9 @@ is not: TLC evaluates ``(S_a) = (S_b)`` in the run itself (an ``ASSUME PrintT`` 
 left out of the run's PROPERTY list; when TLC printed TRUE for it and the run decided its twin's formula without a
 violation (complete, or ended by the state bound), it gets its own verdict from that same result, exactly as it got
 it when it was in the run (same formula, same state graph: the same verdict). In every other case (FALSE printed,
-nothing printed, a violation, an error) it is checked as it was without this lever.
+nothing printed, a violation, an error) it is checked as it was without this lever. A set that is not constant makes
+TLC reject the ASSUME (an error, so the fallback runs), where TLC rejects a temporal formula quantified over a
+state's values anyway.
 """
 
 from __future__ import annotations
