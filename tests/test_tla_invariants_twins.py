@@ -96,7 +96,8 @@ def test_a_twin_gets_its_formulas_verdict_from_the_shared_run(recorded) -> None:
 
 
 @pytest.mark.slow
-def test_a_violated_formula_sends_its_twin_to_the_runs_it_had_without_the_lever(recorded) -> None:  # type: ignore[no-untyped-def]
+def test_a_violated_formula_sends_its_twin_to_the_runs_it_had_without_the_lever(
+        recorded) -> None:  # type: ignore[no-untyped-def]
     modules, properties = recorded
     scored = {}
     for dedupe in (True, False):

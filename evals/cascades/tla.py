@@ -63,8 +63,8 @@ temporal properties checked once after the search, TLC's ``-lncheck final``; har
 ``invariants.by_instance`` (sysmo true: a template expected to be violated, ``\\A i, j \\in S : F`` over a constant
 set, checked one instance per TLC run until one is violated; harness false), ``invariants.dedupe_liveness`` (sysmo
 true: a liveness template stating another's formula over sets TLC shows equal is decided by that one's check in
-their shared run, ``sysmo.evals.metrics.tla_invariants.twins``; harness false), ``invariants.sany_first`` (false: examples that use only the model's names
-go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
+their shared run, ``sysmo.evals.metrics.tla_invariants.twins``; harness false), ``invariants.sany_first`` (false:
+examples that use only the model's names go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
 ``invariants.bounded`` ("harness", the harness mode's: a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the sysmo mode's: a state predicate
 holds within the state bound, a time-out is inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller

@@ -7,8 +7,8 @@ model's own ``ProgressOK``) are the same property, since ``ProcSet = NodeSet`` i
 *twin* of another of the same run when both are ``\\A <names> \\in <sets> : <body>`` (``instances.plan``), with no
 helpers of their own, and their bodies are the same token for token once the bound names are renamed alike and
 the model's one-parameter operators applied to a bound name are expanded (``ProgressOK(i)`` -> ``(pc[i] = ...)``:
-the only definition of that name in the model's files, one that binds no name of its own); that much is read from the text. That the bound sets are equal
-is not: TLC evaluates ``(S_a) = (S_b)`` in the run itself (an ``ASSUME PrintT`` of the shared module). A twin is
+the only definition of that name in the model's files, one that binds no name of its own); that much is read from
+the text. That the bound sets are equal is not: TLC evaluates ``(S_a) = (S_b)`` in the run itself (an ``ASSUME PrintT`` of the shared module). A twin is
 left out of the run's PROPERTY list; when TLC printed TRUE for it and the run decided its twin's formula without a
 violation (complete, or ended by the state bound), it gets its own verdict from that same result, exactly as it got
 it when it was in the run (same formula, same state graph: the same verdict). In every other case (FALSE printed,
