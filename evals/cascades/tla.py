@@ -61,8 +61,10 @@ violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: t
 group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.liveness_at_end`` (sysmo true:
 temporal properties checked once after the search, TLC's ``-lncheck final``; harness false),
 ``invariants.by_instance`` (sysmo true: a template expected to be violated, ``\\A i, j \\in S : F`` over a constant
-set, checked one instance per TLC run until one is violated; harness false), ``invariants.sany_first`` (false: examples that use only the model's names
-go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
+set, checked one instance per TLC run until one is violated; harness false), ``invariants.dedupe_liveness`` (sysmo
+true: a liveness template stating another's formula over sets TLC shows equal is decided by that one's check in
+their shared run, ``sysmo.evals.metrics.tla_invariants.twins``; harness false), ``invariants.sany_first`` (false:
+examples that use only the model's names go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
 ``invariants.bounded`` ("harness", the harness mode's: a time-out without violation counts as
 holding, as SysMoBench's harness counts it; "strict": inconclusive; "sysmo", the sysmo mode's: a state predicate
 holds within the state bound, a time-out is inconclusive), ``invariants.strategy`` ("bfs", or "hunt": BFS, simulation, smaller
@@ -347,6 +349,8 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
                                          harness=tla_invariants.DEFAULT_LIVENESS_AT_END),
         by_instance=ctx.flag_by_mode("invariants.by_instance", sysmo=tla_invariants.SYSMO_BY_INSTANCE,
                                      harness=tla_invariants.DEFAULT_BY_INSTANCE),
+        dedupe_liveness=ctx.flag_by_mode("invariants.dedupe_liveness", sysmo=tla_invariants.SYSMO_DEDUPE_LIVENESS,
+                                         harness=tla_invariants.DEFAULT_DEDUPE_LIVENESS),
     )
     verdicts = score.verdicts
 

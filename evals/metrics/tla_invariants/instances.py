@@ -79,8 +79,9 @@ class InstancePlan:
         return f"---- MODULE {name} ----\nEXTENDS {spec_module}, {STANDARD_MODULES}\n\n{definitions}\n====\n"
 
 
-def plan(candidate: Candidate, constants: set[str]) -> InstancePlan | None:
-    """The instance plan of a candidate whose whole body is ``\\A <names> \\in <sets> : <temporal body>``."""
+def plan(candidate: Candidate, constants: set[str], temporal: bool = True) -> InstancePlan | None:
+    """The instance plan of a candidate whose whole body is ``\\A <names> \\in <sets> : <temporal body>``
+    (``temporal=False``: whatever the body, e.g. an operator of the model that is temporal)."""
     if candidate.possibility:
         return None
     original = candidate.body.strip()
@@ -108,7 +109,7 @@ def plan(candidate: Candidate, constants: set[str]) -> InstancePlan | None:
             sets += [bound.strip()] * len(pending)
             pending = []
     body = original[colon + 1:]
-    if pending or not names or not TEMPORAL.search(text[colon + 1:]):
+    if pending or not names or (temporal and not TEMPORAL.search(text[colon + 1:])):
         return None
     implication = [i for i in range(colon + 1, len(text) - 1) if text.startswith("=>", i) and depths[i] == 0
                    and text[i - 1] not in "<="]

@@ -37,7 +37,7 @@ from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.check import CheckResult, Outcome
 from sysmo.evals.metrics.tla_invariants.checks import _attributed, _Check, _parse_failure, _temporal_violation
 from sysmo.evals.metrics.tla_invariants.formulas import combined_module, member_name
-from sysmo.evals.metrics.tla_invariants import instances
+from sysmo.evals.metrics.tla_invariants import instances, twins
 from sysmo.evals.metrics.tla_invariants.hunt import hunted
 from sysmo.evals.metrics.tla_invariants.verdicts import InvariantVerdict
 from sysmo.log import get_logger
@@ -67,6 +67,7 @@ class TlcRuns:
     liveness_at_end: bool = False  # temporal properties checked once, after the search (``tlc.model_check``)
     constants: set[str] = field(default_factory=set)  # the model's CONSTANTs (an instance guard may name them)
     by_instances: bool = False  # an expected violation quantified over a constant set: one instance at a time
+    dedupe: bool = False  # a liveness template stating another's formula is left out of their shared run (``twins``)
     rejected: list[int] = field(default_factory=list)
 
     def bound_of(self, members: list[_Check]) -> int | None:
@@ -145,14 +146,18 @@ class TlcRuns:
             return True
         return False
 
-    def combined_run(self, suffix: str, members: list[_Check], base: tlc_cfg.TlcConfig) -> CheckResult | None:
+    def combined_run(self, suffix: str, members: list[_Check], base: tlc_cfg.TlcConfig,
+                     left_out: list[twins.Twin] | None = None) -> CheckResult | None:
         """One TLC run of a module defining every member's formula (None: they cannot share one module): the
-        state predicates under INVARIANT, the rest under PROPERTY, on ``base``'s cfg."""
+        state predicates under INVARIANT, the rest under PROPERTY, on ``base``'s cfg; ``left_out``: twins of
+        members, not checked, whose bound sets TLC compares (``twins``)."""
         name = f"{members[0].module}{suffix}"
         module = combined_module(name, self.main_module, {c.index: c.candidate for c in members}, self.reserved,
                                  standard=members[0].standard)
         if module is None:
             return None
+        if left_out:
+            module = module.replace("\n====\n", f"\n{twins.assumptions(left_out)}\n====\n")
         config_ = base.model_copy(update={
             "invariants": [member_name(c.index) for c in members if not c.as_property],
             "properties": [member_name(c.index) for c in members if c.as_property]})
@@ -163,21 +168,48 @@ class TlcRuns:
         return tlc.model_check(Artifact(language=Language.TLA, files={**self.tla_files, f"{name}.tla": module}),
                                config_, module=name, check_deadlock=False, timeout_s=self.timeout_s,
                                max_states=self.bound_of(members), max_depth=self.max_depth,
-                               liveness_at_end=self.liveness_at_end, keep_c2=several_temporal)
+                               liveness_at_end=self.liveness_at_end, keep_c2=several_temporal,
+                               printed_marker=twins.MARKER if left_out else None)
 
-    def together(self, group: list[_Check]) -> Decided:
+    def twins_of(self, checks: list[_Check]) -> list[twins.Twin]:
+        """The liveness templates among ``checks`` that state another one's formula (none unless ``dedupe``)."""
+        if not self.dedupe or self.strategy == "hunt":
+            return []
+        return twins.find([c for c in checks if c.template.type == "liveness"], list(self.tla_files.values()),
+                          self.constants)
+
+    def twin_verdicts(self, result: CheckResult, left_out: list[twins.Twin], note: list[str]) -> Decided:
+        """The left-out twins of a run that decided their formulas without a violation: the verdict of that run
+        for each twin TLC showed to range over the same sets; every other one is checked alone, as without the
+        lever."""
+        same = twins.proven(result.details.get("printed", []))
+        out: Decided = []
+        for twin in left_out:
+            if twin.check.index in same:
+                extra = [*note, f"the same formula as {twin.of.template.name} (its bound sets equal in the model, "
+                                "shown by TLC): decided by that formula's check (invariants.dedupe_liveness)"]
+                out.append((twin.check.index, twin.check.verdict(result, self.bounded, extra), result.tool_version))
+            else:
+                out.append((twin.check.index, *self.single(twin.check)))
+        return out
+
+    def together(self, group: list[_Check], dedupe: bool = True) -> Decided:
         """One TLC run checks the group; a violated template gets its verdict and the run is repeated
         without it (TLC explores the states in the same order, so each template meets the same first
-        violation as alone); anything TLC does not pin on one template falls back to one run each."""
+        violation as alone); anything TLC does not pin on one template falls back to one run each. A template
+        stating another's formula is left out of the run while that one is in it (``twins``)."""
         bounded = self.bounded
         out: Decided = []
         remaining = list(group)
+        found = self.twins_of(remaining) if dedupe else []
         while len(remaining) > 1:
-            result = self.combined_run("G", remaining, remaining[0].config)
+            left_out = [t for t in found if t.check in remaining and t.of in remaining]
+            running = [c for c in remaining if all(c is not t.check for t in left_out)]
+            result = self.combined_run("G", running, running[0].config, left_out)
             if result is None:
                 break
-            by_name = {member_name(c.index): c for c in remaining}
-            if self.sent_back(result, remaining[0]):  # scored again with SANY first: no verdict here
+            by_name = {member_name(c.index): c for c in running}
+            if self.sent_back(result, running[0]):  # scored again with SANY first: no verdict here
                 return out + [(c.index, c.verdict(result, bounded), result.tool_version) for c in remaining]
             kind = "liveness" if remaining[0].template.type == "liveness" else "safety"
             note = [f"checked in one TLC run with {len(remaining) - 1} other {kind} template(s) "
@@ -188,31 +220,34 @@ class TlcRuns:
                 remaining.remove(violated)
                 continue
             if result.outcome in (Outcome.OK, Outcome.INCONCLUSIVE):
-                out += [(c.index, c.verdict(result, bounded, note), result.tool_version) for c in remaining]
-                return out
+                out += [(c.index, c.verdict(result, bounded, note), result.tool_version) for c in running]
+                return out + self.twin_verdicts(result, left_out, note)
             log.info("tla_invariants.group_fallback", module=self.main_module, templates=len(remaining),
                      outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
             break
         return out + [(c.index, *self.single(c)) for c in remaining]
 
-    def group(self, checks: list[_Check]) -> Decided:
+    def group(self, checks: list[_Check], dedupe: bool = True) -> Decided:
         if len(checks) > 1:
-            return self.together(checks)
+            return self.together(checks, dedupe)
         return [(c.index, *self.single(c)) for c in checks]
 
     def merged(self, safety: list[_Check], liveness: list[_Check]) -> Decided:
         """The safety group and the liveness group of one cfg in one TLC run (``merge_liveness``, module doc):
-        what the run decides is kept, the rest of each group goes on as it would without the merge."""
+        what the run decides is kept, the rest of each group goes on as it would without the merge. A liveness
+        template stating another's formula is left out of the run (``twins``): decided with it when the run
+        decides the liveness templates without a violation, otherwise checked as without the lever."""
         bounded, group = self.bounded, self.group
-        members = [*safety, *liveness]
-        result = self.combined_run("M", members, liveness[0].config)
+        left_out = self.twins_of(liveness)
+        members = [*safety, *[c for c in liveness if all(c is not t.check for t in left_out)]]
+        result = self.combined_run("M", members, liveness[0].config, left_out)
         if result is None:
             return group(safety) + group(liveness)
         version = result.tool_version
         if self.sent_back(result, members[0]):  # scored again with SANY first: no verdict here
-            return [(c.index, c.verdict(result, bounded), version) for c in members]
-        note = [(f"checked in one TLC run with {len(members) - 1} other safety and liveness template(s) "
-                 "(invariants.grouped, invariants.merge_liveness)")]
+            return [(c.index, c.verdict(result, bounded), version) for c in [*safety, *liveness]]
+        note = [(f"checked in one TLC run with {len(safety) + len(liveness) - 1} other safety and liveness "
+                 "template(s) (invariants.grouped, invariants.merge_liveness)")]
         violated = _attributed(result, {member_name(c.index): c for c in members})
         if violated is not None:
             decided = [(violated.index, violated.verdict(result, bounded, note), version)]
@@ -220,15 +255,17 @@ class TlcRuns:
                 return decided + group([c for c in safety if c is not violated]) + group(liveness)
             return decided + group([c for c in liveness if c is not violated]) + group(safety)
         if result.outcome == Outcome.OK:
-            return [(c.index, c.verdict(result, bounded, note), version) for c in members]
+            return [(c.index, c.verdict(result, bounded, note), version) for c in members] + \
+                self.twin_verdicts(result, left_out, note)
         if result.outcome == Outcome.INCONCLUSIVE:
-            return [(c.index, c.verdict(result, bounded, note), version) for c in liveness] + group(safety)
+            return [(c.index, c.verdict(result, bounded, note), version) for c in members if c not in safety] + \
+                self.twin_verdicts(result, left_out, note) + group(safety)
         log.info("tla_invariants.merged_fallback", module=self.main_module, templates=len(members),
                  outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
         if _temporal_violation(result) and not any(c.as_property for c in safety):
             # a liveness template is violated and TLC does not say which: each alone, as after the group's run
             return [(c.index, *self.single(c)) for c in liveness] + group(safety)
-        return group(safety) + group(liveness)
+        return group(safety, dedupe=not left_out) + group(liveness, dedupe=not left_out)
 
     def run(self, job: list[_Check]) -> Decided:
         """One job of the stage: a group of one cfg (merged when it has both kinds), or a single check."""

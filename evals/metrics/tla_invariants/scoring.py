@@ -33,6 +33,7 @@ from sysmo.evals.metrics.tla_invariants.settings import (
     BOUNDED_POLICIES,
     DEFAULT_BOUNDED,
     DEFAULT_BY_INSTANCE,
+    DEFAULT_DEDUPE_LIVENESS,
     DEFAULT_GROUP_LIVENESS,
     DEFAULT_GROUPED,
     DEFAULT_HELPER_ATTEMPTS,
@@ -72,6 +73,7 @@ def score(
     merge_liveness: bool = DEFAULT_MERGE_LIVENESS,
     liveness_at_end: bool = DEFAULT_LIVENESS_AT_END,
     by_instance: bool = DEFAULT_BY_INSTANCE,
+    dedupe_liveness: bool = DEFAULT_DEDUPE_LIVENESS,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
     cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
@@ -79,7 +81,8 @@ def score(
     parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first.
     ``liveness_at_end``: temporal properties are checked once, after the search (``tlc.model_check``);
     ``by_instance``: a template expected to be violated, quantified over a constant set, is checked one instance
-    per TLC run until one is violated (``instances``)."""
+    per TLC run until one is violated (``instances``); ``dedupe_liveness``: a liveness template stating another's
+    formula over sets TLC shows equal is decided by that one's check in their shared run (``twins``)."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
     temporal_bound = max_states if max_states_temporal is None else max_states_temporal
@@ -124,7 +127,8 @@ def score(
     runs = TlcRuns(tla_files=tla_files, main_module=spec.main_module, reserved=reserved,
                    unchecked=written is not None, strategy=strategy, bounded=bounded, timeout_s=timeout_s,
                    max_states=max_states, max_states_temporal=temporal_bound, max_depth=max_depth,
-                   liveness_at_end=liveness_at_end, constants=set(sig.constants), by_instances=by_instance)
+                   liveness_at_end=liveness_at_end, constants=set(sig.constants), by_instances=by_instance,
+                   dedupe=dedupe_liveness)
 
     jobs: list[list[_Check]] = []
     if grouped and strategy != "hunt":
@@ -155,7 +159,7 @@ def score(
                      helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
                      sany_first=True, merge_liveness=merge_liveness, liveness_at_end=liveness_at_end,
-                     by_instance=by_instance)
+                     by_instance=by_instance, dedupe_liveness=dedupe_liveness)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"

@@ -35,3 +35,7 @@ SYSMO_LIVENESS_AT_END = True
 # is 30 tableaux in one run, decided by its 7th instance alone. The ``harness`` mode checks it whole, as SysMoBench.
 DEFAULT_BY_INSTANCE = False
 SYSMO_BY_INSTANCE = True
+# A liveness template stating another one's formula over equal sets (``twins``) is decided by that one's check in
+# their shared run, in the ``sysmo`` mode: PGo locksvc's SystemLiveness is its ProgressOK (ProcSet = NodeSet).
+DEFAULT_DEDUPE_LIVENESS = False
+SYSMO_DEDUPE_LIVENESS = True
