@@ -44,7 +44,7 @@ def test_cli_scores_a_bug_control_and_writes_the_csv(shared_benchmarks: Path, tm
     out = tmp_path / "rows.csv"
     result = subprocess.run(
         [sys.executable, "-m", "sysmo.cli", "reproduce", "sysmobench", "--data-dir", str(shared_benchmarks),
-         "--kind", "bug", "--system", "mutex", "-o", "runtime.runs=2", "-o", "invariants.timeout_s=40",
+         "--kind", "bug", "--system", "mutex", "--option", "runtime.runs=2", "--option", "invariants.timeout_s=40",
          "--no-cache", "--csv-out", str(out)],
         capture_output=True, text=True, check=False, env={**os.environ, "COLUMNS": "200"}, timeout=600)
     assert result.returncode == 0, result.stderr
