@@ -109,12 +109,22 @@ def test_a_stop_or_dead_workers_keep_what_was_stored_and_resume_runs_the_rest(tm
     send = _Worker.send
     monkeypatch.setattr(_Worker, "send", lambda self, message: (sent.append(message) if message[0] == "unit"
                                                                  else None, send(self, message))[1])
-    after_first_batch(monkeypatch, lambda: (at_stop.append(len(sent)), stop.set()))  # Ctrl-C once stored
+    from sysmo.runner.executor import RunState
+
+    came_back = RunState.came_back
+
+    def back_then_stop(self, unit, attempt):  # Ctrl-C as the first attempt comes back, before it is stored
+        if not stop.is_set():
+            at_stop.append(len(sent))
+            stop.set()
+        return came_back(self, unit, attempt)
+
+    monkeypatch.setattr(RunState, "came_back", back_then_stop)
     summary = run_experiment(config_for(tmp_path, "stop"), progress=False, stop_event=stop)
+    monkeypatch.setattr(RunState, "came_back", came_back)
     assert summary.stopped == "interrupted"
     # every unit dealt before the stop finishes and is stored; nothing more starts (but for one whose start was
-    # decided as the stop came: the driver asks before each unit). How many were in flight then depends on how far
-    # the writer lags behind the workers, i.e. on the machine's load, not on the run
+    # decided as the stop came: the driver asks before each unit)
     kept = results(tmp_path, "stop")
     assert 1 <= summary.ran == len(kept) == len(sent) <= at_stop[0] + 1 < 2 * len(UML)
     # resumed, every worker killed as it starts: the run stops saying so (how they died, how to go on)

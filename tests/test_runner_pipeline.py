@@ -98,6 +98,7 @@ def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_r
     from sysmo.runner import run_experiment
     from sysmo.runner.results import ResultWriter
 
+    from sysmo.runner.executor import RunState
     from sysmo.runner.local_executor import LocalExecutor
 
     stop = threading.Event()
@@ -105,28 +106,32 @@ def test_a_stop_finishes_and_stores_the_attempts_in_flight_and_resume_runs_the_r
     started: list[str] = []  # the units begun, in order
     at_stop: list[int] = []  # how many had begun when the stop came
     write_batch = ResultWriter.write_batch
-    run_unit = LocalExecutor._run_unit
+    run_unit, came_back = LocalExecutor._run_unit, RunState.came_back
 
-    def write_then_stop(self, batch):  # Ctrl-C right after the first attempt is stored
+    def write_then_keep(self, batch):
         write_batch(self, batch)
         kept.extend(job.attempt.id for job in batch)
-        if not stop.is_set():
-            at_stop.append(len(started))
-            stop.set()
 
     def counted(unit, state):
         started.append(unit.attempt_id)
         return run_unit(unit, state)
 
-    monkeypatch.setattr(ResultWriter, "write_batch", write_then_stop)
+    def back_then_stop(self, unit, attempt):  # Ctrl-C as the first attempt comes back, before it is stored
+        if not stop.is_set():
+            at_stop.append(len(started))
+            stop.set()
+        return came_back(self, unit, attempt)
+
+    monkeypatch.setattr(ResultWriter, "write_batch", write_then_keep)
     monkeypatch.setattr(LocalExecutor, "_run_unit", staticmethod(counted))
+    monkeypatch.setattr(RunState, "came_back", back_then_stop)
     summary = run_experiment(config_for(tmp_path), progress=False, stop_event=stop)
     assert summary.stopped == "interrupted"
-    # the attempts begun before the stop (while the first one was stored: how many depends on how far the writer
-    # lags, i.e. on the machine's load) are finished and stored too; nothing more starts, but for one whose start
-    # was decided as the stop came (the loop asks before each unit)
+    # the attempts begun before the stop are finished and stored; nothing more starts, but for one whose start was
+    # decided as the stop came (the loop asks before each unit)
     assert 1 <= summary.ran == len(kept) == len(stored(tmp_path)) == len(started) <= at_stop[0] + 1 < 2 * len(UML)
     monkeypatch.setattr(LocalExecutor, "_run_unit", staticmethod(run_unit))
+    monkeypatch.setattr(RunState, "came_back", came_back)
     monkeypatch.setattr(ResultWriter, "write_batch", write_batch)
     resumed = run_experiment(config_for(tmp_path), progress=False, resume=True)
     assert resumed.skipped_done == summary.ran and resumed.ran == 2 * len(UML) - summary.ran
