@@ -294,7 +294,7 @@ class PlantUMLServer(ToolServer):
                             env={**env, "HOME": BOX, "TMPDIR": "/tmp"}, argv=server_argv, relay=self._relays())
             (self._dir / "root").mkdir()
             launch = jail_launch(spec)
-            self.isolation = list(JAIL_ISOLATION) + (["pipe"] if pipe is not None else [])
+            self.isolation = list(JAIL_ISOLATION) + ["pipe" if pipe is not None else "unix-socket"]
             popen_env = {}
         else:
             log.warning("plantuml_server.unconfined", hint="install bubblewrap to confine the PlantUML server")
