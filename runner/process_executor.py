@@ -184,6 +184,7 @@ class ProcessExecutor:
                 return
             attempt_id = message[1]
             unit, _ = in_flight.pop(attempt_id)
+            state.bar.running = len(in_flight)  # before the progress line of what came back
             worker.units.discard(attempt_id)
             if kind == "disk":  # its artifact files met a full or read-only disk: nothing more can be stored
                 raise StorageError(message[2])

@@ -266,6 +266,7 @@ class RayExecutor:
                     if card is not None:
                         future = state.writer.save_score(attempt, card, events)  # written after the record
                     storing.append((future, attempt))
+                state.bar.running = len(in_flight)  # before the progress line of what came back
                 count_stored()
                 if len(storing) > QUEUED:  # the writer is behind: wait for it rather than hold more
                     storing[0][0].result()

@@ -91,7 +91,7 @@ def test_a_node_killed_mid_run_loses_no_finished_attempt_and_its_units_run_again
     done = next(e for e in events if e["event"] == "ray.done")
     assert done["rerun"] == len(rerun)
     # progress as locally, with the lost node noted
-    assert any(line.startswith("12/12 (100%) passed 12") for line in cluster["cluster_stderr"])  # the progress line
+    assert any(line.startswith("12/12 (100%) ✓12 ✗0 !0, 0 running, ") for line in cluster["cluster_stderr"])  # the progress line
     assert f"(node {cluster['node_b'][:8]}) lost; its attempts in flight run again" in " ".join(
         line.strip() for line in cluster["cluster_stderr"])
 

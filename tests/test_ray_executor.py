@@ -57,7 +57,7 @@ def test_ray_runs_units_scores_them_and_stores_them_with_their_steps_through_the
     assert summary.ran == 4 and summary.passed == 4 and summary.errors == 0 and summary.stopped is None
     # the local executor's progress lines (stderr is not a terminal here)
     err = capsys.readouterr().err
-    assert "ray1 [CONTROL]: 4 attempts planned" in err and "\n4/4 (100%) passed 4, failed 0, errors 0" in err
+    assert "ray1 [CONTROL]: 4 attempts planned" in err and "\n4/4 (100%) ✓4 ✗0 !0, 0 running, " in err
     rows = stored(tmp_path)
     assert [(r["model"], r["status"], r["n_rounds"]) for r in rows] == [
         ("mockllm/control", "passed", 2), ("mockllm/control", "passed", 2), ("reference", "passed", 1),
