@@ -49,6 +49,7 @@ NOT_COMPARED = {"id", "output_dir", "concurrency", "tool_concurrency", "executor
 # a recorded setting -> the `sysmo run` flag that sets it (a refusal names the flag)
 SETTING_FLAG: dict[str, str] = {
     "agents": "--agent", "models": "--model", "helper": "--helper", "judge": "--judge", "seed": "--seed",
+    "tool_calling": "--tool-calling",
     "max_tokens": "--max-tokens", "attempt_timeout": "--attempt-timeout", "scoring_mode": "--scoring-mode",
     "score": "--no-score", "scoring": "--similarity or the experiment file's scoring",
     "selection_metric": "the experiment file's selection_metric",
@@ -104,8 +105,18 @@ def setting_value(key: str, value: Any) -> Any:
 RECORDED_DEFAULT: dict[str, Any] = {"seed": 0}
 
 
+def tool_calling_of(config: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """Each generator model's role option ``tool_calling`` (``auto`` where unset): how the openhands agent's tool
+    calls travel (native or the text protocol, ``llm/tool_calling.py``). Models are compared by name, so this
+    option of theirs is a setting of its own: the same model asked another way is not the same condition."""
+    return tuple((_model_name(m), str((m.get("tool_calling") if isinstance(m, dict) else None) or "auto"))
+                 for m in config.get("models") or [])
+
+
 def differing_settings(configs: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The recorded settings whose values are not the same in every experiment (in a stable order)."""
+    """The recorded settings whose values are not the same in every experiment (in a stable order); the models'
+    ``tool_calling`` options count as the setting ``tool_calling`` (``--tool-calling``)."""
+    configs = {name: {**c, "tool_calling": tool_calling_of(c)} for name, c in configs.items()}
     keys = sorted({k for c in configs.values() for k in c} - NOT_COMPARED)
     return [k for k in keys
             if len({repr(setting_value(k, c.get(k, RECORDED_DEFAULT.get(k)))) for c in configs.values()}) > 1]

@@ -17,6 +17,10 @@ BASE: dict[str, Any] = {"agents": ["base_modeling"], "models": ["openai/m"], "sa
                         "concurrency": 4, "selection_metric": {}, "tasks": {"ids": []}}
 
 
+def _name(model: str | dict[str, Any]) -> str:
+    return model["model"] if isinstance(model, dict) else model
+
+
 def experiment(runs: Path, name: str, tasks: list[str], passed: dict[tuple[str, int], bool],
                **settings: Any) -> Path:
     """An experiment ``name`` of one attempt per (task, sample), passed as ``passed`` says."""
@@ -30,7 +34,7 @@ def experiment(runs: Path, name: str, tasks: list[str], passed: dict[tuple[str, 
         for sample in range(config["samples"]):
             ok = passed.get((task, sample), False)
             attempt = Attempt(id=f"{name}-{task}-{sample}", task_id=task, agent=config["agents"][0],
-                              model=config["models"][0], sample_index=sample, feedback=config["feedback"],
+                              model=_name(config["models"][0]), sample_index=sample, feedback=config["feedback"],
                               strategy=config["strategy"],
                               status=AttemptStatus.PASSED if ok else AttemptStatus.FAILED)
             records.append(AttemptRecord.of(attempt, {"benchmark": "starter", "kind": "uml_class"}))
@@ -103,6 +107,27 @@ def test_compare_refuses_another_seed_unless_seed_is_the_factor(tmp_path: Path) 
     assert "factor(s): seed" in named.stdout and "baseline: seed=0 (default)" in " ".join(named.stdout.split())
     (row,) = pd.read_csv(tmp_path / "out" / "paired.csv").itertuples()
     assert (row.factor, str(row.baseline), str(row.level), row.n_pairs, row.level_only) == ("seed", "0", "7", 12, 6)
+
+
+def test_compare_refuses_a_model_asked_for_its_tool_calls_another_way(tmp_path: Path) -> None:
+    """Models are compared by name: their role option ``tool_calling`` (``--tool-calling``) is a setting of its own,
+    so an openhands run with native tool calls and one with the text protocol are not paired as the same arm."""
+    runs = tmp_path / "runs"
+    tasks = [f"t{i}" for i in range(3)]
+    experiment(runs, "native", tasks, {}, agents=["openhands"])
+    experiment(runs, "text", tasks, {}, agents=["openhands"], models=[{"model": "openai/m", "tool_calling": "text"}])
+    experiment(runs, "auto", tasks, {}, agents=["openhands"], models=[{"model": "openai/m", "tool_calling": "auto"}])
+    experiment(runs, "text-cot", tasks, {}, agents=["openhands"], strategy="cot",
+               models=[{"model": "openai/m", "tool_calling": "text"}])
+
+    refused = _compare(runs, tmp_path / "out", "native", "text")
+    assert refused.code == 2 and "Traceback" not in refused.stderr
+    assert "native and text differ in tool_calling (--tool-calling), which no factor covers" in refused.stderr
+    assert "differ in tool_calling (--tool-calling)" in _compare(runs, tmp_path / "out", "native", "text-cot",
+                                                                 "--factor", "strategy").stderr
+    # a model named alone runs with tool_calling auto: the same setting as auto named
+    assert "have the same settings" in _compare(runs, tmp_path / "out", "native", "auto").stderr
+    assert _compare(runs, tmp_path / "out", "text", "text-cot").code == 0
 
 
 def test_compare_takes_a_baseline_or_every_pair(tmp_path: Path) -> None:
