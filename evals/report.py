@@ -414,6 +414,16 @@ def _level_columns(table: pd.DataFrame, by: str) -> pd.DataFrame:
     return table.rename(columns={c: f"{by}={c}" for c in table.columns if c not in ("agent", "model")})
 
 
+BREAKDOWNS = ("benchmark", "domain", "difficulty", "tool_mode")
+
+
+def pass_rate_breakdowns(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The report's "Pass rate by ..." tables (and ``sysmo view``'s): the pass rate per (agent, model) and task
+    attribute; by tool-calling mode only where the attempts mix modes (docs/agents/openhands.md)."""
+    return {by: _level_columns(breakdown_frame(frame, by), by) for by in BREAKDOWNS
+            if by != "tool_mode" or mixes_tool_modes(frame)}
+
+
 def experiment_levels(config: dict) -> dict[str, list[str]]:
     """The order an experiment lists its agents and models in (the first of each is the paired baseline)."""
     models = [m if isinstance(m, str) else (m or {}).get("model", "") for m in config.get("models") or []]
@@ -470,10 +480,7 @@ def write_report(directory: Path, pairing: Pairing | None = None) -> dict[str, P
         not_covered = int((every["status"] == "not_covered").sum()) if not every.empty else 0
         frame = every[every["status"] != "not_covered"].reset_index(drop=True) if not_covered else every
         summary = summary_frame(frame, config.get("selection_metric"), ks=(1, 3, config.get("samples") or 5))
-        # the tool-calling mode only where a comparison mixes modes (docs/agents/openhands.md)
-        breakdowns = {by: _level_columns(breakdown_frame(frame, by), by)
-                      for by in ("benchmark", "domain", "difficulty", "tool_mode")
-                      if by != "tool_mode" or mixes_tool_modes(frame)}
+        breakdowns = pass_rate_breakdowns(frame)
         settings = run_settings(config, experiment["environment"])
         curves = (rounds_to_success(frame, max(settings["max_rounds"])) if not frame.empty else pd.DataFrame())
         prov = provenance(store, experiment_id)

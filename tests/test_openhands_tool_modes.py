@@ -5,6 +5,8 @@ that never calls a tool ends saying so."""
 
 from __future__ import annotations
 
+import re
+
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -247,6 +249,18 @@ def test_the_report_and_the_trace_say_which_mode_each_model_ran_in(tmp_path: Pat
     assert "| openhands | openai/fake-model | 1.000 | — |" in breakdown
     assert "- tool_mode=LEVEL: share of the group's attempts whose tool calls travelled in mode LEVEL" in report
     assert "<h2>Pass rate by tool_mode</h2>" in paths["html"].read_text()
+    # sysmo view's report page shows the same breakdown, the same numbers
+    from starlette.testclient import TestClient
+
+    from sysmo.view.app import create_app
+
+    page = TestClient(create_app(tmp_path), base_url="http://127.0.0.1").get("/e/modes/report")
+    assert page.status_code == 200 and 'id="breakdown-tool_mode"' in page.text
+    shown = page.text.split('id="breakdown-tool_mode"', 1)[1].split("</table>", 1)[0]
+    cells = [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<t[dh][^>]*>.*?</t[dh]>", shown)]
+    assert cells[:4] == ["agent", "model", "tool_mode=native", "tool_mode=text"]
+    assert [cells[4:8], cells[8:12]] == [["openhands", "openai/fake-model", "1.000", "—"],
+                                         ["openhands", NO_FUNCTION_CALLING, "—", "1.000"]]
     store = Store(tmp_path / "modes" / "results.sqlite")
     try:
         attempts = {a.model: a for a in store.attempts("modes")}

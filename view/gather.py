@@ -37,6 +37,7 @@ from sysmo.view.models import (
     AttemptFilters,
     AttemptRow,
     AttemptView,
+    BreakdownTable,
     ForkView,
     BoardCell,
     BoardColumn,
@@ -1057,7 +1058,22 @@ def report_view(store: Store, experiment_id: str, rows: list[AttemptRow] | None 
                       notes=report_notes(store, experiment_id, {"scoring_provenance": scoring_provenance(store, experiment_id)}), plots=plots,
                       plots_missing="" if plots else f"No plots yet: `sysmo report {store.path.parent}` writes them.",
                       paired=paired, paired_note=paired_note, significance_note=significance_note,
-                      matrix=task_matrix(rows))
+                      matrix=task_matrix(rows), breakdowns=breakdown_tables(frame))
+
+
+def breakdown_tables(frame: Any) -> list[BreakdownTable]:
+    """The report's "Pass rate by ..." tables as the page shows them (rates to 3 decimals, "—" where a group ran
+    no attempt of that level)."""
+    from sysmo.evals.report import pass_rate_breakdowns
+
+    out = []
+    for by, table in pass_rate_breakdowns(frame).items():
+        if table.empty:
+            continue
+        rows = [[("—" if v != v else f"{v:.3f}") if isinstance(v, float) else str(v) for v in row]
+                for row in table.itertuples(index=False)]
+        out.append(BreakdownTable(by=by, columns=[str(c) for c in table.columns], rows=rows))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------- compare and progress

@@ -457,6 +457,14 @@ class TaskMatrix(BaseModel):
     rows: list[tuple[str, list[list[MatrixCell]]]]
 
 
+class BreakdownTable(BaseModel):
+    """The report's "Pass rate by <by>" table: the pass rate per (agent, model) and level of ``by``."""
+
+    by: str
+    columns: list[str]
+    rows: list[list[str]]
+
+
 class ReportView(BaseModel):
     """The report's per-kind leaderboards, each number linked to the attempts behind it."""
 
@@ -470,3 +478,4 @@ class ReportView(BaseModel):
     paired_note: str = ""
     significance_note: str = ""  # what the * of a paired cell means: "* Holm-adjusted p < 0.05"
     matrix: TaskMatrix | None = None
+    breakdowns: list[BreakdownTable] = Field(default_factory=list)  # ``evals.report.pass_rate_breakdowns``

@@ -30,8 +30,12 @@ def store_stamp(directory: Path) -> tuple[Any, ...]:
     return tuple(out)
 
 
+# the view model's own version: a page kept by an older sysmo (fewer sections) is computed again
+VIEW_VERSION = 2
+
+
 def _stamp_text(directory: Path) -> str:
-    return json.dumps(store_stamp(directory))
+    return json.dumps([VIEW_VERSION, store_stamp(directory)])
 
 
 def cached_report_view(store: Store, experiment_id: str, rows: list | None = None) -> Any:
