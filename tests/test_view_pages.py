@@ -316,4 +316,4 @@ def test_a_model_call_of_tool_calls_shows_them_its_parameters_and_no_null(tmp_pa
     assert params["reply params_sent"] == '{"temperature": 0.2}'  # a request-parameter field of the record, shown as held
     html = client.get("/e/exp/a/dd01").text
     assert "<pre>null</pre>" not in html and "→ write_file" in html and "result of c1" in html
-    assert "1.50 s" in html and "$0.0010" in html
+    assert "1.50&nbsp;s" in html and "$0.0010" in html  # the unit never wraps away from its number

@@ -726,7 +726,9 @@ def outcome_of(row: AttemptRow, attempt: Attempt, stages: list[StageView]) -> Ou
     failed = next((r for r in reversed(attempt.rounds) if r.check is not None and r.check.outcome.value != "ok"), None)
     last = attempt.rounds[-1] if attempt.rounds else None
     if row.status == "passed" and not row.failed_stage:
-        return Outcome(status=row.status, headline=f"passed in round {last.index if last else 0}")
+        index = last.index if last else 0
+        return Outcome(status=row.status, headline=f"passed in round {index} "
+                                                  + ("(the first answer)" if index == 0 else f"(repair {index})"))
     headline = f"{row.status}" + (f" at stage {row.failed_stage}" if row.failed_stage else "")
     if failed is not None and (row.status != "passed" or failed is last):
         diagnostic = next((d for d in failed.check.diagnostics if d.severity.value == "error"),
