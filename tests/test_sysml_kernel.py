@@ -205,3 +205,40 @@ def test_parallel_checks_lease_a_kernel_each_up_to_the_allowed_number(monkeypatc
         assert first is shared_kernel() and second is not first and third in (first, second)
     with leased_kernel() as again:
         assert again is shared_kernel()  # the least busy: none is, the first of them
+
+
+def test_a_kernel_message_is_read_with_its_signature_checked_and_without_date_parsing() -> None:
+    """``kernel.received`` reads what ``Session.deserialize`` reads (type, parent, content) but keeps the headers'
+    dates as text; a message with a wrong signature, or one seen before (a replay), is refused as there."""
+    import zmq
+    from jupyter_client.session import Session
+    from sysmo.tools.sysml.kernel import received
+
+    context = zmq.Context.instance()
+    sender, receiver = context.socket(zmq.PAIR), context.socket(zmq.PAIR)
+    receiver.bind("inproc://sysmo-kernel-message")
+    sender.connect("inproc://sysmo-kernel-message")
+    ours, theirs = Session(key=b"k"), Session(key=b"k")
+    try:
+        assert received(ours, receiver) is None  # nothing waiting
+        request = theirs.msg("execute_request", content={"code": "1+1"})
+        frames = theirs.serialize(theirs.msg("stream", content={"name": "stdout", "text": "✓ package P\n"},
+                                             parent=request))
+        sender.send_multipart(frames)
+        receiver.poll(5000)
+        msg = received(ours, receiver)
+        assert msg is not None and msg["msg_type"] == "stream" and msg["content"]["text"] == "✓ package P\n"
+        assert msg["parent_header"]["msg_id"] == request["header"]["msg_id"]
+        assert isinstance(msg["header"]["date"], str)  # left as the kernel wrote it
+        sender.send_multipart(frames)  # the same message again: a replay
+        receiver.poll(5000)
+        with pytest.raises(ValueError, match="Duplicate Signature"):
+            received(ours, receiver)
+        forged = Session(key=b"another key").serialize(theirs.msg("stream", content={"text": "x"}))
+        sender.send_multipart(forged)
+        receiver.poll(5000)
+        with pytest.raises(ValueError, match="Invalid Signature"):
+            received(ours, receiver)
+    finally:
+        sender.close(linger=0)
+        receiver.close(linger=0)
