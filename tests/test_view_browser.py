@@ -197,6 +197,10 @@ def test_report_page_compares_with_plots_paired_tests_and_fits(tabs, server, scr
     assert tab.page.locator("#task-matrix a.sq").count() == 504  # every sample, per task and agent / model
     assert tab.page.locator("#notes details").count() == 1  # the notes folded below
     assert tab.sideways_scroll() == 0
+    # no agent or model name runs out of its cell into the next one (names break at their _ / - . joints)
+    overflowing = tab.page.evaluate("""[...document.querySelectorAll('table.leaderboard td.wrap')]
+        .filter(td => td.scrollWidth > td.clientWidth + 1).map(td => td.textContent.trim())""")
+    assert overflowing == []
     tab.page.screenshot(path=str(screenshots / f"report_{size}.png"), full_page=True)
     tab.page.evaluate("window.scrollTo(0, 0)")
     tab.page.screenshot(path=str(screenshots / f"report_{size}_top.png"))

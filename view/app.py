@@ -32,6 +32,7 @@ read-only disk, a damaged file) gives the error page saying why, never a bare 50
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -141,6 +142,9 @@ def _templates(static: bool = False) -> Environment:
     env.filters["prompt_text"] = gather.prompt_text
     env.filters["pct"] = lambda v: "—" if v is None else f"{100 * v:.0f}%"
     # a cell's words each kept whole (a number such as 8.84e-05 is not broken at its hyphen); lines break between them
+    # an identifier (base_modeling, mockllm/control, starter/uml_class/library_loans) may break after _ / - . and
+    # nowhere else, so a narrow cell wraps it at its joints instead of running into the next cell
+    env.filters["name"] = lambda v: Markup(re.sub(r"([_/.-])", r"\1<wbr>", str(escape(v))))
     env.filters["words"] = lambda v: Markup(" ".join(f'<span class="w">{escape(t)}</span>' for t in str(v).split(" ")))
     return env
 
