@@ -119,6 +119,10 @@ def test_experiments_page_fits_and_shows_rate_progress_and_isolation(tabs, serve
     badge = row.locator(".badge")
     assert badge.inner_text() and badge.get_attribute("title")  # the full isolation text on hover
     assert tab.sideways_scroll() == 0
+    # every field of the row is in sight, the isolation badge included (on a phone: a card, not a scrolled table)
+    width = tab.page.viewport_size["width"]
+    box = badge.bounding_box()
+    assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width
     icon = tab.page.request.get(server + "/favicon.ico")
     assert icon.ok and "svg" in icon.headers["content-type"]
     tab.page.screenshot(path=str(screenshots / f"experiments_{size}.png"), full_page=True)
