@@ -36,7 +36,81 @@ public final class TLCMain {
             Seeds.main(Arrays.copyOfRange(args, 1, args.length));
             return;
         }
+        if (args.length > 1 && args[0].equals(Simulation.FLAG)) {
+            Simulation.main(Arrays.copyOfRange(args, 1, args.length));
+            return;
+        }
         tlc2.TLC.main(args);
+    }
+
+    /**
+     * A simulation whose coverage is always reported at its end, and whose end never waits on TLC's report thread.
+     *
+     * <p>TLC's {@code Simulator} prints its coverage from a {@code ProgressReport} thread: the simulation sets the
+     * thread's {@code isRunning} to false, notifies it and joins it; the thread prints progress and coverage each time
+     * it wakes while {@code isRunning} held when it last looked. A simulation that ends before the thread first looks
+     * (a small spec, a warm JVM, a loaded machine) prints no coverage at all, and one that notifies between the
+     * thread's look and its {@code wait(60000)} waits a minute. Whether an action counted as covered depended on that
+     * race. Here, after each simulation, the coverage is reported once more (the counts are final: the workers have
+     * ended; a reader takes an action's last report), and a daemon thread notifies any report thread told to stop, so
+     * none waits out its minute. With {@code -sysmo-simulate} first: TLC's main for one simulation (as
+     * {@code tlc2.TLC.main}: parameters, the spec's folder as resolver, {@code process}, TLC's exit status).
+     */
+    static final class Simulation {
+        public static final String FLAG = "-sysmo-simulate";
+
+        private Simulation() {
+        }
+
+        static void main(String[] args) throws Exception {
+            wakeStoppedReports();
+            tlc2.TLC tlc = new tlc2.TLC();
+            if (!tlc.handleParameters(args)) {
+                System.exit(1);
+            }
+            String dir = util.FileUtil.parseDirname(tlc.getMainFile());
+            tlc.setResolver(dir.isEmpty() ? new util.SimpleFilenameToStream() : new util.SimpleFilenameToStream(dir));
+            int result = tlc.process();
+            reportCoverage(tlc2.TLCGlobals.simulator);
+            tlc2.output.MP.flush();
+            System.exit(tlc2.output.EC.ExitStatus.errorConstantToExitStatus(result));
+        }
+
+        /** The simulation's coverage, once more, now that it has ended (nothing when coverage is off). */
+        static void reportCoverage(tlc2.tool.Simulator simulator) {
+            if (simulator != null && tlc2.TLCGlobals.isCoverageEnabled()) {
+                simulator.reportCoverage();
+                tlc2.output.MP.flush();
+            }
+        }
+
+        /** A daemon thread that notifies, every 10 ms, each of TLC's report threads whose simulation has ended. */
+        static void wakeStoppedReports() {
+            Thread waker = new Thread(() -> {
+                try {
+                    Class<?> report = Class.forName("tlc2.tool.Simulator$ProgressReport");
+                    Field running = report.getDeclaredField("isRunning");
+                    running.setAccessible(true);
+                    Thread[] threads = new Thread[64];
+                    while (true) {
+                        Thread.sleep(10);
+                        int count = Thread.enumerate(threads);
+                        for (int i = 0; i < count; i++) {
+                            Thread each = threads[i];
+                            if (report.isInstance(each) && !running.getBoolean(each)) {
+                                synchronized (each) {
+                                    each.notifyAll();
+                                }
+                            }
+                        }
+                    }
+                } catch (InterruptedException | ReflectiveOperationException e) {
+                    // no such thread class in this TLC: nothing to wake
+                }
+            }, "sysmo-report-waker");
+            waker.setDaemon(true);
+            waker.start();
+        }
     }
 
     /** The default RMI socket factory but for its server sockets. */
@@ -116,6 +190,7 @@ public final class TLCMain {
             tlcArgs[1] = Long.toString(seeds[0]);
             System.arraycopy(args, 1, tlcArgs, 2, args.length - 1);
 
+            Simulation.wakeStoppedReports();
             tlc2.TLC tlc = new tlc2.TLC();
             if (!tlc.handleParameters(tlcArgs)) {
                 System.exit(1);
@@ -123,6 +198,7 @@ public final class TLCMain {
             String dir = util.FileUtil.parseDirname(tlc.getMainFile());
             tlc.setResolver(dir.isEmpty() ? new util.SimpleFilenameToStream() : new util.SimpleFilenameToStream(dir));
             int result = tlc.process();
+            Simulation.reportCoverage(tlc2.TLCGlobals.simulator);
             if (!ended(seeds[0], result)) {
                 System.exit(tlc2.output.EC.ExitStatus.errorConstantToExitStatus(result));
             }
@@ -139,6 +215,7 @@ public final class TLCMain {
                 }
                 tlc2.TLCGlobals.simulator = next;
                 result = next.simulate();
+                Simulation.reportCoverage(next);
                 tlc2.output.MP.printMessage(tlc2.output.EC.TLC_FINISHED,
                         (System.currentTimeMillis() - started) + "ms");
                 tlc2.output.MP.flush();

@@ -234,6 +234,8 @@ def _run(
     args += mode_args + [main]
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     limits = limits or Limits(timeout_s=timeout_s, cpu_s=int(timeout_s * 4) + 60, memory_mb=heap + 1024)
+    if mode_args and seeds_in_one_jvm():  # a simulation's coverage reported at its end, always (TLCMain.java)
+        args = [SIMULATE_FLAG, *args]
     run = run_java("tlc2.TLC", args, files=spec.files, limits=limits,
                    jvm_flags=tlc_flags(None if mode_args or keep_c2 else max_states), heap_mb=heap,
                    collect=[DUMP_FILE] if dump_states else None)
@@ -367,6 +369,9 @@ def simulate(
 
 
 SEEDS_FLAG = "-sysmo-seeds"  # TLCMain.java's Seeds: one simulation per seed on a spec parsed once
+# TLCMain.java's Simulation: TLC's main for one simulation whose coverage is reported at its end (TLC's own report
+# thread may miss it: a race with the simulation's end, lost by short simulations on a warm or loaded JVM)
+SIMULATE_FLAG = "-sysmo-simulate"
 SEED_END = re.compile(r"^@!@!@SYSMO-SEED (-?\d+) (-?\d+)$", re.MULTILINE)
 FINISHED_MS = re.compile(r"@!@!@STARTMSG 2186:\d+ @!@!@\n[^\n]*?(\d+)ms")
 
