@@ -64,16 +64,22 @@ public final class TLCMain {
 
         static void main(String[] args) throws Exception {
             wakeStoppedReports();
+            tlc2.TLC tlc = prepared(args);
+            int result = tlc.process();
+            reportCoverage(tlc2.TLCGlobals.simulator);
+            tlc2.output.MP.flush();
+            System.exit(tlc2.output.EC.ExitStatus.errorConstantToExitStatus(result));
+        }
+
+        /** TLC with its parameters read and the spec's folder as its resolver, as {@code tlc2.TLC.main} sets it up. */
+        static tlc2.TLC prepared(String[] args) {
             tlc2.TLC tlc = new tlc2.TLC();
             if (!tlc.handleParameters(args)) {
                 System.exit(1);
             }
             String dir = util.FileUtil.parseDirname(tlc.getMainFile());
             tlc.setResolver(dir.isEmpty() ? new util.SimpleFilenameToStream() : new util.SimpleFilenameToStream(dir));
-            int result = tlc.process();
-            reportCoverage(tlc2.TLCGlobals.simulator);
-            tlc2.output.MP.flush();
-            System.exit(tlc2.output.EC.ExitStatus.errorConstantToExitStatus(result));
+            return tlc;
         }
 
         /** The simulation's coverage, once more, now that it has ended (nothing when coverage is off). */
@@ -191,12 +197,7 @@ public final class TLCMain {
             System.arraycopy(args, 1, tlcArgs, 2, args.length - 1);
 
             Simulation.wakeStoppedReports();
-            tlc2.TLC tlc = new tlc2.TLC();
-            if (!tlc.handleParameters(tlcArgs)) {
-                System.exit(1);
-            }
-            String dir = util.FileUtil.parseDirname(tlc.getMainFile());
-            tlc.setResolver(dir.isEmpty() ? new util.SimpleFilenameToStream() : new util.SimpleFilenameToStream(dir));
+            tlc2.TLC tlc = Simulation.prepared(tlcArgs);
             int result = tlc.process();
             Simulation.reportCoverage(tlc2.TLCGlobals.simulator);
             if (!ended(seeds[0], result)) {
