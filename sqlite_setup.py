@@ -9,7 +9,7 @@ with a short random back-off until they succeed or ``SETUP_TIMEOUT_S`` has passe
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,23 @@ def set_up_shared(conn: sqlite3.Connection, create_tables: Callable[[], Any], *,
         reraise=True,
     )
     retrying(set_up)
+
+
+def max_variables(conn: sqlite3.Connection) -> int:
+    """Parameters one statement of ``conn`` may take (32766 since SQLite 3.32, 999 before)."""
+    return min(32766, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+
+
+def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], *, width: int,
+                limit: int) -> None:
+    """``head`` (``INSERT ... VALUES ``) followed by as many ``(?,...)`` groups as rows of ``width`` values, in
+    statements of at most ``limit`` parameters (``max_variables``): one step of SQLite for many rows, so a writer
+    thread gives up and takes back the interpreter's lock once per statement, not once per row (``executemany``)."""
+    per = max(1, limit // width)
+    group = "(" + ",".join("?" * width) + ")"
+    for start in range(0, len(rows), per):
+        chunk = rows[start:start + per]
+        conn.execute(head + ",".join([group] * len(chunk)), [v for row in chunk for v in row])
 
 
 def enable_wal(conn: sqlite3.Connection) -> None:

@@ -47,7 +47,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 from sysmo.graphs.checkpoint_texts import TEXTS_TABLE, TextsSerializer, write_texts
-from sysmo.sqlite_setup import WrittenKeys, set_up_shared
+from sysmo.sqlite_setup import WrittenKeys, insert_rows, max_variables, set_up_shared
 
 
 def _reserved(name: str) -> bool:
@@ -340,12 +340,13 @@ class _OneTransaction(sqlite3.Connection):
 
 
 # LangGraph's ``SqliteSaver`` statements (``put``, and ``put_writes``: a write to one of its special channels,
-# an error or an interrupt, replaces the row, any other is kept when there already)
-INSERT_CHECKPOINT = ("INSERT OR REPLACE INTO checkpoints (thread_id, checkpoint_ns, checkpoint_id, "
-                     "parent_checkpoint_id, type, checkpoint, metadata) VALUES (?, ?, ?, ?, ?, ?, ?)")
-_WRITE_COLUMNS = ("INTO writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, "
-                  "value) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
-REPLACE_WRITES, KEEP_WRITES = f"INSERT OR REPLACE {_WRITE_COLUMNS}", f"INSERT OR IGNORE {_WRITE_COLUMNS}"
+# an error or an interrupt, replaces the row, any other is kept when there already), followed by a row's values
+# per row (``sqlite_setup.insert_rows``)
+CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value"
+INSERT_CHECKPOINTS = f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) VALUES "
+REPLACE_WRITES = f"INSERT OR REPLACE INTO writes ({WRITE_COLUMNS}) VALUES "
+KEEP_WRITES = f"INSERT OR IGNORE INTO writes ({WRITE_COLUMNS}) VALUES "
 
 
 def checkpoint_row(call: _Put) -> tuple:
@@ -380,6 +381,7 @@ class CheckpointStore:
         self._conn.execute("PRAGMA busy_timeout=30000")
         # the recorded bytes are written as they are (serialised once, when the step was recorded)
         self._saver = SqliteSaver(self._conn, serde=AlreadySerialised())
+        self._max_variables = max_variables(self._conn)
         set_up_shared(self._conn, self._create_tables)
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -424,9 +426,9 @@ class CheckpointStore:
                     if self._written.may_hold(thread_id):
                         self._saver.delete_thread(thread_id)
                 write_texts(self._conn, texts)
-                self._conn.executemany(INSERT_CHECKPOINT, checkpoints)
+                insert_rows(self._conn, INSERT_CHECKPOINTS, checkpoints, width=7, limit=self._max_variables)
                 for statement, rows in writes:
-                    self._conn.executemany(statement, rows)
+                    insert_rows(self._conn, statement, rows, width=9, limit=self._max_variables)
             self._written.add(latest)
         return sum(steps.steps for steps, _ in items)
 

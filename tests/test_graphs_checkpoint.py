@@ -145,16 +145,16 @@ def test_a_failed_save_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: py
         saved = [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")]
         again = StepRecorder()
         asyncio.run(graph_with(again).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
-        real_executemany = _OneTransaction.executemany
+        real_execute = _OneTransaction.execute
         calls = []
 
         def write_then_fail(self: _OneTransaction, *args: Any) -> Any:  # the disk fills up in the second statement
             calls.append(1)
             if len(calls) > 1:  # the steps' checkpoints are written, their writes not
                 raise sqlite3.OperationalError("database or disk is full")
-            return real_executemany(self, *args)
+            return real_execute(self, *args)
 
-        monkeypatch.setattr(_OneTransaction, "executemany", write_then_fail)
+        monkeypatch.setattr(_OneTransaction, "execute", write_then_fail)
         with pytest.raises(sqlite3.OperationalError, match="disk is full"):
             store.save(again, "a")
     assert len(saved) == 4 and [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")] == saved
