@@ -55,8 +55,11 @@ class _Published:
 
 
 _publishing: contextvars.ContextVar[_Published | None] = contextvars.ContextVar("sysmo_live_attempt", default=None)
-# attempts of this process that ended without a file: storing them deletes nothing (a system call less each)
+# attempts of this process that ended without a file: storing them deletes nothing (a system call less each).
+# Bounded: a worker process (``runner.process_executor``) runs attempts another process stores; forgetting an id
+# costs only a delete of a file that is not there
 _never_written: set[str] = set()
+NEVER_WRITTEN_KEPT = 4096
 
 
 def live_path(directory: Path, attempt_id: str) -> Path:
@@ -101,6 +104,8 @@ def publishing(directory: Path, attempt: LiveAttempt, *, after_s: float = 0.0) -
         if timer is not None:
             timer.cancel()
         if not published.written:
+            if len(_never_written) >= NEVER_WRITTEN_KEPT:
+                _never_written.clear()
             _never_written.add(attempt.id)
 
 
