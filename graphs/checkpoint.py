@@ -8,8 +8,8 @@ LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it runs wit
 from any of them. The values are serialised once, when recorded.
 
 ``CheckpointStore.save_many`` writes the steps of many attempts in one transaction (the runner's writer
-thread batches finished attempts), each table in one multi-row statement: the rows ``SqliteSaver.put`` /
-``put_writes`` write (``checkpoint_rows``, ``write_rows``: the same columns, metadata and statements, pinned by
+thread batches finished attempts), each table's rows in multi-row statements: the rows ``SqliteSaver.put`` /
+``put_writes`` write (``checkpoint_row``, ``write_rows``: the same columns, metadata and statements, pinned by
 tests/test_graphs_checkpoint.py against the saver itself), without a saver call per step (each merged the
 metadata, took the saver's lock and ran a statement; nine per attempt of a three-node graph). Writing per step
 instead would cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM

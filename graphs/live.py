@@ -2,8 +2,8 @@
 then each time a round finishes, the rounds so far are written to ``<experiment>/live/<attempt id>.json``
 (replaced whole, atomically); the file goes once the attempt is stored. The viewer lists these files as the
 attempts running now and shows their rounds (``view.live``). An attempt done sooner gets no file: it would be
-gone before a viewer's next look, and writing and deleting one per attempt cost a fast run a third of its
-store's time (this ext4 is mounted with ``discard``).
+gone before a viewer's next look (it asks every 2 s), and a file written, renamed and deleted per attempt was a
+part of a fast run's CPU on the event loop's thread and the writer's (``speed/scale.py``).
 
 The graph driver (``agents.run.drive``) calls ``round_finished`` with the state's rounds; it writes only inside
 ``publishing(...)``, which the runner (``runner.unit_runner``) opens around an attempt (a context variable: attempts running side by side on
