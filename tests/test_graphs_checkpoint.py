@@ -90,7 +90,8 @@ def all_rows(path: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
 
 def test_a_batch_writes_the_rows_sqlitesavers_put_and_put_writes_write(tmp_path: Path) -> None:
     """Every column of every row, ids and parents included: the batch's own statements against the saver's calls
-    (``replay_into``) for the same recorded steps, several attempts, one of them saved twice, a long text shared."""
+    (``replay_into``) for the same recorded steps, several attempts, one of them stored before and given twice, a
+    long text shared."""
     recorders = []
     for thread in ("a", "b", "c", "a"):
         recorder = StepRecorder()
@@ -98,8 +99,8 @@ def test_a_batch_writes_the_rows_sqlitesavers_put_and_put_writes_write(tmp_path:
         asyncio.run(graph_with(recorder).ainvoke({"log": [long_text]}, {"configurable": {"thread_id": thread}}))
         recorders.append((recorder, thread))
     with CheckpointStore(tmp_path / "batch.sqlite") as store:
-        store.save(recorders[0][0], "a")  # in the file already: replaced by the batch's last steps of "a"
-        assert store.save_many(recorders[1:]) == 12
+        store.save(recorders[0][0], "a")  # in the file already, and twice in the batch: its last steps stay
+        assert store.save_many(recorders) == 16
     with CheckpointStore(tmp_path / "saver.sqlite"):  # LangGraph's tables, then its own saver's calls
         pass
     conn = sqlite3.connect(tmp_path / "saver.sqlite", check_same_thread=False)
