@@ -9,7 +9,7 @@ with a short random back-off until they succeed or ``SETUP_TIMEOUT_S`` has passe
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,33 @@ def set_up_shared(conn: sqlite3.Connection, create_tables: Callable[[], Any], *,
         reraise=True,
     )
     retrying(set_up)
+
+
+def max_variables(conn: sqlite3.Connection) -> int:
+    """Parameters one statement of ``conn`` may take (32766 since SQLite 3.32, 999 before)."""
+    return min(32766, conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+
+
+ROWS_PER_STATEMENT = 256  # the most rows one multi-row statement takes
+
+
+def insert_rows(conn: sqlite3.Connection, head: str, rows: Sequence[Sequence[Any]], *, width: int,
+                limit: int) -> None:
+    """``head`` (``INSERT ... VALUES ``) followed by one ``(?,...)`` group per row of ``width`` values: one step of
+    SQLite for many rows, so a writer thread gives up and takes back the interpreter's lock once per statement, not
+    once per row (``executemany``). The rows go in chunks of a power of two rows (at most ``ROWS_PER_STATEMENT``
+    and ``limit`` parameters, ``max_variables``): the connection keeps each statement it compiled, and a statement
+    per number of rows a batch happened to have grew its memory with the length of a run (51 MB of SQLite's own for
+    2,000 attempts of ``speed/scale.py``, 7 MB without the cache)."""
+    per = min(ROWS_PER_STATEMENT, max(1, limit // width))
+    largest = 1 << (per.bit_length() - 1)  # a power of two
+    group = "(" + ",".join("?" * width) + ")"
+    start = 0
+    while start < len(rows):
+        size = min(largest, 1 << ((len(rows) - start).bit_length() - 1))
+        chunk = rows[start:start + size]
+        conn.execute(head + ",".join([group] * size), [v for row in chunk for v in row])
+        start += size
 
 
 def enable_wal(conn: sqlite3.Connection) -> None:

@@ -30,7 +30,7 @@ from sysmo.contracts.events import EventAdapter
 from sysmo.errors import STORAGE_HINT, StorageError, SysmoError, storage_problem
 from sysmo.contracts.scorecard import ScoreCard
 from sysmo.contracts.attempt import Attempt
-from sysmo.sqlite_setup import WrittenKeys, set_up_shared
+from sysmo.sqlite_setup import WrittenKeys, insert_rows, max_variables, set_up_shared
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS experiments (
@@ -193,7 +193,7 @@ class Store:
         self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=30)
         self._conn.row_factory = sqlite3.Row
         # parameters per statement (32766 since SQLite 3.32, 999 before); multi-row inserts stay within it
-        self._max_variables = min(32766, self._conn.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER))
+        self._max_variables = max_variables(self._conn)
         try:
             with self._lock, damaged_store(self.path):
                 self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -346,14 +346,13 @@ class Store:
     def _many(self, head: str, rows: Sequence[Any], *, width: int, values: bool = True) -> None:
         """``head`` followed by as many ``(?,...)`` groups as rows (or, with ``values=False``, one ``(?,...)``
         list of single values), in statements within SQLite's limit of parameters."""
+        if values:
+            insert_rows(self._conn, head, rows, width=width, limit=self._max_variables)
+            return
         per = max(1, self._max_variables // width)
         for start in range(0, len(rows), per):
             chunk = rows[start:start + per]
-            if values:
-                group = "(" + ",".join("?" * width) + ")"
-                self._conn.execute(head + ",".join([group] * len(chunk)), [v for row in chunk for v in row])
-            else:
-                self._conn.execute(head + "(" + ",".join("?" * len(chunk)) + ")", chunk)
+            self._conn.execute(head + "(" + ",".join("?" * len(chunk)) + ")", chunk)
 
     def _insert_events(self, attempt_id: str, events: list[Any], first_seq: int) -> None:
         self._conn.executemany("INSERT INTO events VALUES (?,?,?,?,?)", event_rows(attempt_id, events, first_seq))

@@ -2,19 +2,19 @@
 
 An attempt's steps are checkpointed in memory while it runs (``StepRecorder``, a ``BaseCheckpointSaver`` of its
 own, serialising each checkpoint and write as it comes) and written to SQLite when it ends (also when it
-fails), through LangGraph's own ``SqliteSaver.put`` / ``put_writes``: ``SqliteSaver`` (and ``history``) read
-them back given a ``TextsSerializer`` (long texts are stored once per file, ``graphs.checkpoint_texts``), and an
-agent graph with LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it
-runs with ``ainvoke``) resumes or forks from any of them. Only the savers' public interface is used (``put``,
-``put_writes``, ``delete_thread``, ``list``, a serializer given to the saver, the ``Checkpoint`` fields), never
-their SQL. The values are serialised once: the saver that writes them is given a serializer that hands back
-the recorder's bytes (``_AlreadySerialised``) instead of serialising again.
+fails), in LangGraph's ``SqliteSaver`` tables: ``SqliteSaver`` (and ``history``) read them back given a
+``TextsSerializer`` (long texts are stored once per file, ``graphs.checkpoint_texts``), and an agent graph with
+LangGraph's ``AsyncSqliteSaver`` (its model calls are coroutines, so it runs with ``ainvoke``) resumes or forks
+from any of them. The values are serialised once, when recorded.
 
 ``CheckpointStore.save_many`` writes the steps of many attempts in one transaction (the runner's writer
-thread batches finished attempts). Writing per step instead would cost a commit per node visit; an attempt
-cut off by SIGKILL is re-run on resume anyway (its LLM calls come from the cache), so nothing the deferred
-write could have kept is lost. The runner writes an attempt's steps before its record, so a stored attempt
-has its steps.
+thread batches finished attempts), each table's rows in multi-row statements: the rows ``SqliteSaver.put`` /
+``put_writes`` write (``checkpoint_row``, ``write_rows``: the same columns, metadata and statements, pinned by
+tests/test_graphs_checkpoint.py against the saver itself), without a saver call per step (each merged the
+metadata, took the saver's lock and ran a statement; nine per attempt of a three-node graph). Writing per step
+instead would cost a commit per node visit; an attempt cut off by SIGKILL is re-run on resume anyway (its LLM
+calls come from the cache), so nothing the deferred write could have kept is lost. The runner writes an
+attempt's steps before its record, so a stored attempt has its steps.
 
 One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
 """
@@ -22,6 +22,7 @@ One ``CheckpointStore`` file holds many attempts (thread id = attempt id).
 from __future__ import annotations
 
 import inspect
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -32,11 +33,13 @@ from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import (
+    WRITES_IDX_MAP,
     BaseCheckpointSaver,
     ChannelVersions,
     Checkpoint,
     CheckpointMetadata,
     CheckpointTuple,
+    get_checkpoint_metadata,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
@@ -44,7 +47,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from pydantic import BaseModel
 
 from sysmo.graphs.checkpoint_texts import TEXTS_TABLE, TextsSerializer, write_texts
-from sysmo.sqlite_setup import WrittenKeys, set_up_shared
+from sysmo.sqlite_setup import WrittenKeys, insert_rows, max_variables, set_up_shared
 
 
 def _reserved(name: str) -> bool:
@@ -336,6 +339,35 @@ class _OneTransaction(sqlite3.Connection):
         self.commit()
 
 
+# LangGraph's ``SqliteSaver`` statements (``put``, and ``put_writes``: a write to one of its special channels,
+# an error or an interrupt, replaces the row, any other is kept when there already), followed by a row's values
+# per row (``sqlite_setup.insert_rows``)
+CHECKPOINT_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, type, checkpoint, metadata"
+WRITE_COLUMNS = "thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value"
+INSERT_CHECKPOINTS = f"INSERT OR REPLACE INTO checkpoints ({CHECKPOINT_COLUMNS}) VALUES "
+REPLACE_WRITES = f"INSERT OR REPLACE INTO writes ({WRITE_COLUMNS}) VALUES "
+KEEP_WRITES = f"INSERT OR IGNORE INTO writes ({WRITE_COLUMNS}) VALUES "
+
+
+def checkpoint_row(call: _Put) -> tuple:
+    """The ``checkpoints`` row ``SqliteSaver.put`` writes for a recorded checkpoint."""
+    configurable = call.config["configurable"]
+    kind, data = call.checkpoint
+    metadata = json.dumps(get_checkpoint_metadata(call.config, call.metadata), ensure_ascii=False)
+    return (str(configurable["thread_id"]), configurable["checkpoint_ns"], call.checkpoint_id,
+            configurable.get("checkpoint_id"), kind, data, metadata.encode("utf-8", "ignore"))
+
+
+def write_rows(call: _PutWrites) -> tuple[str, list[tuple]]:
+    """The statement and ``writes`` rows ``SqliteSaver.put_writes`` writes for a recorded call."""
+    configurable = call.config["configurable"]
+    key = (str(configurable["thread_id"]), str(configurable["checkpoint_ns"]), str(configurable["checkpoint_id"]),
+           call.task_id, call.task_path)
+    statement = REPLACE_WRITES if all(channel in WRITES_IDX_MAP for channel, _ in call.writes) else KEEP_WRITES
+    return statement, [(*key, WRITES_IDX_MAP.get(channel, idx), channel, *typed)
+                       for idx, (channel, typed) in enumerate(call.writes)]
+
+
 class CheckpointStore:
     """A SQLite file of LangGraph checkpoints shared by the attempts of an experiment (thread-safe)."""
 
@@ -349,6 +381,7 @@ class CheckpointStore:
         self._conn.execute("PRAGMA busy_timeout=30000")
         # the recorded bytes are written as they are (serialised once, when the step was recorded)
         self._saver = SqliteSaver(self._conn, serde=AlreadySerialised())
+        self._max_variables = max_variables(self._conn)
         set_up_shared(self._conn, self._create_tables)
         # WAL without an fsync per commit: a crash of this process loses nothing committed
         self._conn.execute("PRAGMA synchronous=NORMAL")
@@ -370,18 +403,33 @@ class CheckpointStore:
 
     def save_many(self, items: Sequence[tuple[StepRecorder, str]]) -> int:
         """``save`` for several attempts (recorder, thread id) in one transaction: all or none of them are
-        written. Returns how many checkpoints."""
+        written (a thread given twice keeps its last steps). Returns how many checkpoints."""
+        latest = {thread_id: steps for steps, thread_id in items}
+        texts: dict[str, str] = {}
+        checkpoints: list[tuple] = []
+        writes: list[tuple[str, list[tuple]]] = []  # (statement, rows): runs of calls with the same statement
+        for steps in latest.values():
+            for call in steps.calls:
+                if call.texts:
+                    texts.update(call.texts)
+                if isinstance(call, _Put):
+                    checkpoints.append(checkpoint_row(call))
+                else:
+                    statement, rows = write_rows(call)
+                    if writes and writes[-1][0] == statement:
+                        writes[-1][1].extend(rows)
+                    else:
+                        writes.append((statement, rows))
         with self._write_lock:
-            batch: set[str] = set()
             with self._conn.transaction():
-                for steps, thread_id in items:
-                    if self._written.may_hold(thread_id) or thread_id in batch:
+                for thread_id in latest:
+                    if self._written.may_hold(thread_id):
                         self._saver.delete_thread(thread_id)
-                    batch.add(thread_id)
-                    for call in steps.calls:
-                        write_texts(self._conn, call.texts)
-                    steps.replay_into(self._saver)
-            self._written.add(batch)
+                write_texts(self._conn, texts)
+                insert_rows(self._conn, INSERT_CHECKPOINTS, checkpoints, width=7, limit=self._max_variables)
+                for statement, rows in writes:
+                    insert_rows(self._conn, statement, rows, width=9, limit=self._max_variables)
+            self._written.add(latest)
         return sum(steps.steps for steps, _ in items)
 
     def close(self) -> None:

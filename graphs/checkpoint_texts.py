@@ -23,6 +23,8 @@ from typing import Any
 
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
+from sysmo.sqlite_setup import insert_rows, max_variables
+
 MIN_CHARS = 256  # shorter strings cost less than a reference and a row
 REF_PREFIX = "\uf8ffsysmo-text:"  # a private-use character: no text a model or a task writes opens with it
 TYPE_SUFFIX = "+texts"
@@ -137,4 +139,5 @@ class TextsSerializer(JsonPlusSerializer):
 def write_texts(conn: sqlite3.Connection, texts: Mapping[str, str]) -> None:
     """Store ``texts`` (digest -> text) in the checkpoint file, each once."""
     if texts:
-        conn.executemany("INSERT OR IGNORE INTO texts (digest, text) VALUES (?, ?)", texts.items())
+        insert_rows(conn, "INSERT OR IGNORE INTO texts (digest, text) VALUES ", list(texts.items()), width=2,
+                    limit=max_variables(conn))

@@ -139,16 +139,18 @@ class UnitRunner:
         Returns it with its steps' checkpoints in memory (None with ``checkpoints: none``), for ``keep``."""
         from sysmo.agents.run import arun_attempt_steps
 
-        from sysmo.graphs.live import LiveAttempt, publishing
+        from sysmo.graphs import live
 
         store = self._checkpoint_store()
         steps = store.recorder() if store is not None else None
         if self.config.executor != "local":  # a Ray node's disk is not the experiment's folder
             return await arun_attempt_steps(unit.agent, self.agent_context(unit), model_name=unit.model,
                                             steps=steps), steps
-        # its rounds, as they finish, for `sysmo view` (graphs.live): gone once the attempt is stored
-        with publishing(self.directory, LiveAttempt(id=unit.attempt_id, task_id=unit.task.id, agent=unit.agent,
-                                                    model=unit.model, sample_index=unit.sample, arm=unit.arm_key)):
+        # its rounds, as they finish, for `sysmo view` (graphs.live), once it has run a while: gone once stored
+        with live.publishing(self.directory, live.LiveAttempt(id=unit.attempt_id, task_id=unit.task.id,
+                                                              agent=unit.agent, model=unit.model,
+                                                              sample_index=unit.sample, arm=unit.arm_key),
+                             after_s=live.PUBLISH_AFTER_S):
             attempt = await arun_attempt_steps(unit.agent, self.agent_context(unit), model_name=unit.model,
                                                steps=steps)
         return attempt, steps

@@ -1,6 +1,6 @@
-"""StepRecorder + CheckpointStore: an attempt's steps recorded in memory and saved in one transaction (through
-SqliteSaver's public put / put_writes) are the rows LangGraph's own SqliteSaver would have written while the graph
-ran, and a graph forks from any of them."""
+"""StepRecorder + CheckpointStore: an attempt's steps recorded in memory and saved in one transaction (one
+multi-row statement per table) are the rows LangGraph's own SqliteSaver would have written while the graph ran,
+and the rows its put / put_writes write for the same calls; a graph forks from any of them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,14 @@ import pytest
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import END, START, StateGraph
-from sysmo.graphs.checkpoint import CheckpointStore, StepRecorder, StepRouter, history
+from sysmo.graphs.checkpoint import (
+    AlreadySerialised,
+    CheckpointStore,
+    StepRecorder,
+    StepRouter,
+    _OneTransaction,
+    history,
+)
 from sysmo.graphs.checkpoint_texts import TextsSerializer
 
 
@@ -75,6 +82,40 @@ def test_recorded_steps_are_the_rows_sqlitesaver_writes(tmp_path: Path) -> None:
     assert [s.node for s in history(tmp_path / "recorded.sqlite", "t1")][-2:] == ["draft", "review"]
 
 
+def all_rows(path: Path) -> tuple[list[tuple], list[tuple], list[tuple]]:
+    with sqlite3.connect(path) as conn:
+        return tuple(sorted(conn.execute(f"SELECT * FROM {table}").fetchall(), key=repr)  # type: ignore[return-value]
+                     for table in ("checkpoints", "writes", "texts"))
+
+
+def test_a_batch_writes_the_rows_sqlitesavers_put_and_put_writes_write(tmp_path: Path) -> None:
+    """Every column of every row, ids and parents included: the batch's own statements against the saver's calls
+    (``replay_into``) for the same recorded steps, several attempts, one of them stored before and given twice, a
+    long text shared."""
+    recorders = []
+    for thread in ("a", "b", "c", "a"):
+        recorder = StepRecorder()
+        long_text = "x" * 300  # stored once, in the texts table
+        asyncio.run(graph_with(recorder).ainvoke({"log": [long_text]}, {"configurable": {"thread_id": thread}}))
+        recorders.append((recorder, thread))
+    with CheckpointStore(tmp_path / "batch.sqlite") as store:
+        store.save(recorders[0][0], "a")  # in the file already, and twice in the batch: its last steps stay
+        assert store.save_many(recorders) == 16
+    with CheckpointStore(tmp_path / "saver.sqlite"):  # LangGraph's tables, then its own saver's calls
+        pass
+    conn = sqlite3.connect(tmp_path / "saver.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn, serde=AlreadySerialised())
+    for recorder, _ in recorders[1:]:
+        for call in recorder.calls:
+            conn.executemany("INSERT OR IGNORE INTO texts (digest, text) VALUES (?, ?)", call.texts.items())
+        recorder.replay_into(saver)
+    conn.commit()
+    conn.close()
+    batch, by_saver = all_rows(tmp_path / "batch.sqlite"), all_rows(tmp_path / "saver.sqlite")
+    assert batch == by_saver and len(batch[0]) == 12 and len(batch[1]) > 0 and len(batch[2]) == 1
+    assert {s.node for s in history(tmp_path / "batch.sqlite", "a")} >= {"draft", "review"}
+
+
 def test_saving_again_replaces_a_threads_steps_and_keeps_the_others(tmp_path: Path) -> None:
     with CheckpointStore(tmp_path / "c.sqlite") as store:
         for thread in ("a", "b", "a"):
@@ -105,16 +146,16 @@ def test_a_failed_save_leaves_the_file_as_it_was(tmp_path: Path, monkeypatch: py
         saved = [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")]
         again = StepRecorder()
         asyncio.run(graph_with(again).ainvoke({"log": []}, {"configurable": {"thread_id": "a"}}))
-        real_put = SqliteSaver.put
+        real_execute = _OneTransaction.execute
         calls = []
 
-        def put_then_fail(self: SqliteSaver, *args: Any) -> Any:  # the disk fills up after two checkpoints
+        def write_then_fail(self: _OneTransaction, *args: Any) -> Any:  # the disk fills up in the second statement
             calls.append(1)
-            if len(calls) > 2:
+            if len(calls) > 1:  # the steps' checkpoints are written, their writes not
                 raise sqlite3.OperationalError("database or disk is full")
-            return real_put(self, *args)
+            return real_execute(self, *args)
 
-        monkeypatch.setattr(SqliteSaver, "put", put_then_fail)
+        monkeypatch.setattr(_OneTransaction, "execute", write_then_fail)
         with pytest.raises(sqlite3.OperationalError, match="disk is full"):
             store.save(again, "a")
     assert len(saved) == 4 and [s.checkpoint_id for s in history(tmp_path / "c.sqlite", "a")] == saved

@@ -1,9 +1,11 @@
 """An attempt's rounds while it runs (``graphs.live``): a real control run writes each attempt's file as its
-rounds finish, removes it once the attempt is stored and leaves no file behind; the viewer lists the attempts
-running now and shows a running attempt's rounds, then its full page once stored."""
+rounds finish, once the attempt has run ``PUBLISH_AFTER_S``, removes it once the attempt is stored and leaves no
+file behind; an attempt done sooner gets none; the viewer lists the attempts running now and shows a running
+attempt's rounds, then its full page once stored."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from starlette.testclient import TestClient
@@ -14,7 +16,8 @@ from sysmo.store import AttemptRecord, Store
 from sysmo.view.app import create_app
 
 
-def test_a_control_run_publishes_each_round_as_it_finishes(tmp_path: Path, monkeypatch) -> None:
+def _control_run(tmp_path: Path, monkeypatch, after_s: float) -> list[tuple[str, int]]:
+    """The live files a control run writes (attempt id, rounds), with attempts published after ``after_s``."""
     from sysmo.benchmarks.selection import TaskSelection
     from sysmo.runner import ExperimentConfig, run_experiment
 
@@ -22,14 +25,51 @@ def test_a_control_run_publishes_each_round_as_it_finishes(tmp_path: Path, monke
     real = live._write
     monkeypatch.setattr(live, "_write", lambda path, attempt: written.append((attempt.id, len(attempt.rounds)))
                         or real(path, attempt))
+    monkeypatch.setattr(live, "PUBLISH_AFTER_S", after_s)
     config = ExperimentConfig(id="livecheck", output_dir=tmp_path, agents=["base_modeling"], models=["mockllm/control"],
                               tasks=TaskSelection(ids=["starter/uml_class/library_loans"]), samples=1, score=False)
     summary = run_experiment(config, progress=False)
     assert summary.passed == 1
+    assert not (tmp_path / "livecheck" / live.LIVE_DIR).exists()  # stored, then the run over: nothing left
+    return written
+
+
+def test_a_control_run_publishes_each_round_as_it_finishes(tmp_path: Path, monkeypatch) -> None:
+    written = _control_run(tmp_path, monkeypatch, after_s=0.0)  # published from its start
     assert len({a for a, _ in written}) == 1  # one attempt, its file written as each round finished
     # the control answers with a scripted mistake, then the reference: round 0 fails, round 1 passes
     assert [n for a, n in written] == [0, 1, 2]
-    assert not (tmp_path / "livecheck" / live.LIVE_DIR).exists()  # stored, then the run over: nothing left
+
+
+def test_an_attempt_done_before_the_delay_gets_no_file(tmp_path: Path, monkeypatch) -> None:
+    assert live.PUBLISH_AFTER_S == 2.0  # the runner's delay
+    # a delay no attempt of this test reaches (its first tool check may start a tool server on a busy machine)
+    assert _control_run(tmp_path, monkeypatch, after_s=60.0) == []
+
+
+def test_a_long_attempt_is_published_after_the_delay_then_at_each_round(tmp_path: Path) -> None:
+    attempt = live.LiveAttempt(id="slow0attempt", task_id="starter/uml_class/library_loans", agent="base_modeling",
+                               model="mockllm/control")
+    path = live.live_path(tmp_path, attempt.id)
+
+    def on_disk() -> int | None:
+        return len(live.LiveAttempt.model_validate_json(path.read_text()).rounds) if path.exists() else None
+
+    async def attempt_of_two_rounds() -> list[int | None]:
+        seen = []
+        with live.publishing(tmp_path, attempt, after_s=0.2):
+            live.round_finished([Round(index=0, extraction_error="no block")])  # before the delay: kept, not written
+            seen.append(on_disk())
+            await asyncio.sleep(0.4)  # the delay passed: the file, with the round done so far
+            seen.append(on_disk())
+            live.round_finished([Round(index=0), Round(index=1, kind="repair")])  # now written as it finishes
+            seen.append(on_disk())
+        return seen
+
+    assert asyncio.run(attempt_of_two_rounds()) == [None, 1, 2]
+    assert path.exists()  # until the attempt is stored
+    live.stored(tmp_path, attempt.id)
+    assert not path.exists()
 
 
 def _running_experiment(runs: Path) -> Store:

@@ -83,3 +83,28 @@ def test_enable_wal_leaves_a_wal_database_alone(tmp_path):
     statements.clear()
     enable_wal(db)  # already WAL: only read, never switched again (the switch is what takes the lock)
     assert statements == ["PRAGMA journal_mode"]
+
+
+def test_rows_go_in_few_statement_shapes_whatever_the_batch_sizes() -> None:
+    """``insert_rows`` writes every row, in order, in chunks of a power of two rows: the statements a connection
+    compiles and keeps stay few over a long run (one per batch size grew its memory with the run's length)."""
+    from sysmo.sqlite_setup import ROWS_PER_STATEMENT, insert_rows
+
+    statements: set[str] = set()
+
+    class Recording(sqlite3.Connection):
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:  # type: ignore[override]
+            statements.add(sql)
+            return super().execute(sql, *args)
+
+    conn = sqlite3.connect(":memory:", factory=Recording)
+    conn.execute("CREATE TABLE t (a INTEGER, b TEXT)")
+    expected: list[tuple[int, str]] = []
+    for size in range(0, 3 * ROWS_PER_STATEMENT):
+        rows = [(len(expected) + i, f"row {i}") for i in range(size)]
+        insert_rows(conn, "INSERT INTO t VALUES ", rows, width=2, limit=999)
+        expected.extend(rows)
+    assert conn.execute("SELECT a, b FROM t ORDER BY rowid").fetchall() == expected
+    inserts = {s.count("(?,?)") for s in statements if s.startswith("INSERT")}
+    assert inserts == {1, 2, 4, 8, 16, 32, 64, 128, 256}  # 9 statements for 767 batch sizes
+    conn.close()
