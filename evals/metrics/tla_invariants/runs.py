@@ -67,6 +67,7 @@ class TlcRuns:
     liveness_at_end: bool = False  # temporal properties checked once, after the search (``tlc.model_check``)
     constants: set[str] = field(default_factory=set)  # the model's CONSTANTs (an instance guard may name them)
     by_instances: bool = False  # an expected violation quantified over a constant set: one instance at a time
+    instance_batches: bool = False  # ... after the first, batches of doubling size, one run each (``by_instance``)
     dedupe: bool = False  # a liveness template stating another's formula is left out of their shared run (``twins``)
     rejected: list[int] = field(default_factory=list)
 
@@ -104,14 +105,19 @@ class TlcRuns:
         Each run explores the same states under the same bound as the whole template's run. A violated instance
         in a complete run is a violation of the conjunction (that verdict); every instance holding in complete
         runs is the conjunction holding; any other result (a bound, the clock, an evaluation error) is what the
-        whole run gives too (inconclusive or error), and ends the checks."""
+        whole run gives too (inconclusive or error), and ends the checks.
+
+        ``instance_batches``: after the first instance, the runs check batches of instances in one formula, of
+        doubling size (2-3, 4-7, 8-15, ...): each batch is the template's own conjunction restricted to those
+        instances, so the same reading holds for it (violated in a complete run: the conjunction is; holding:
+        each of its instances does), with one search per batch instead of one per instance."""
         plan = instances.plan(check.candidate, self.constants)
         if plan is None:
             return None
-        total, k, result = None, 1, None
+        total, k, last, result = None, 1, 1, None
         while total is None or k <= total:
             name = f"{check.module}I{k}"
-            files = {**self.tla_files, f"{name}.tla": plan.module(name, self.main_module, k)}
+            files = {**self.tla_files, f"{name}.tla": plan.module(name, self.main_module, k, last)}
             result = tlc.model_check(Artifact(language=Language.TLA, files=files), check.config, module=name,
                                      check_deadlock=False, timeout_s=self.timeout_s, max_states=self.bound_of([check]),
                                      max_depth=self.max_depth, liveness_at_end=self.liveness_at_end,
@@ -122,20 +128,24 @@ class TlcRuns:
                     log.info("tla_invariants.instances_fallback", module=self.main_module, template=check.template.name,
                              outcome=result.outcome.value, instances=total)
                     return None
+            which = f"instance {k}" if last == k else f"instances {k}-{last} (checked in one run)"
             violated = _attributed(result, {instances.CHECKED_NAME: check}) is not None
             if violated and not result.details.get("bound_hit"):
-                note = f"instance {k} of {total} violated (each instance checked alone, in TLC's order; one " \
-                       f"violated instance decides the conjunction, the other {total - k} were not checked)"
+                note = f"{which} of {total} violated (each {'instance' if last == k else 'batch'} checked alone, " \
+                       f"in TLC's order; one violated instance decides the conjunction, the other {total - last} " \
+                       "were not checked)"
                 break
             if result.outcome != Outcome.OK:
-                note = f"instance {k} of {total} checked alone: {result.outcome.value}, which the whole template " \
+                note = f"{which} of {total} checked alone: {result.outcome.value}, which the whole template " \
                        "would be too; the rest were not checked"
                 break
-            note = f"all {total} instances hold, each checked alone"
-            k += 1
-        assert result is not None
-        log.info("tla_invariants.instances", module=self.main_module, template=check.template.name, checked=min(k, total),
-                 instances=total, outcome=result.outcome.value)
+            note = f"all {total} instances hold, " + \
+                ("checked in batches of doubling size, each batch alone" if self.instance_batches else "each checked alone")
+            k, last = last + 1, min(total, 2 * last + 1) if self.instance_batches else last + 1
+        assert result is not None and total is not None
+        log.info("tla_invariants.instances", module=self.main_module, template=check.template.name,
+                 checked=min(last, total), instances=total, outcome=result.outcome.value,
+                 batches=self.instance_batches)
         return check.verdict(result, self.bounded, [note]), result.tool_version
 
     def sent_back(self, result: CheckResult, first: _Check) -> bool:

@@ -34,6 +34,7 @@ from sysmo.evals.metrics.tla_invariants.settings import (
     DEFAULT_BOUNDED,
     DEFAULT_BY_INSTANCE,
     DEFAULT_DEDUPE_LIVENESS,
+    DEFAULT_INSTANCE_BATCHES,
     DEFAULT_GROUP_LIVENESS,
     DEFAULT_GROUPED,
     DEFAULT_HELPER_ATTEMPTS,
@@ -74,6 +75,7 @@ def score(
     liveness_at_end: bool = DEFAULT_LIVENESS_AT_END,
     by_instance: bool = DEFAULT_BY_INSTANCE,
     dedupe_liveness: bool = DEFAULT_DEDUPE_LIVENESS,
+    instance_batches: bool = DEFAULT_INSTANCE_BATCHES,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
     cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
@@ -81,7 +83,8 @@ def score(
     parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first.
     ``liveness_at_end``: temporal properties are checked once, after the search (``tlc.model_check``);
     ``by_instance``: a template expected to be violated, quantified over a constant set, is checked one instance
-    per TLC run until one is violated (``instances``); ``dedupe_liveness``: a liveness template stating another's
+    per TLC run until one is violated (``instances``), after the first in batches of doubling size when
+    ``instance_batches``; ``dedupe_liveness``: a liveness template stating another's
     formula over sets TLC shows equal is decided by that one's check in their shared run (``twins``)."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
@@ -128,7 +131,7 @@ def score(
                    unchecked=written is not None, strategy=strategy, bounded=bounded, timeout_s=timeout_s,
                    max_states=max_states, max_states_temporal=temporal_bound, max_depth=max_depth,
                    liveness_at_end=liveness_at_end, constants=set(sig.constants), by_instances=by_instance,
-                   dedupe=dedupe_liveness)
+                   instance_batches=instance_batches, dedupe=dedupe_liveness)
 
     jobs: list[list[_Check]] = []
     if grouped and strategy != "hunt":
@@ -159,7 +162,7 @@ def score(
                      helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
                      sany_first=True, merge_liveness=merge_liveness, liveness_at_end=liveness_at_end,
-                     by_instance=by_instance, dedupe_liveness=dedupe_liveness)
+                     by_instance=by_instance, dedupe_liveness=dedupe_liveness, instance_batches=instance_batches)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
