@@ -68,6 +68,7 @@ class TlcRuns:
     constants: set[str] = field(default_factory=set)  # the model's CONSTANTs (an instance guard may name them)
     by_instances: bool = False  # an expected violation quantified over a constant set: one instance at a time
     instance_batches: bool = False  # ... after the first, batches of doubling size, one run each (``by_instance``)
+    same_bound: bool = False  # a merged run ended by the state bound decides a safety group under that same bound
     dedupe: bool = False  # a liveness template stating another's formula is left out of their shared run (``twins``)
     rejected: list[int] = field(default_factory=list)
 
@@ -268,14 +269,27 @@ class TlcRuns:
             return [(c.index, c.verdict(result, bounded, note), version) for c in members] + \
                 self.twin_verdicts(result, left_out, note)
         if result.outcome == Outcome.INCONCLUSIVE:
-            return [(c.index, c.verdict(result, bounded, note), version) for c in members if c not in safety] + \
-                self.twin_verdicts(result, left_out, note) + group(safety)
+            decided = [(c.index, c.verdict(result, bounded, note), version) for c in members if c not in safety] + \
+                self.twin_verdicts(result, left_out, note)
+            if self.decides_safety(result, safety, members):
+                extra = [*note, "the safety templates' own run has the same state bound (a temporal property among "
+                                "them): the same states, the same verdicts (invariants.merge_same_bound)"]
+                return decided + [(c.index, c.verdict(result, bounded, extra), version) for c in safety]
+            return decided + group(safety)
         log.info("tla_invariants.merged_fallback", module=self.main_module, templates=len(members),
                  outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
         if _temporal_violation(result) and not any(c.as_property for c in safety):
             # a liveness template is violated and TLC does not say which: each alone, as after the group's run
             return [(c.index, *self.single(c)) for c in liveness] + group(safety)
         return group(safety, dedupe=not left_out) + group(liveness, dedupe=not left_out)
+
+    def decides_safety(self, result: CheckResult, safety: list[_Check], members: list[_Check]) -> bool:
+        """A merged run ended by its state bound, not by the clock, explored exactly the states the safety group's
+        own run explores when that run has the same bound (``same_bound``): one worker, breadth-first, the bound a
+        state constraint on the count of distinct states, and the properties checked do not steer the search. The
+        run found no violation, so the safety group's own run would end at the same bound without one."""
+        return (self.same_bound and bool(result.details.get("bound_hit")) and not result.details.get("timed_out")
+                and self.bound_of(safety) == self.bound_of(members) and self.max_depth is None)
 
     def run(self, job: list[_Check]) -> Decided:
         """One job of the stage: a group of one cfg (merged when it has both kinds), or a single check."""
