@@ -35,7 +35,8 @@ def _expected_violation(name: str, body: str) -> InvariantTemplate:
 # violated by instance (1, 3), the second of the six pairs i # j in TLC's order; holding in each of its 3 instances
 VIOLATED = _expected_violation("NoOvertake", "\\A i, j \\in Procs : i # j => [](c[i] = 0 => ~<>(c[j] = 2))")
 HOLDS = _expected_violation("NoThree", "\\A i \\in Procs : [](c[i] = 0 => ~<>(c[i] = 3))")
-# violated by instance 3 alone (c[3] reaches 2), the second of the batch 2-3: a batch is violated by any of its instances
+# violated by instance 3 alone (c[3] reaches 2), the second of the batch 2-3: a batch is violated by any of its
+# instances
 LAST_OF_BATCH = _expected_violation("NoTwoOnce", "\\A i \\in Procs : [](c[i] = 0 => ~<>(c[i] = 2))")
 # a set that is not constant: TLC rejects the instance module's ASSUME, the template is checked whole (where TLC
 # cannot handle a temporal formula quantified over a state's values: an error either way)
@@ -61,7 +62,8 @@ def test_a_batch_is_the_template_restricted_to_its_instances() -> None:
             "j \\in {SysmoInstances[SysmoInstanceIndex][2]} :") in batch
     assert found.module("M", "Counters", 3, 3) == found.module("M", "Counters", 3)
     # the bound name of a batch is the instance module's own: a template using it is checked whole
-    assert instances.plan(Candidate(body="\\A SysmoInstanceIndex \\in Procs : <>(c[SysmoInstanceIndex] = 0)"), set()) is None
+    own_name = Candidate(body="\\A SysmoInstanceIndex \\in Procs : <>(c[SysmoInstanceIndex] = 0)")
+    assert instances.plan(own_name, set()) is None
 
 
 @pytest.mark.slow

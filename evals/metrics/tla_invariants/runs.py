@@ -140,8 +140,8 @@ class TlcRuns:
                 note = f"{which} of {total} checked alone: {result.outcome.value}, which the whole template " \
                        "would be too; the rest were not checked"
                 break
-            note = f"all {total} instances hold, " + \
-                ("checked in batches of doubling size, each batch alone" if self.instance_batches else "each checked alone")
+            note = f"all {total} instances hold, " + ("checked in batches of doubling size, each batch alone"
+                                                      if self.instance_batches else "each checked alone")
             k, last = last + 1, min(total, 2 * last + 1) if self.instance_batches else last + 1
         assert result is not None and total is not None
         log.info("tla_invariants.instances", module=self.main_module, template=check.template.name,

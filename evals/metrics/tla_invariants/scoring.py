@@ -146,8 +146,8 @@ def score(
                 # merge_liveness: the safety and the liveness templates of one cfg make one group (``merged``)
                 key = (without_checks(check.config).render(), check.standard, live and not merge_liveness)
                 groups.setdefault(key, []).append(check)
-        jobs += [part for g in groups.values() for part in _shareable(g, temporal_bound != max_states, merge_same_bound)
-                 if len(part) > 1]
+        jobs += [part for g in groups.values()
+                 for part in _shareable(g, temporal_bound != max_states, merge_same_bound) if len(part) > 1]
     in_groups = {c.index for g in jobs for c in g}
     jobs += [[c] for c in checks if c.index not in in_groups]
     # temporal checks first (they take longest: liveness over the tableau): the last one to start ends sooner
@@ -167,7 +167,8 @@ def score(
                      helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
                      sany_first=True, merge_liveness=merge_liveness, liveness_at_end=liveness_at_end,
-                     by_instance=by_instance, dedupe_liveness=dedupe_liveness, instance_batches=instance_batches, merge_same_bound=merge_same_bound)
+                     by_instance=by_instance, dedupe_liveness=dedupe_liveness, instance_batches=instance_batches,
+                     merge_same_bound=merge_same_bound)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
