@@ -28,7 +28,8 @@ from sysmo.reproduce import sysmobench as rs
 from sysmo.tools.tla import jvm, run_cache
 
 BEFORE = ("invariants.liveness_at_end=false", "invariants.merge_liveness=false", "invariants.by_instance=false",
-          "invariants.dedupe_liveness=false",
+          "invariants.dedupe_liveness=false", "invariants.instance_batches=false",
+          "invariants.merge_same_bound=false",
           "runtime.shared_parse=false")  # the levers of docs/tla-cascade-speed.md
 CALIBRATION_SPEC = """---- MODULE SysmoCalibration ----
 EXTENDS Naturals

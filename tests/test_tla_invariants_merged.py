@@ -100,6 +100,44 @@ def test_a_temporal_safety_formula_keeps_the_safety_bound_apart(monkeypatch: pyt
     assert merged_runs == apart_runs == 2
 
 
+def _same_bound(templates: list[InvariantTemplate], monkeypatch: pytest.MonkeyPatch, temporal_bound: int):
+    runs: list[str] = []
+    original = tlc.model_check
+    monkeypatch.setattr(tlc, "model_check", lambda *a, **k: runs.append(k.get("module", "")) or original(*a, **k))
+    found = []
+    for same in (True, False):
+        runs.clear()
+        scored = tla_invariants.score(ARTIFACT, templates, tla_runtime.model_config(ARTIFACT), timeout_s=60,
+                                      max_states=300, max_states_temporal=temporal_bound, bounded="sysmo",
+                                      merge_same_bound=same)
+        found.append(([_key(v) for v in scored.verdicts], len(runs)))
+    (shared, shared_runs), (apart, apart_runs) = found
+    assert shared == apart
+    return shared, shared_runs, apart_runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("temporal_bound", "runs"), [(5, 1), (10, 1), (60, 1)])
+def test_a_safety_group_under_the_temporal_bound_shares_the_liveness_run(
+        monkeypatch: pytest.MonkeyPatch, temporal_bound: int, runs: int) -> None:
+    # XSteps puts the safety group under the temporal bound too: the shared run, ended by that bound or complete,
+    # explores the states the safety group's own run explores, and decides it (invariants.merge_same_bound)
+    steps = _template("XSteps", "safety", "[][x' >= x]_x")
+    verdicts, shared_runs, apart_runs = _same_bound([*HOLDS, steps], monkeypatch, temporal_bound)
+    assert {v[1] for v in verdicts} == {Outcome.OK} and {v[4] for v in verdicts} == {min(temporal_bound, 21)}
+    assert (shared_runs, apart_runs) == (runs, 2)
+
+
+@pytest.mark.slow
+def test_a_violated_temporal_safety_formula_in_the_shared_run_keeps_its_verdicts(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    never_back = _template("XNeverBack", "safety", "[][x' = x]_x")  # violated at the first step of x
+    verdicts, shared_runs, apart_runs = _same_bound([*HOLDS, never_back], monkeypatch, 5)
+    assert [v[1] for v in verdicts] == [Outcome.OK, Outcome.OK, Outcome.OK, Outcome.FAILED]
+    assert [v[4] for v in verdicts] == [21, 21, 5, 2]  # the safety group alone again, without the temporal bound
+    assert shared_runs == apart_runs == 3
+
+
 @pytest.mark.slow
 def test_liveness_checked_after_the_search_gives_the_same_verdicts(monkeypatch: pytest.MonkeyPatch) -> None:
     templates = [*LIVENESS_BROKEN_OF_TWO, _template("YAlways", "liveness", "[]<>(y = 2)")]

@@ -3,6 +3,8 @@ decided by that one's check (``invariants.dedupe_liveness``): the same verdicts 
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.check import Outcome
@@ -50,6 +52,25 @@ def test_twins_are_read_after_renaming_and_expanding_the_models_operators() -> N
     assert twins._normal("Done(n)", ("n",), {"Done": ("p", "\\A i \\in Procs : c[i] = p")}) is None  # binds
     assert twins._normal("c[i] = 1 ~> c[i] = 3", ("i",), operators) != twins._normal("Done(i)", ("i",), operators)
     assert twins.proven(['<<"sysmo-twins", 3, TRUE>>', '<<"sysmo-twins", 4, FALSE>>']) == {3}
+
+
+def test_the_models_definitions_are_read_in_time_linear_in_its_size() -> None:
+    # a generated module's long comment blocks become blank lines (PGo raftkvs: 2.3 MB); a definition's name is
+    # read from its own line, never by scanning blank lines from every line before it (243 s of CPU on raftkvs)
+    block = ("(*" + "\n".join(" " * 70 for _ in range(20_000)) + "*)\n")
+    text = SPEC.replace("Done(p) ==", block + "Done(p) ==").replace("Safe ==", block + "  Safe ==")
+    started = time.process_time()
+    operators = twins._operators([text])
+    assert time.process_time() - started < 5.0  # about 0.1 s; quadratic, it took minutes
+    assert operators["Done"][0] == "p" and operators.keys() == twins._operators([SPEC]).keys()
+
+
+def test_fewer_than_two_candidates_never_read_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    def unread(texts: list[str]) -> dict[str, tuple[str, str]]:
+        raise AssertionError("the model's files were read")
+
+    monkeypatch.setattr(twins, "_operators", unread)
+    assert twins.find([], [SPEC], set()) == []
 
 
 def _score(templates: list[InvariantTemplate], dedupe: bool, modules: list[str], properties: list[list[str]]):

@@ -61,7 +61,11 @@ violation; needs ``invariants.grouped``), ``invariants.merge_liveness`` (true: t
 group of one cfg share one TLC run; needs ``invariants.grouped``), ``invariants.liveness_at_end`` (sysmo true:
 temporal properties checked once after the search, TLC's ``-lncheck final``; harness false),
 ``invariants.by_instance`` (sysmo true: a template expected to be violated, ``\\A i, j \\in S : F`` over a constant
-set, checked one instance per TLC run until one is violated; harness false), ``invariants.dedupe_liveness`` (sysmo
+set, checked one instance per TLC run until one is violated; harness false), ``invariants.instance_batches`` (sysmo
+true: after the first instance, batches of doubling size in one TLC run each; harness false),
+``invariants.merge_same_bound`` (sysmo true: a safety group with a ``[][A]_v`` template, under the temporal state
+bound like the liveness group of its cfg, shares that group's run, which decides both when the bound ends it;
+harness false), ``invariants.dedupe_liveness`` (sysmo
 true: a liveness template stating another's formula over sets TLC shows equal is decided by that one's check in
 their shared run, ``sysmo.evals.metrics.tla_invariants.twins``; harness false), ``invariants.sany_first`` (false:
 examples that use only the model's names go to TLC without a SANY run of their own, SANY first only if TLC's parse rejects one; true: SANY always first),
@@ -351,6 +355,10 @@ def invariants_stage(artifact: Artifact, task: Task, ctx: ScoringContext) -> Sta
                                      harness=tla_invariants.DEFAULT_BY_INSTANCE),
         dedupe_liveness=ctx.flag_by_mode("invariants.dedupe_liveness", sysmo=tla_invariants.SYSMO_DEDUPE_LIVENESS,
                                          harness=tla_invariants.DEFAULT_DEDUPE_LIVENESS),
+        instance_batches=ctx.flag_by_mode("invariants.instance_batches", sysmo=tla_invariants.SYSMO_INSTANCE_BATCHES,
+                                          harness=tla_invariants.DEFAULT_INSTANCE_BATCHES),
+        merge_same_bound=ctx.flag_by_mode("invariants.merge_same_bound", sysmo=tla_invariants.SYSMO_MERGE_SAME_BOUND,
+                                          harness=tla_invariants.DEFAULT_MERGE_SAME_BOUND),
     )
     verdicts = score.verdicts
 

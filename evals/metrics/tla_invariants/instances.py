@@ -32,6 +32,7 @@ from sysmo.evals.metrics.tla_syntax import blank_comments, bracket_depths
 
 MARKER = "sysmo-instances"
 SEQUENCE = "SysmoInstances"
+INDEX = "SysmoInstanceIndex"  # the bound name of a batch of instances (``InstancePlan.module``)
 
 
 def _split_top(text: str, separator: str) -> list[str]:
@@ -62,11 +63,16 @@ class InstancePlan:
         product = " \\X ".join(f"({s})" for s in self.sets)
         return f"{{{bound} \\in {product} : {self.guard}}}" if self.guard else product
 
-    def module(self, name: str, spec_module: str, k: int) -> str:
-        """The module checking instance ``k`` (1-based) as ``SysmoInvariant``, printing the number of instances."""
-        element = f"{SEQUENCE}[{k}]"
+    def module(self, name: str, spec_module: str, k: int, last: int | None = None) -> str:
+        """The module checking instance ``k`` (1-based) as ``SysmoInvariant``, or instances ``k..last`` in one
+        formula (``\\A n \\in k..last : <instance n>``, which TLC expands into one tableau per instance, as it
+        expands the template's own quantifier), printing the number of instances."""
+        batch = last is not None and last != k
+        element = f"{SEQUENCE}[{INDEX if batch else k}]"
         picks = [f"{element}" if len(self.names) == 1 else f"{element}[{n + 1}]" for n in range(len(self.names))]
         bounds = ", ".join(f"{v} \\in {{{p}}}" for v, p in zip(self.names, picks))
+        if batch:
+            bounds = f"{INDEX} \\in {k}..{last} : \\A {bounds}"
         definitions = "\n".join([
             *self.helpers,
             f"RECURSIVE {SEQUENCE}Of(_)",
@@ -86,7 +92,8 @@ def plan(candidate: Candidate, constants: set[str], temporal: bool = True) -> In
         return None
     original = candidate.body.strip()
     text = blank_comments(original, strings=True)  # the same length: offsets in one are offsets in the other
-    if not text.startswith("\\A") or SEQUENCE in text or any(SEQUENCE in h for h in candidate.helpers):
+    if not text.startswith("\\A") or any(word in part for word in (SEQUENCE, INDEX)
+                                           for part in (text, *candidate.helpers)):
         return None
     depths = bracket_depths(text)
     colon = next((i for i in range(2, len(text)) if text[i] == ":" and depths[i] == 0

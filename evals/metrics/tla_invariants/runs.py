@@ -67,6 +67,8 @@ class TlcRuns:
     liveness_at_end: bool = False  # temporal properties checked once, after the search (``tlc.model_check``)
     constants: set[str] = field(default_factory=set)  # the model's CONSTANTs (an instance guard may name them)
     by_instances: bool = False  # an expected violation quantified over a constant set: one instance at a time
+    instance_batches: bool = False  # ... after the first, batches of doubling size, one run each (``by_instance``)
+    same_bound: bool = False  # a merged run ended by the state bound decides a safety group under that same bound
     dedupe: bool = False  # a liveness template stating another's formula is left out of their shared run (``twins``)
     rejected: list[int] = field(default_factory=list)
 
@@ -104,14 +106,19 @@ class TlcRuns:
         Each run explores the same states under the same bound as the whole template's run. A violated instance
         in a complete run is a violation of the conjunction (that verdict); every instance holding in complete
         runs is the conjunction holding; any other result (a bound, the clock, an evaluation error) is what the
-        whole run gives too (inconclusive or error), and ends the checks."""
+        whole run gives too (inconclusive or error), and ends the checks.
+
+        ``instance_batches``: after the first instance, the runs check batches of instances in one formula, of
+        doubling size (2-3, 4-7, 8-15, ...): each batch is the template's own conjunction restricted to those
+        instances, so the same reading holds for it (violated in a complete run: the conjunction is; holding:
+        each of its instances does), with one search per batch instead of one per instance."""
         plan = instances.plan(check.candidate, self.constants)
         if plan is None:
             return None
-        total, k, result = None, 1, None
+        total, k, last, result = None, 1, 1, None
         while total is None or k <= total:
             name = f"{check.module}I{k}"
-            files = {**self.tla_files, f"{name}.tla": plan.module(name, self.main_module, k)}
+            files = {**self.tla_files, f"{name}.tla": plan.module(name, self.main_module, k, last)}
             result = tlc.model_check(Artifact(language=Language.TLA, files=files), check.config, module=name,
                                      check_deadlock=False, timeout_s=self.timeout_s, max_states=self.bound_of([check]),
                                      max_depth=self.max_depth, liveness_at_end=self.liveness_at_end,
@@ -122,20 +129,24 @@ class TlcRuns:
                     log.info("tla_invariants.instances_fallback", module=self.main_module, template=check.template.name,
                              outcome=result.outcome.value, instances=total)
                     return None
+            which = f"instance {k}" if last == k else f"instances {k}-{last} (checked in one run)"
             violated = _attributed(result, {instances.CHECKED_NAME: check}) is not None
             if violated and not result.details.get("bound_hit"):
-                note = f"instance {k} of {total} violated (each instance checked alone, in TLC's order; one " \
-                       f"violated instance decides the conjunction, the other {total - k} were not checked)"
+                note = f"{which} of {total} violated (each {'instance' if last == k else 'batch'} checked alone, " \
+                       f"in TLC's order; one violated instance decides the conjunction, the other {total - last} " \
+                       "were not checked)"
                 break
             if result.outcome != Outcome.OK:
-                note = f"instance {k} of {total} checked alone: {result.outcome.value}, which the whole template " \
+                note = f"{which} of {total} checked alone: {result.outcome.value}, which the whole template " \
                        "would be too; the rest were not checked"
                 break
-            note = f"all {total} instances hold, each checked alone"
-            k += 1
-        assert result is not None
-        log.info("tla_invariants.instances", module=self.main_module, template=check.template.name, checked=min(k, total),
-                 instances=total, outcome=result.outcome.value)
+            note = f"all {total} instances hold, " + ("checked in batches of doubling size, each batch alone"
+                                                      if self.instance_batches else "each checked alone")
+            k, last = last + 1, min(total, 2 * last + 1) if self.instance_batches else last + 1
+        assert result is not None and total is not None
+        log.info("tla_invariants.instances", module=self.main_module, template=check.template.name,
+                 checked=min(last, total), instances=total, outcome=result.outcome.value,
+                 batches=self.instance_batches)
         return check.verdict(result, self.bounded, [note]), result.tool_version
 
     def sent_back(self, result: CheckResult, first: _Check) -> bool:
@@ -258,14 +269,27 @@ class TlcRuns:
             return [(c.index, c.verdict(result, bounded, note), version) for c in members] + \
                 self.twin_verdicts(result, left_out, note)
         if result.outcome == Outcome.INCONCLUSIVE:
-            return [(c.index, c.verdict(result, bounded, note), version) for c in members if c not in safety] + \
-                self.twin_verdicts(result, left_out, note) + group(safety)
+            decided = [(c.index, c.verdict(result, bounded, note), version) for c in members if c not in safety] + \
+                self.twin_verdicts(result, left_out, note)
+            if self.decides_safety(result, safety, members):
+                extra = [*note, "the safety templates' own run has the same state bound (a temporal property among "
+                                "them): the same states, the same verdicts (invariants.merge_same_bound)"]
+                return decided + [(c.index, c.verdict(result, bounded, extra), version) for c in safety]
+            return decided + group(safety)
         log.info("tla_invariants.merged_fallback", module=self.main_module, templates=len(members),
                  outcome=result.outcome.value, reason=str(result.details.get("reason", ""))[:200])
         if _temporal_violation(result) and not any(c.as_property for c in safety):
             # a liveness template is violated and TLC does not say which: each alone, as after the group's run
             return [(c.index, *self.single(c)) for c in liveness] + group(safety)
         return group(safety, dedupe=not left_out) + group(liveness, dedupe=not left_out)
+
+    def decides_safety(self, result: CheckResult, safety: list[_Check], members: list[_Check]) -> bool:
+        """A merged run ended by its state bound, not by the clock, explored exactly the states the safety group's
+        own run explores when that run has the same bound (``same_bound``): one worker, breadth-first, the bound a
+        state constraint on the count of distinct states, and the properties checked do not steer the search. The
+        run found no violation, so the safety group's own run would end at the same bound without one."""
+        return (self.same_bound and bool(result.details.get("bound_hit")) and not result.details.get("timed_out")
+                and self.bound_of(safety) == self.bound_of(members) and self.max_depth is None)
 
     def run(self, job: list[_Check]) -> Decided:
         """One job of the stage: a group of one cfg (merged when it has both kinds), or a single check."""

@@ -34,11 +34,13 @@ from sysmo.evals.metrics.tla_invariants.settings import (
     DEFAULT_BOUNDED,
     DEFAULT_BY_INSTANCE,
     DEFAULT_DEDUPE_LIVENESS,
+    DEFAULT_INSTANCE_BATCHES,
     DEFAULT_GROUP_LIVENESS,
     DEFAULT_GROUPED,
     DEFAULT_HELPER_ATTEMPTS,
     DEFAULT_LIVENESS_AT_END,
     DEFAULT_MERGE_LIVENESS,
+    DEFAULT_MERGE_SAME_BOUND,
     DEFAULT_SANY_FIRST,
     DEFAULT_TIMEOUT_S,
 )
@@ -74,6 +76,8 @@ def score(
     liveness_at_end: bool = DEFAULT_LIVENESS_AT_END,
     by_instance: bool = DEFAULT_BY_INSTANCE,
     dedupe_liveness: bool = DEFAULT_DEDUPE_LIVENESS,
+    instance_batches: bool = DEFAULT_INSTANCE_BATCHES,
+    merge_same_bound: bool = DEFAULT_MERGE_SAME_BOUND,
 ) -> InvariantsScore:
     """Concretise every template, then check each with TLC: the safety templates together in one run per
     cfg when ``grouped``, every other template alone (see the module doc). ``sany_first=False``: when every
@@ -81,7 +85,10 @@ def score(
     parses them with the same SANY); if TLC's parse rejects one, the whole stage is scored again with SANY first.
     ``liveness_at_end``: temporal properties are checked once, after the search (``tlc.model_check``);
     ``by_instance``: a template expected to be violated, quantified over a constant set, is checked one instance
-    per TLC run until one is violated (``instances``); ``dedupe_liveness``: a liveness template stating another's
+    per TLC run until one is violated (``instances``), after the first in batches of doubling size when
+    ``instance_batches``; ``merge_same_bound``: a safety group with a temporal property of its own (so under the
+    temporal bound too) shares the liveness group's run, and a run ended by that bound decides both groups;
+    ``dedupe_liveness``: a liveness template stating another's
     formula over sets TLC shows equal is decided by that one's check in their shared run (``twins``)."""
     if bounded not in BOUNDED_POLICIES:
         raise ConfigError(f"invariants.bounded must be one of {', '.join(BOUNDED_POLICIES)}, not {bounded!r}")
@@ -128,7 +135,7 @@ def score(
                    unchecked=written is not None, strategy=strategy, bounded=bounded, timeout_s=timeout_s,
                    max_states=max_states, max_states_temporal=temporal_bound, max_depth=max_depth,
                    liveness_at_end=liveness_at_end, constants=set(sig.constants), by_instances=by_instance,
-                   dedupe=dedupe_liveness)
+                   instance_batches=instance_batches, dedupe=dedupe_liveness, same_bound=merge_same_bound)
 
     jobs: list[list[_Check]] = []
     if grouped and strategy != "hunt":
@@ -139,7 +146,8 @@ def score(
                 # merge_liveness: the safety and the liveness templates of one cfg make one group (``merged``)
                 key = (without_checks(check.config).render(), check.standard, live and not merge_liveness)
                 groups.setdefault(key, []).append(check)
-        jobs += [part for g in groups.values() for part in _shareable(g, temporal_bound != max_states) if len(part) > 1]
+        jobs += [part for g in groups.values()
+                 for part in _shareable(g, temporal_bound != max_states, merge_same_bound) if len(part) > 1]
     in_groups = {c.index for g in jobs for c in g}
     jobs += [[c] for c in checks if c.index not in in_groups]
     # temporal checks first (they take longest: liveness over the tableau): the last one to start ends sooner
@@ -159,7 +167,8 @@ def score(
                      helper_attempts=helper_attempts, parallel=parallel,
                      strategy=strategy, bounded=bounded, grouped=grouped, group_liveness=group_liveness,
                      sany_first=True, merge_liveness=merge_liveness, liveness_at_end=liveness_at_end,
-                     by_instance=by_instance, dedupe_liveness=dedupe_liveness)
+                     by_instance=by_instance, dedupe_liveness=dedupe_liveness, instance_batches=instance_batches,
+                     merge_same_bound=merge_same_bound)
     tlc_version = next((t for t in versions if t), "")
     if written is not None and tlc_version:
         sany_version = f"the SANY of {tlc_version} (the formulas were parsed by the TLC runs)"
@@ -186,7 +195,7 @@ def score(
     return score_
 
 
-def _shareable(group: list[_Check], own_temporal_bound: bool) -> list[list[_Check]]:
+def _shareable(group: list[_Check], own_temporal_bound: bool, same_bound: bool = False) -> list[list[_Check]]:
     """The checks of one cfg that share TLC runs: the group itself, or its safety and its liveness part apart.
 
     With a state bound of their own for temporal properties (``max_states_temporal``), the shared run is bounded
@@ -195,9 +204,11 @@ def _shareable(group: list[_Check], own_temporal_bound: bool) -> list[list[_Chec
     (the first violating state comes in the same place of the same breadth-first order); a bounded or timed-out
     run decides only the liveness templates (``TlcRuns.merged``). A temporal safety formula (``[][A]_v``) violated
     beyond the temporal bound would be inconclusive there and violated in its own run: with one, the parts run
-    apart."""
+    apart, unless ``same_bound``: a safety group with a temporal property of its own runs under the temporal bound
+    too (``TlcRuns.bound_of``), so the shared run explores the very states its own run would, and a shared run
+    ended by that bound decides the safety group as well (``TlcRuns.merged``)."""
     safety = [c for c in group if c.template.type != "liveness"]
     liveness = [c for c in group if c.template.type == "liveness"]
-    if own_temporal_bound and safety and liveness and any(c.as_property for c in safety):
+    if own_temporal_bound and safety and liveness and any(c.as_property for c in safety) and not same_bound:
         return [safety, liveness]
     return [group]

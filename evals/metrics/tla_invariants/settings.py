@@ -35,6 +35,15 @@ SYSMO_LIVENESS_AT_END = True
 # is 30 tableaux in one run, decided by its 7th instance alone. The ``harness`` mode checks it whole, as SysMoBench.
 DEFAULT_BY_INSTANCE = False
 SYSMO_BY_INSTANCE = True
+# ... and after its first instance, in batches of doubling size (2-3, 4-7, ...), one TLC run each: one search per batch
+# instead of one per instance (PGo locksvc's NoPriorityInversion: 3 runs instead of 7).
+DEFAULT_INSTANCE_BATCHES = False
+SYSMO_INSTANCE_BATCHES = True
+# A safety group with a temporal property (``[][A]_v``) runs under the temporal bound like the liveness group of its
+# cfg: in the ``sysmo`` mode the two share one run, which decides both when the bound ends it (PGo raftkvs: one
+# search of 30,000 states instead of two).
+DEFAULT_MERGE_SAME_BOUND = False
+SYSMO_MERGE_SAME_BOUND = True
 # A liveness template stating another one's formula over equal sets (``twins``) is decided by that one's check in
 # their shared run, in the ``sysmo`` mode: PGo locksvc's SystemLiveness is its ProgressOK (ProcSet = NodeSet).
 DEFAULT_DEDUPE_LIVENESS = False
