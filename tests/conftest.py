@@ -9,6 +9,7 @@ fails instead of skipping.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -86,6 +87,15 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     home = config.stash.get(MADE_TEST_HOME, None)
     if home is not None:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the process holds once the tests are collected (imported libraries, test modules: about 450k objects)
+    frozen out of the cyclic collector's reach for the session (``gc.freeze``): every full collection, the
+    interpreter's own and the one each in-process run made before it froze its start (``runner/collector.py``),
+    traversed all of it again, 0.4-0.9 s each."""
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
