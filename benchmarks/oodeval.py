@@ -26,6 +26,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sysmo.benchmarks.paths import dataset_file, read_dataset_text
+from sysmo.benchmarks.yaml_load import safe_load
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task, TaskInputs, TaskKind, TaskReferences
 from sysmo.errors import TaskError
@@ -93,7 +94,7 @@ def _record_from_folder(folder: Path, root: Path) -> OODEvalRecord | None:
     meta: dict[str, Any] = {}
     if (folder / META_FILE).is_file():
         try:
-            meta = yaml.safe_load(read_dataset_text(root, folder / META_FILE, task=folder.name)) or {}
+            meta = safe_load(read_dataset_text(root, folder / META_FILE, task=folder.name)) or {}
         except yaml.YAMLError as exc:
             raise TaskError(f"{folder / META_FILE} is not valid YAML: {exc}") from exc
     try:

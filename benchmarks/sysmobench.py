@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.benchmarks.paths import dataset_file, inside, read_dataset_text
+from sysmo.benchmarks.yaml_load import safe_load
 from sysmo.contracts.task import (
     BuggyVariant,
     InvariantTemplate,
@@ -97,7 +98,7 @@ KNOWN_VIOLATIONS: dict[tuple[str, str], str] = {
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
+        return safe_load(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
         raise TaskError(f"{path} is not valid YAML: {exc}") from exc
 

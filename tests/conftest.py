@@ -9,6 +9,7 @@ fails instead of skipping.
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -20,39 +21,62 @@ TEST_HOME_VARIABLE = "SYSMO_TEST_HOME"  # the test run's own SYSMO_HOME, set by 
 MADE_TEST_HOME = pytest.StashKey[str]()
 
 # The files that keep a test worker busy longest (budgeted TLC hunts, Ray, whole `sysmo run`s, the gold controls,
-# the OpenSysML corpora), longest first as measured in the suite on 2 cores (--durations). With ``--dist loadfile
-# --no-loadscope-reorder`` (pyproject) xdist hands files out in collection order, so these start first and the short files fill in
-# around them; left to itself xdist starts the files with the most tests first and a long file with one test
-# can be the last thing running while the other worker idles.
+# the OpenSysML corpora; paths under tests/), longest first as measured in the whole suite on 2 cores (--durations=150, summed per file;
+# a file of many short tests, whose tests that list leaves out, keeps its earlier place after the 50 s ones). With
+# ``--dist loadfile --no-loadscope-reorder`` (pyproject) xdist hands files out in collection order, so these start
+# first and the short files fill in around them; left to itself xdist starts the files with the most tests first,
+# and a long file reached late (alphabetically: test_transition_validation.py, 72 s) can be the last thing running
+# while the other worker idles.
 RUN_FIRST = [
     "test_ray_cluster.py",  # one fixture: a three-node Ray cluster's scenarios, minutes under load
-    "test_tla_cascade_controls.py",
     "test_tla_bug_hunt.py",
-    "test_ray_executor.py",
-    "test_gold_variants_spinlock.py",
-    "test_gold_variants_dqueue_renamed.py",
-    "test_tla_invariants_grouped.py",
-    "test_gold_variants_dqueue_regrained.py",
-    "test_replay_attempt.py",
-    "test_experiment_e2e.py",
-    "test_tla_tlc.py",
-    "test_sysmobench_gold_invariants.py",
-    "test_tla_cascade.py",
-    "test_sensitivity.py",
-    "test_reproduce_sysmbench.py",
-    "test_pgo_gold_controls.py",
-    "test_agents_controls.py",
-    "test_sandbox_local.py",
-    "test_sysml_corpora.py",
-    "test_tla_corpus.py",
-    "test_trace_validation.py",
-    "test_trace_learning_loop.py",
-    "test_view_browser.py",
-    "test_view_debug_browser.py",  # a real two-agent, two-arm run and a fork, then a browser
     "test_run_terminal.py",
-    "test_agents_repair_loop.py",
+    "test_ray_executor.py",  # after the cluster's start: two Ray installations starting at once slow each other
+    "security/test_disk_fails_during_a_run.py",
+    "test_paired_ablation.py",
+    "test_sensitivity.py",
+    "test_transition_validation.py",
+    "test_tla_invariants_grouped.py",
+    "test_tla_invariants_merged.py",
+    "test_reproduce_sysmbench.py",
+    "test_export_otel.py",
+    "test_view_browser.py",
+    "test_gold_variants_dqueue_regrained.py",
     "test_check_command.py",
+    "test_sysmobench_gold_invariants.py",
+    "test_arm_summaries.py",
+    "test_tla_cascade_controls.py",
+    "test_tla_jvm_startup.py",
+    "test_tla_conformance_mutants.py",
+    "test_experiment_e2e.py",
+    "test_gold_variants_spinlock.py",
+    "test_sysml_corpora.py",
+    "test_tla_tlc.py",
+    "test_sandbox_local.py",
     "test_agents_robustness.py",
+    "test_tla_corpus.py",
+    "test_gold_variants_dqueue_renamed.py",
+    "test_pgo_gold_controls.py",
+    "test_view_browser_follow.py",
+    "test_llm_call_position.py",
+    "test_plantuml_check.py",
+    "test_process_executor.py",
+    "test_tla_load_independence.py",
+    "test_experiment_arms.py",
+    "test_tla_invariants_twins.py",
+    "test_agents_controls.py",
+    "test_tla_invariants_bounded.py",
+    "test_docs_build.py",
+    "test_sqlite_setup.py",
+    "test_tla_invariants_sany_first.py",
+    "test_view_bundle.py",
+    "test_fork_attempt.py",
+    "test_view_debug_browser.py",  # a real two-agent, two-arm run and a fork, then a browser
+    "test_trace_validation.py",
+    "test_replay_attempt.py",
+    "test_tla_cascade.py",
+    "test_agents_repair_loop.py",
+    "test_trace_learning_loop.py",
 ]
 
 
@@ -88,10 +112,28 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         shutil.rmtree(home, ignore_errors=True)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What the process holds once the tests are collected (imported libraries, test modules: about 450k objects)
+    frozen out of the cyclic collector's reach for the session (``gc.freeze``): every full collection, the
+    interpreter's own and the one each in-process run made before it froze its start (``runner/collector.py``),
+    traversed all of it again, 0.4-0.9 s each."""
+    gc.collect()
+    gc.freeze()
+
+
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def suite_path(item: pytest.Item) -> str:
+    """The item's file as RUN_FIRST names it: its path under tests/."""
+    path = Path(item.path)
+    return path.relative_to(TESTS_DIR).as_posix() if path.is_relative_to(TESTS_DIR) else path.name
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The RUN_FIRST files first, in that order; every other file keeps its place (the sort is stable)."""
     rank = {name: index for index, name in enumerate(RUN_FIRST)}
-    items.sort(key=lambda item: rank.get(item.path.name, len(RUN_FIRST)))
+    items.sort(key=lambda item: rank.get(suite_path(item), len(RUN_FIRST)))
 
 
 SHARED_BENCHMARKS = Path(os.environ.get("SYSMO_TEST_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "benchmarks"))

@@ -144,3 +144,19 @@ def test_cli_wrong_data_dir_prints_one_clear_error_line(tmp_path: Path) -> None:
     assert "Traceback" not in run.stderr
     lines = [line for line in run.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error:") and str(tmp_path / "nope") in lines[0]
+
+
+def test_the_dataset_yaml_loader_reads_every_starter_file_as_yaml_safe_load_does() -> None:
+    import yaml
+    from sysmo.benchmarks.starter import STARTER_DIR
+    from sysmo.benchmarks.yaml_load import SAFE_LOADER, safe_load
+
+    files = sorted(STARTER_DIR.rglob("*.yaml"))
+    assert len(files) >= 30 and SAFE_LOADER is getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert safe_load(text) == yaml.safe_load(text), path
+    with pytest.raises(yaml.YAMLError):
+        safe_load("id: [unclosed\n")
+    with pytest.raises(yaml.YAMLError):  # no Python objects from a task file
+        safe_load("!!python/object/apply:os.system ['true']\n")

@@ -8,7 +8,8 @@ import pandas as pd
 import pytest
 from scipy import stats
 from sysmo.errors import AnalysisError
-from sysmo.evals.paired import adjust, holm, level_order, paired_rows, rows_frame
+from sysmo.evals.paired import (EXACT_SIGN_FLIPS_MAX_N, adjust, holm, level_order, paired_rows, rows_frame,
+                                wilcoxon_signed_rank)
 
 
 def _attempts() -> pd.DataFrame:
@@ -60,6 +61,20 @@ def test_each_level_is_paired_with_the_baseline_holding_the_other_factors_fixed(
     assert [r.p_mcnemar_adjusted for r in rows] == pytest.approx(holm(raw))
     assert "Holm" in diag.method and "zero_method=wilcox" in diag.method and "seed 0" in diag.method
     assert list(rows_frame(rows).columns[:4]) == ["family", "factor", "baseline", "level"]
+
+
+# differences with ties, zeros, both, neither; one and the most differences computed here, and one more (scipy's
+# normal approximation then)
+WILCOXON_CASES = [[0.5, 0.5, -0.25, 1.0], [0.0, 0.25, 0.5, -0.5, 0.75], [1.0, 0.0, 0.0, -1.0, 1.0, 1.0],
+                  [0.1, 0.2, -0.3, 0.4], [0.3], [-0.4, 0.0], [1.0] * 8 + [-1.0] * 2,
+                  [0.2, -0.2, 0.4, 0.4, 0.0, 0.6, -0.6, 0.8, 0.8, 1.0, 0.2, -0.4, 0.6],
+                  [0.2, -0.2, 0.4, 0.4, 0.0, 0.6, -0.6, 0.8, 0.8, 1.0, 0.2, -0.4, 0.6, 0.6]]
+
+
+@pytest.mark.parametrize("differences", WILCOXON_CASES, ids=[str(len(c)) for c in WILCOXON_CASES])
+def test_the_wilcoxon_p_value_is_scipys(differences: list[float]) -> None:
+    assert len(WILCOXON_CASES[-2]) == EXACT_SIGN_FLIPS_MAX_N
+    assert wilcoxon_signed_rank(differences) == stats.wilcoxon(differences, zero_method="wilcox").pvalue
 
 
 def test_holm_and_benjamini_hochberg() -> None:

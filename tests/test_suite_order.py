@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from tests.conftest import RUN_FIRST
+from tests.conftest import RUN_FIRST, suite_path
 
 
 def test_every_file_named_to_run_first_exists() -> None:
@@ -15,6 +15,6 @@ def test_every_file_named_to_run_first_exists() -> None:
 
 
 def test_the_collection_starts_with_the_files_named_to_run_first(request: pytest.FixtureRequest) -> None:
-    files = list(dict.fromkeys(item.path.name for item in request.session.items))
+    files = list(dict.fromkeys(suite_path(item) for item in request.session.items))
     collected = [name for name in RUN_FIRST if name in files]  # a run of some files collects only those
     assert files[:len(collected)] == collected and set(files[len(collected):]).isdisjoint(RUN_FIRST)

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from sysmo.contracts.artifact import Artifact
 from sysmo.benchmarks.paths import dataset_file, inside
 from sysmo.benchmarks.sysmobench import load_invariants
+from sysmo.benchmarks.yaml_load import safe_load
 from sysmo.contracts.task import (
     BuggyVariant,
     SourceRef,
@@ -136,7 +137,7 @@ def load_task_folder(folder: Path) -> Task:
     for own in (folder, path):  # a task folder or task file linked in from elsewhere is refused
         dataset_file(_dataset(folder), own, task=folder.name)
     try:
-        spec = TaskFile.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")) or {})
+        spec = TaskFile.model_validate(safe_load(path.read_text(encoding="utf-8")) or {})
     except (OSError, yaml.YAMLError, ValidationError) as exc:
         raise TaskError(f"{path} is not a valid starter task file (see benchmarks/starter/README.md): {exc}") from exc
     if spec.id != folder.name or spec.kind.value != folder.parent.name:

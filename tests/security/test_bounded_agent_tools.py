@@ -5,7 +5,10 @@ attempt whose model keeps its tools busy: the attempt is stored with the limit a
 
 from __future__ import annotations
 
+import sys
 import threading
+import time
+import traceback
 from collections.abc import Iterator
 
 import pytest
@@ -94,6 +97,7 @@ def test_a_step_still_running_at_the_time_limit_stops_before_its_next_tool_call(
     from agent_scripts import fake_llm
     from agent_tasks import text_task
     from fake_openai import reply
+    from sysmo.agents import openhands
     from sysmo.agents.run import run_attempt
     from sysmo.contracts.task import TaskKind
     from sysmo.graphs.context import AgentContext
@@ -111,5 +115,17 @@ def test_a_step_still_running_at_the_time_limit_stops_before_its_next_tool_call(
                        workspace_dir=root, time_limit_s=6.0)
     attempt = run_attempt("openhands", ctx, model_name="openai/fake-model")
     assert attempt.error.startswith("attempt wall-clock limit of 6 s (--attempt-timeout) reached in graph step 'act'")
-    threading.Event().wait(20)  # longer than the eight searches would take
+    # the step's thread ends (within its current search's 2 s, or after the eight searches and the write had it
+    # gone on): only then is the absent write a fact
+    deadline = time.monotonic() + 60.0
+    while _threads_running(openhands.act) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _threads_running(openhands.act), "the step still ran 60 s after the attempt's limit"
     assert not (root / "late.puml").exists()
+
+
+def _threads_running(function) -> list[int]:
+    """The threads with ``function`` on their stack."""
+    code = function.__code__
+    return [ident for ident, frame in sys._current_frames().items()
+            if any(f.f_code is code for f, _ in traceback.walk_stack(frame))]

@@ -111,11 +111,14 @@ def test_a_workspace_file_and_the_workspace_have_their_own_caps(server, tmp_path
 
 
 def test_the_conversation_sent_back_is_bounded(server, tmp_path):
-    """Each step writes a new 300k-character file: unbounded, the sixth request would carry 1.5M characters of
-    old arguments; each request stays under the cap, the newest arguments whole, older ones elided."""
+    """Each of the first five steps writes a new 300k-character file: unbounded, the sixth request would carry 1.5M
+    characters of old arguments; each request stays under the cap, the newest arguments whole, older ones elided.
+    The sixth step writes the diagram, the attempt's artifact (a 300k-character run of one letter as the diagram
+    keeps PlantUML busy past the check's 30 s time-out)."""
     task = text_task(TaskKind.ARCHITECTURE)
-    for i in range(6):
+    for i in range(5):
         server.push(tool_reply(("write_file", {"path": f"notes{i}.txt", "content": chr(97 + i) * 300_000})))
+    server.push(tool_reply(("write_file", {"path": "diagram.puml", "content": task.references.model.main_text})))
     ctx = AgentContext(task=task, llm=fake_llm(server.base_url), checker=check_artifact, agent="openhands",
                        attempt_id="history", workspace_dir=tmp_path / "ws", max_steps=6, max_rounds=1)
     run_attempt("openhands", ctx, model_name="openai/fake-model")
