@@ -55,11 +55,6 @@ class _Published:
 
 
 _publishing: contextvars.ContextVar[_Published | None] = contextvars.ContextVar("sysmo_live_attempt", default=None)
-# attempts of this process that ended without a file: storing them deletes nothing (a system call less each).
-# Bounded: a worker process (``runner.process_executor``) runs attempts another process stores; forgetting an id
-# costs only a delete of a file that is not there
-_never_written: set[str] = set()
-NEVER_WRITTEN_KEPT = 4096
 
 
 def live_path(directory: Path, attempt_id: str) -> Path:
@@ -92,7 +87,6 @@ def publishing(directory: Path, attempt: LiveAttempt, *, after_s: float = 0.0) -
     rounds as they finish, until the block ends. A delay is timed by the running event loop (the runner's
     attempts are coroutines on it)."""
     published = _Published(live_path(directory, attempt.id), attempt, list(attempt.rounds))
-    _never_written.discard(attempt.id)
     timer = asyncio.get_running_loop().call_later(after_s, _publish, published) if after_s > 0 else None
     if timer is None:
         _publish(published)
@@ -103,10 +97,6 @@ def publishing(directory: Path, attempt: LiveAttempt, *, after_s: float = 0.0) -
         _publishing.reset(token)
         if timer is not None:
             timer.cancel()
-        if not published.written:
-            if len(_never_written) >= NEVER_WRITTEN_KEPT:
-                _never_written.clear()
-            _never_written.add(attempt.id)
 
 
 def round_finished(rounds: list[Any]) -> None:
@@ -121,11 +111,8 @@ def round_finished(rounds: list[Any]) -> None:
 
 
 def stored(directory: Path, attempt_id: str) -> None:
-    """The attempt is in results.sqlite: its live file goes (an attempt of this process that got none: nothing
-    to do)."""
-    if attempt_id in _never_written:
-        _never_written.discard(attempt_id)
-        return
+    """The attempt is in results.sqlite: its live file goes, if it got one (an attempt done within
+    ``PUBLISH_AFTER_S`` did not: its unlink finds nothing, a failed lookup)."""
     live_path(directory, attempt_id).unlink(missing_ok=True)
 
 

@@ -104,4 +104,7 @@ def test_every_simulation_reports_its_coverage_however_fast_it_ends() -> None:
     for result in [*shared, *alone]:
         assert result is not None and result.outcome == Outcome.OK
         assert sorted(c.name for c in tlc.report_of(result).coverage) == ["Down", "Up"]
+        # whatever the race did, a coverage report follows the simulation's end ("Finished", message 2186)
+        output = result.raw_output
+        assert "@!@!@STARTMSG 2772:" in output[output.index("@!@!@STARTMSG 2186:"):]
     assert [_same(r) for r in shared[:3]] == [_same(r) for r in alone]  # type: ignore[arg-type]

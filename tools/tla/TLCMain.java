@@ -216,9 +216,9 @@ public final class TLCMain {
                 }
                 tlc2.TLCGlobals.simulator = next;
                 result = next.simulate();
-                Simulation.reportCoverage(next);
                 tlc2.output.MP.printMessage(tlc2.output.EC.TLC_FINISHED,
                         (System.currentTimeMillis() - started) + "ms");
+                Simulation.reportCoverage(next);  // after "Finished", as for the first seed
                 tlc2.output.MP.flush();
                 if (!ended(seeds[i], result)) {
                     System.exit(tlc2.output.EC.ExitStatus.errorConstantToExitStatus(result));

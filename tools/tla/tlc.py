@@ -218,11 +218,7 @@ def _run(
     compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
     main, compat = _bounded_module(spec, compat, max_states if not mode_args else None, max_depth if not mode_args else None)
     spec.files[CFG_FILE] = compat.text
-    args = ["-tool", "-workers", str(workers), "-config", CFG_FILE, "-metadir", "states"]
-    if compat.deadlock_flag:
-        args.append("-deadlock")
-    if coverage:
-        args += ["-coverage", "1"]
+    args = _common_args(compat, workers, coverage)
     if seed is not None:
         args += ["-seed", str(seed)]
     if fp is not None:
@@ -242,6 +238,21 @@ def _run(
     return _checked(spec, compat, run.output, run, max_states=max_states, max_depth=max_depth,
                     simulation=bool(mode_args), find_violation=find_violation, dump_states=dump_states,
                     printed_marker=printed_marker)
+
+
+def _common_args(compat: CompatibleCfg, workers: int | str, coverage: bool) -> list[str]:
+    """TLC's arguments every run of ours takes: tool output, workers, the cfg, the states folder, deadlock and
+    coverage as asked."""
+    args = ["-tool", "-workers", str(workers), "-config", CFG_FILE, "-metadir", "states"]
+    if compat.deadlock_flag:
+        args.append("-deadlock")
+    if coverage:
+        args += ["-coverage", "1"]
+    return args
+
+
+def _simulation_args(num: int, depth: int) -> list[str]:
+    return ["-simulate", f"num={int(num)}", "-depth", str(int(depth))]
 
 
 def _checked(spec: PreparedSpec, compat: CompatibleCfg, output: str, run: RunResult, *, max_states: int | None,
@@ -362,7 +373,7 @@ def simulate(
     With ``find_violation=True`` (bug hunting) a clean run is ``inconclusive``, not ``ok``.
     """
     seed = seed if seed is not None else random.randrange(1, 2**31)
-    return _run(source, cfg, module=module, mode_args=["-simulate", f"num={int(num)}", "-depth", str(int(depth))],
+    return _run(source, cfg, module=module, mode_args=_simulation_args(num, depth),
                 check_deadlock=check_deadlock, workers=workers, coverage=coverage, seed=seed, fp=None,
                 max_states=None, max_depth=None, timeout_s=timeout_s, heap_mb=heap_mb,
                 find_violation=find_violation, dump_states=False, limits=limits)
@@ -409,12 +420,7 @@ def simulate_seeds(
     compat = make_compatible(_cfg_for(spec, cfg), check_deadlock=check_deadlock)
     main, compat = _bounded_module(spec, compat, None, None)
     spec.files[CFG_FILE] = compat.text
-    args = ["-tool", "-workers", "1", "-config", CFG_FILE, "-metadir", "states"]
-    if compat.deadlock_flag:
-        args.append("-deadlock")
-    if coverage:
-        args += ["-coverage", "1"]
-    args += ["-simulate", f"num={int(num)}", "-depth", str(int(depth)), main]
+    args = [*_common_args(compat, 1, coverage), *_simulation_args(num, depth), main]
     heap = heap_mb or settings().sandbox.jvm_heap_mb
     whole, alone_limits = timeout_s * len(seeds), Limits(timeout_s=timeout_s)
     limits = Limits(timeout_s=whole, cpu_s=int(whole * 4) + 60, memory_mb=heap + 1024,
