@@ -57,22 +57,6 @@ def pools(monkeypatch) -> list:
     return started
 
 
-def after_first_batch(monkeypatch, action) -> None:
-    """``action()`` once, in the driver's writer thread, right after its first batch is committed."""
-    from sysmo.runner.results import ResultWriter
-
-    write_batch = ResultWriter.write_batch
-    done = threading.Event()
-
-    def write_then_act(self, batch):
-        write_batch(self, batch)
-        if not done.is_set():
-            done.set()
-            action()
-
-    monkeypatch.setattr(ResultWriter, "write_batch", write_then_act)
-
-
 def kill(worker) -> None:
     """SIGKILL a worker process (its tool servers die with it: they get the parent-death signal)."""
     os.kill(worker.process.pid, signal.SIGKILL)
@@ -147,8 +131,21 @@ def test_a_stop_or_dead_workers_keep_what_was_stored_and_resume_runs_the_rest(tm
     notes: list[str] = []
     note = RunProgress.note
     monkeypatch.setattr(RunProgress, "note", lambda self, text: (notes.append(text), note(self, text)))
-    after_first_batch(monkeypatch, lambda: kill(pools[-1]._workers[0]))
+    # the kill comes on the driver's side as the first attempt comes back, with units still queued, so the driver
+    # is bound to read the dead worker's pipe (killed from the writer thread after its first commit, the kill could
+    # come after the last attempt was back: under load the writer's first batch held them all)
+    assert 2 * len(UML) - summary.ran > 2, "the resumed run needs units left to deal after the first comes back"
+    killed_once = threading.Event()
+
+    def back_then_kill(self, unit, attempt):
+        if not killed_once.is_set():
+            killed_once.set()
+            kill(pools[-1]._workers[0])
+        return came_back(self, unit, attempt)
+
+    monkeypatch.setattr(RunState, "came_back", back_then_kill)
     resumed = run_experiment(config_for(tmp_path, "stop"), progress=False, resume=True)
+    monkeypatch.setattr(RunState, "came_back", came_back)
     assert resumed.skipped_done == summary.ran and resumed.ran == 2 * len(UML) - summary.ran
     assert resumed.errors == 0 and any("worker process 0" in n and "died (killed by signal 9)" in n for n in notes)
     final = results(tmp_path, "stop")
