@@ -155,7 +155,8 @@ def round_panel(rnd: Round, previous: Artifact | None, full: bool = False, inher
         c = rnd.check
         style = "green" if c.ok else "red"
         parts.append(Text(f"{c.tool} {c.tool_version}: {c.outcome.value} ({len(c.diagnostics)} diagnostics, "
-                          f"{c.duration_s:.2f} s)", style=f"bold {style}"))
+                          f"{c.duration_s:.2f} s{', cached run' if c.details.get('cached') else ''})",
+                          style=f"bold {style}"))
         if rnd.artifact is not None and (c.diagnostics or full):
             parts.append(annotated_listing(rnd.artifact, c, full=full))
         trace = c.details.get("trace") if c.details else None

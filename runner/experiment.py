@@ -60,8 +60,12 @@ def run_experiment(config: ExperimentConfig, *, progress: bool = True, resume: b
     ``observers`` are told of each attempt once it is stored and scored (``RunState.finished``).
 
     One process at a time per experiment id (``experiment_lock``): a second run on the same id is refused."""
+    from sysmo.tools.tla import run_cache
+
     experiment_id = config.experiment_id()
-    with experiment_lock(config.output_dir, experiment_id):
+    # the same deterministic SANY/TLC run (a spec checked again: by another sample, agent or the scoring) is
+    # served from a content-addressed cache instead of a JVM: same output (tools.tla.run_cache)
+    with experiment_lock(config.output_dir, experiment_id), run_cache.for_run():
         return _run_experiment(config, experiment_id, progress=progress, resume=resume, stop_event=stop_event,
                                observers=observers)
 

@@ -88,11 +88,13 @@ def expand(config: ExperimentConfig, tasks: list[Task], experiment_id: str) -> t
 def environment_record() -> dict[str, Any]:
     from sysmo import __version__
     from sysmo.sandbox.confine import describe_isolation
+    from sysmo.tools.tla import run_cache
 
     isolation = describe_isolation()  # named in the experiment record and the report's provenance
     return {"sysmo": __version__, "python": platform.python_version(), "platform": platform.platform(),
             "host": platform.node(), "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
-            "tool_isolation": f"{isolation['level']} ({isolation['detail']})"}
+            "tool_isolation": f"{isolation['level']} ({isolation['detail']})",
+            "tla_run_cache": str(run_cache.directory()) if run_cache.directory() else None}
 
 
 def load_selected_tasks(config: ExperimentConfig) -> list[Task]:

@@ -56,6 +56,9 @@ class RunResult(BaseModel):
     files_truncated: list[str] = Field(default_factory=list)  # collected files cut at output_limit_bytes
     oom_killed: bool = False  # the memory limit killed a process of the command
     memory_peak_mb: float | None = None  # peak memory of the command's cgroup (or container), when known
+    # served by a cache of deterministic runs (tools.tla.run_cache) instead of run again: duration_s is then the
+    # time this caller waited for it, the output that of the run stored
+    cached: bool = False
 
     @property
     def output(self) -> str:

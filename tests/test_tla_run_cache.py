@@ -28,7 +28,10 @@ def test_deterministic_runs_are_stored_once_and_replayed(tmp_path: Path) -> None
         again = tlc.model_check(SPEC, CFG, check_deadlock=False)
         assert entries(tmp_path) == stored == 1
         assert again.outcome == first.outcome == "failed"
-        assert again.raw_output == first.raw_output and again.duration_s == first.duration_s
+        assert again.raw_output == first.raw_output and again.diagnostics == first.diagnostics
+        # served, not run: marked so in the check's details, and timed as the wait for it (no JVM started)
+        assert again.details.get("cached") is True and "cached" not in first.details
+        assert again.duration_s < first.duration_s
         assert sany.check(SPEC).outcome == "ok" and entries(tmp_path) == 2
         tlc.model_check(SPEC, CFG, check_deadlock=False, workers=2)  # thread scheduling: not deterministic
         assert entries(tmp_path) == 2
@@ -39,6 +42,21 @@ def test_deterministic_runs_are_stored_once_and_replayed(tmp_path: Path) -> None
 def test_the_cache_is_off_unless_asked_for(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.delenv(run_cache.ENV, raising=False)
     assert run_cache.directory() is None
+    # on for a `sysmo run` (under SYSMO_HOME), and only while it runs; the variable turns it off or moves it
+    from sysmo.config import settings
+
+    with run_cache.for_run() as folder:
+        assert folder == run_cache.directory() == settings().home / "tla-run-cache"
+    assert run_cache.directory() is None
+    for off in ("0", "off", "No"):
+        monkeypatch.setenv(run_cache.ENV, off)
+        with run_cache.for_run() as folder:
+            assert folder is None and run_cache.directory() is None
+        assert run_cache.use_default() is None
+    monkeypatch.setenv(run_cache.ENV, str(tmp_path / "mine"))
+    with run_cache.for_run() as folder:
+        assert folder == tmp_path / "mine"
+    monkeypatch.delenv(run_cache.ENV)
     assert run_cache.deterministic("tlc2.TLC", ["-workers", "1", "-simulate", "num=5", "-seed", "3"])
     assert not run_cache.deterministic("tlc2.TLC", ["-workers", "1", "-simulate", "num=5"])
     assert not run_cache.deterministic("tlc2.TLC", ["-workers", "auto"])
@@ -71,6 +89,7 @@ def test_a_run_asked_for_while_it_runs_is_made_once_and_shared(tmp_path: Path) -
         results = [f.result() for f in asked]
         assert len(started) == 1 and {r.stdout for r in results} == {"done"} and entries(tmp_path) == 1
         assert len({id(r) for r in results}) == 3  # each caller gets its own copy
+        assert sorted(r.cached for r in results) == [False, True, True]  # the one that ran it, two served
         # a time-out is shared with the callers waiting on it, and not stored: asked again later, it runs again
         gate.clear()
         started.clear()
@@ -107,3 +126,22 @@ def test_a_run_that_raises_raises_in_every_caller_waiting_on_it(tmp_path: Path) 
             with pytest.raises(RuntimeError, match="could not start"):
                 future.result()
     assert not run_cache._inflight
+
+
+def test_the_repair_loops_check_of_a_spec_answers_the_same_every_time(tmp_path: Path) -> None:
+    """The loop's TLC simulation takes a seed made from the spec's files: the same spec gets the same verdict
+    (and the run is served from the cache), another spec another seed."""
+    import re
+
+    from sysmo.contracts.artifact import Artifact, Language
+    from sysmo.tools.checkers import artifact_seed, check_tla
+
+    artifact = Artifact(language=Language.TLA, files={"Counter.tla": SPEC, "Counter.cfg": "INIT Init\nNEXT Next\n"})
+    other = Artifact(language=Language.TLA, files={"Counter.tla": SPEC.replace("x < 5", "x < 3"),
+                                                    "Counter.cfg": "INIT Init\nNEXT Next\n"})
+    assert artifact_seed(artifact) == artifact_seed(artifact.model_copy(deep=True)) != artifact_seed(other)
+    with run_cache.enabled(tmp_path):
+        first, again = check_tla(artifact), check_tla(artifact)
+    seeds = [re.findall(r"with seed (-?\d+)", result.raw_output) for result in (first, again)]
+    assert seeds[0] == seeds[1] == [str(artifact_seed(artifact))]
+    assert first.outcome == again.outcome and again.details.get("cached") is True

@@ -17,6 +17,14 @@ from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
 IN_LOOP_SIMULATION = {"num": 10, "depth": 30, "timeout_s": 30.0}
 
 
+def artifact_seed(artifact: Artifact) -> int:
+    import hashlib
+    digest = hashlib.blake2b(digest_size=8)
+    for name in sorted(artifact.files):
+        digest.update(name.encode() + b"\0" + artifact.files[name].encode() + b"\0")
+    return int.from_bytes(digest.digest(), "big") % (2**31 - 1) + 1
+
+
 def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
     from sysmo.tools.tla import sany
 
@@ -34,7 +42,8 @@ def check_tla(artifact: Artifact, task: Task | None = None) -> CheckResult:
     # a run that ends inconclusive (its time limit, memory, TLC's enumeration limits) stays so: it is no pass,
     # and the repair request says how to make the state space finite (graphs.repair.INCONCLUSIVE_ADVICE)
     run = tlc.simulate(artifact, num=IN_LOOP_SIMULATION["num"], depth=IN_LOOP_SIMULATION["depth"],
-                       timeout_s=IN_LOOP_SIMULATION["timeout_s"], module=parsed.details.get("module"))
+                       timeout_s=IN_LOOP_SIMULATION["timeout_s"], module=parsed.details.get("module"),
+                       seed=artifact_seed(artifact))
     run.details.setdefault("sany", {"outcome": parsed.outcome.value, "version": parsed.tool_version})
     return run
 

@@ -546,7 +546,8 @@ def _timeline(rounds: list[RoundView], steps: list[GraphStepView], attempt: Atte
         purposes = [call.purpose for call in rnd.llm_calls]
         check = [] if rnd.check is None else [TimelineEvent(
             kind="tool_check", round_index=rnd.index, label=f"{rnd.check.tool} {rnd.check.tool_version}: {rnd.check.outcome}",
-            detail=f"{len(rnd.check.diagnostics)} diagnostics, {rnd.check.duration_s:.2f} s",
+            detail=f"{len(rnd.check.diagnostics)} diagnostics, {rnd.check.duration_s:.2f} s"
+                   + (" (served from the TLA+ run cache)" if rnd.check.details.get("cached") else ""),
             anchor=f"round-{rnd.index}-check")]
         done: set[int] = set()
         nodes = {step.node for step in rnd.graph_steps}

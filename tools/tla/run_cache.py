@@ -6,9 +6,11 @@ the arguments, every input file (name and text), the JVM flags and heap, the tla
 library contents. Only runs that ended on their own are stored: a timeout, an out-of-memory kill or a run
 killed for any reason is never cached (another machine or a quieter moment may finish it).
 
-Off unless ``SYSMO_TLA_RUN_CACHE`` names a directory (``sysmo reproduce sysmobench`` and
-``speed/tla_cascade_speed.py`` turn it on under ``<home>/tla-run-cache``). Entries are JSON files
-named by their key; delete the directory to empty it.
+On for ``sysmo run`` (its repair loops' checks and its scoring), ``sysmo reproduce sysmobench`` and
+``speed/tla_cascade_speed.py``, under ``<home>/tla-run-cache``, unless ``SYSMO_TLA_RUN_CACHE`` names another
+directory or turns it off (``0``, ``off``, ``no``, ``false``); off elsewhere unless the variable names a directory.
+A run served from it is marked ``cached`` (its ``duration_s`` is the time the caller waited; the check's details
+say ``cached``). Entries are JSON files named by their key; delete the directory to empty it.
 
 >>> with enabled(Path("/tmp/cache")):
 ...     card = cascade_for(TaskKind.TLA).score(artifact, task)   # second time: no TLC, same card
@@ -22,6 +24,7 @@ import json
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from functools import lru_cache
@@ -34,6 +37,7 @@ from sysmo.sandbox import RunResult
 log = get_logger(__name__)
 
 ENV = "SYSMO_TLA_RUN_CACHE"
+OFF = ("0", "off", "no", "false")
 VERSION = "1"
 _inflight_lock = threading.Lock()
 _inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way in this process
@@ -41,18 +45,24 @@ _inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way i
 
 def directory() -> Path | None:
     value = os.environ.get(ENV, "").strip()
-    return Path(value) if value and value.lower() not in ("0", "off", "no", "false") else None
+    return Path(value) if value and value.lower() not in OFF else None
 
 
-def use_default() -> Path:
+def use_default() -> Path | None:
     """Turn the cache on under ``<SYSMO_HOME>/tla-run-cache`` unless ``$SYSMO_TLA_RUN_CACHE`` already names a folder
-    (``sysmo reproduce sysmobench`` and its table in ``reproduce all``); returns the folder in use."""
+    (``sysmo run``, ``sysmo reproduce sysmobench`` and its table in ``reproduce all``); returns the folder in use, or
+    None when the variable turns the cache off."""
     current = directory()
-    if current is not None:
+    if current is not None or switched_off():
         return current
     folder = settings().home / "tla-run-cache"
     os.environ[ENV] = str(folder)
     return folder
+
+
+def switched_off() -> bool:
+    """Whether ``$SYSMO_TLA_RUN_CACHE`` turns the cache off (``0``, ``off``, ``no``, ``false``)."""
+    return os.environ.get(ENV, "").strip().lower() in OFF
 
 
 @contextlib.contextmanager
@@ -67,6 +77,18 @@ def enabled(path: Path) -> Iterator[Path]:
             os.environ.pop(ENV, None)
         else:
             os.environ[ENV] = before
+
+
+@contextlib.contextmanager
+def for_run() -> Iterator[Path | None]:
+    """The cache on under ``<SYSMO_HOME>/tla-run-cache`` for the duration of a ``sysmo run`` (its worker processes
+    inherit it), unless ``$SYSMO_TLA_RUN_CACHE`` already names a folder or turns the cache off; yields the folder
+    in use, or None."""
+    if directory() is not None or switched_off():
+        yield directory()
+        return
+    with enabled(settings().home / "tla-run-cache") as folder:
+        yield folder
 
 
 def deterministic(main_class: str, args: list[str]) -> bool:
@@ -114,11 +136,12 @@ def cached(
     folder = directory()
     if folder is None or not deterministic(main_class, args):
         return run()
+    asked = time.monotonic()
     name = key(main_class, args, files, jvm_flags, heap_mb, readonly, collect)
     path = folder / name[:2] / f"{name}.json"
     stored = _stored(path, main_class, name)
     if stored is not None:
-        return stored
+        return _served(stored, asked)
     with _inflight_lock:
         pending = _inflight.get(name)
         owner = pending is None
@@ -126,9 +149,10 @@ def cached(
             pending = _inflight[name] = Future()
     if not owner:
         log.debug("tla_run_cache.shared_in_flight", main_class=main_class, key=name[:12])
-        return pending.result().model_copy(deep=True)
+        return _served(pending.result(), asked)
     try:
-        result = _stored(path, main_class, name) or _run_and_store(run, path)
+        stored = _stored(path, main_class, name)  # stored by another process meanwhile
+        result = _served(stored, asked) if stored is not None else _run_and_store(run, path)
     except BaseException as exc:
         pending.set_exception(exc)
         raise
@@ -138,6 +162,12 @@ def cached(
     finally:
         with _inflight_lock:
             _inflight.pop(name, None)
+
+
+def _served(result: RunResult, asked: float) -> RunResult:
+    """A copy of a stored or shared run for this caller: marked ``cached``, its duration the time this caller
+    waited for it (the tool did not run for it)."""
+    return result.model_copy(deep=True, update={"cached": True, "duration_s": time.monotonic() - asked})
 
 
 def _stored(path: Path, main_class: str, name: str) -> RunResult | None:

@@ -170,6 +170,8 @@ def check(
     version = detect_version(output)
     details = {"module": spec.main_module, "unicode_replacements": spec.unicode_replacements,
                "returncode": run.returncode, "isolation": run.isolation}
+    if run.cached:
+        details["cached"] = True
     if run.timed_out:
         return CheckResult(tool=TOOL, tool_version=version, outcome=Outcome.INCONCLUSIVE, duration_s=run.duration_s,
                            raw_output=raw, truncated=truncated, details=details,

@@ -303,6 +303,8 @@ def _checked(spec: PreparedSpec, compat: CompatibleCfg, output: str, run: RunRes
         "cfg": compat.text, "cfg_notes": compat.notes, "deadlock_flag": compat.deadlock_flag,
         "module": spec.main_module, "unicode_replacements": spec.unicode_replacements, "isolation": run.isolation,
     }
+    if run.cached:
+        details["cached"] = True
     if dump_states:
         details["states_dump"] = CheckResult.bound_output(run.files_out.get(DUMP_FILE, ""))[0]
     if printed_marker is not None:  # whole, unlike raw_output (cut at RAW_OUTPUT_LIMIT): the caller parses them
