@@ -6,8 +6,8 @@ Each script runs as a fresh process with the arguments in ``SCRIPTS`` (small, so
 its figures are read from what it prints (the lines it documents) and compared with their targets. Every row
 carries the 1-minute load average before and after its script, and the script's own baseline (measured in the
 same run) where it has one: figures swing several times with the load of a shared machine, ratios much less.
-Scripts marked heavy (a Ray cluster, the TLA+ cascade of a gold spec, sandbox start-ups per command) run only
-with ``--heavy`` or ``--only``. Writes ``<out>/speed-<UTC date>.json`` and ``.md`` (default out: the current
+Scripts marked heavy (a Ray cluster, the TLA+ cascade of a gold spec, sandbox start-ups per command, the
+README main job) run only with ``--heavy`` or ``--only``. Writes ``<out>/speed-<UTC date>.json`` and ``.md`` (default out: the current
 folder); ``--docs`` also appends the rows to ``docs/measurements-history.csv`` and rewrites, from it, the latest
 table (each figure's most recent row, so a run of some scripts updates theirs) and the history in
 ``docs/measurements.md`` (between its ``<!-- latest -->`` / ``<!-- history -->`` markers).
@@ -157,6 +157,12 @@ SCRIPTS: list[Script] = [
         Figure("TLA+ cascade, max per spec", r"max / mean per spec\s+([\d.]+)", "s", 60, "<="),
     ], heavy=True),
     Script("sandbox_overhead", ["sandbox_overhead.py", "-n", "5"], [], heavy=True),
+    Script("main_job", ["main_job_speed.py"], [
+        Figure("README main job, seconds of attempts", r"main job, median: ([\d.]+) s of attempts", "s", 60, "<=",
+               r"TLA\+ run cache off \(baseline\), median: ([\d.]+) s"),
+        Figure("README main job, same scores with the TLA+ run cache off",
+               r"same scores with the run cache on and off: (True|False)", "bool"),
+    ], heavy=True),
 ]
 
 

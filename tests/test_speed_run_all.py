@@ -116,3 +116,31 @@ def test_the_best_table_keeps_each_figures_best_value_by_its_direction(run_all, 
     best = run_all.best_table(history)
     assert "| PlantUML warm check, median | 8.8 u | lower | d1 |" in best
     assert "| harness-only throughput, local | 298 u | higher | d1 |" in best
+
+
+def test_the_main_job_scripts_lines_give_its_figures(run_all, monkeypatch, capsys) -> None:
+    """main_job_speed.py's printed summary is what run_all reads: the median seconds of attempts against its
+    60 s target, the baseline (the run cache off) beside it, and whether the scores were the same; its runs
+    alternate which side goes first."""
+    import re
+
+    spec = importlib.util.spec_from_file_location("main_job_speed", SPEED / "main_job_speed.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    order: list[bool] = []
+
+    def fake_run(folder, samples, cache):
+        order.append(cache)
+        return {"seconds": 45.0 if cache else 80.0, "wall": 60.0, "passed": 392, "planned": 392,
+                "scores": "same", "load_before": "1.00", "load_after": "1.10"}
+
+    monkeypatch.setattr(module, "run_main_job", fake_run)
+    monkeypatch.setattr(sys, "argv", ["main_job_speed.py", "--repeat", "2"])
+    module.main()
+    printed = capsys.readouterr().out
+    assert order == [True, False, False, True]
+    script = next(s for s in run_all.SCRIPTS if s.name == "main_job")
+    seconds, same = script.figures
+    assert re.search(seconds.pattern, printed).group(1) == "45.0" and seconds.met(45.0)
+    assert re.search(seconds.baseline, printed).group(1) == "80.0"
+    assert re.search(same.pattern, printed).group(1) == "True"
