@@ -317,3 +317,23 @@ def test_a_model_call_of_tool_calls_shows_them_its_parameters_and_no_null(tmp_pa
     html = client.get("/e/exp/a/dd01").text
     assert "<pre>null</pre>" not in html and "→ write_file" in html and "result of c1" in html
     assert "1.50&nbsp;s" in html and "$0.0010" in html  # the unit never wraps away from its number
+
+
+def test_a_check_served_from_the_tla_run_cache_says_so(tmp_path):
+    """A check whose run came from the TLA+ run cache is marked on the attempt page; a check that ran is not."""
+    store = Store(tmp_path / "exp" / "results.sqlite")
+    store.save_experiment("exp", {"samples": 1}, {}, is_control=True)
+    served = CheckResult(tool="tlc", outcome=Outcome.OK, duration_s=0.002, details={"cached": True})
+    rounds = [Round(index=0, messages=[{"role": "user", "content": "Spec"}], response="x",
+                    artifact=Artifact(language="tla", files={"M.tla": "---- MODULE M ----\n====\n"}),
+                    check=CheckResult(tool="sany", outcome=Outcome.FAILED)),
+              Round(index=1, kind="repair", messages=[{"role": "user", "content": "Fix"}], response="y",
+                    artifact=Artifact(language="tla", files={"M.tla": "---- MODULE M ----\n====\n"}), check=served)]
+    store.save_attempt("exp", Attempt(id="tc01", task_id="starter/tla/t", agent="base_modeling", model="reference",
+                                      status=AttemptStatus.PASSED, rounds=rounds, is_control=True),
+                       {"benchmark": "starter", "kind": "tla"})
+    store.close()
+    view = TestClient(create_app(tmp_path), base_url="http://localhost").get("/e/exp/a/tc01/json").json()
+    checks = [e["detail"] for e in view["timeline"] if e["kind"] == "tool_check"]
+    assert len(checks) == 2 and "run cache" not in checks[0] and checks[1].endswith("(served from the TLA+ run cache)")
+    assert [r["check"]["cached"] for r in view["rounds"]] == [False, True]

@@ -468,7 +468,7 @@ def _check_view(rnd: Round) -> CheckView | None:
     if c is None:
         return None
     return CheckView(tool=c.tool, tool_version=c.tool_version, outcome=c.outcome.value, duration_s=c.duration_s,
-                     diagnostics=[d.render() for d in c.diagnostics],
+                     diagnostics=[d.render() for d in c.diagnostics], cached=bool(c.details.get("cached")),
                      details=json.dumps(c.details, indent=2, default=str)[:DETAIL_TEXT_LIMIT] if c.details else "")
 
 
@@ -547,7 +547,7 @@ def _timeline(rounds: list[RoundView], steps: list[GraphStepView], attempt: Atte
         check = [] if rnd.check is None else [TimelineEvent(
             kind="tool_check", round_index=rnd.index, label=f"{rnd.check.tool} {rnd.check.tool_version}: {rnd.check.outcome}",
             detail=f"{len(rnd.check.diagnostics)} diagnostics, {rnd.check.duration_s:.2f} s"
-                   + (" (served from the TLA+ run cache)" if rnd.check.details.get("cached") else ""),
+                   + (" (served from the TLA+ run cache)" if rnd.check.cached else ""),
             anchor=f"round-{rnd.index}-check")]
         done: set[int] = set()
         nodes = {step.node for step in rnd.graph_steps}

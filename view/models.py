@@ -207,6 +207,7 @@ class CheckView(BaseModel):
     duration_s: float
     diagnostics: list[str]
     details: str = ""  # the tool's structured details (TLC error trace, ...), as indented JSON
+    cached: bool = False  # served from the TLA+ run cache (tools.tla.run_cache), not run for this check
 
 
 class StateChange(BaseModel):
