@@ -145,3 +145,21 @@ def test_the_repair_loops_check_of_a_spec_answers_the_same_every_time(tmp_path: 
     seeds = [re.findall(r"with seed (-?\d+)", result.raw_output) for result in (first, again)]
     assert seeds[0] == seeds[1] == [str(artifact_seed(artifact))]
     assert first.outcome == again.outcome and again.details.get("cached") is True
+
+
+def test_the_default_folder_is_kept_under_its_size_least_recently_used_first(tmp_path: Path, monkeypatch) -> None:
+    import os
+
+    folder = tmp_path / "cache"
+    for index in range(10):  # ten entries of 100 kB, the oldest first
+        entry = folder / f"{index:02d}" / f"{index:02d}entry.json"
+        entry.parent.mkdir(parents=True)
+        entry.write_bytes(b"x" * 100_000)
+        os.utime(entry, (1_000_000 + index, 1_000_000 + index))
+    assert run_cache.prune(folder, limit_mb=2.0) == 0  # 1 MB under a 2 MB bound: nothing goes
+    assert run_cache.prune(folder, limit_mb=0.5) == 7  # down to three quarters of the bound, oldest first
+    assert sorted(p.name for p in folder.glob("*/*.json")) == ["07entry.json", "08entry.json", "09entry.json"]
+    monkeypatch.setenv(run_cache.MAX_MB_ENV, "0.25")
+    assert run_cache.max_mb() == 0.25
+    monkeypatch.setenv(run_cache.MAX_MB_ENV, "lots")
+    assert run_cache.max_mb() == run_cache.DEFAULT_MAX_MB

@@ -10,6 +10,8 @@
 
 from __future__ import annotations
 
+import hashlib
+
 from sysmo.contracts.artifact import Artifact, Language
 from sysmo.contracts.task import Task
 from sysmo.contracts.check import CheckResult, Diagnostic, Outcome, Severity
@@ -18,7 +20,8 @@ IN_LOOP_SIMULATION = {"num": 10, "depth": 30, "timeout_s": 30.0}
 
 
 def artifact_seed(artifact: Artifact) -> int:
-    import hashlib
+    """The in-loop simulation's seed, made from the artifact's files (names and texts): the same spec gets the same
+    verdict every time it is checked, and its run is deterministic (so the run cache can serve it)."""
     digest = hashlib.blake2b(digest_size=8)
     for name in sorted(artifact.files):
         digest.update(name.encode() + b"\0" + artifact.files[name].encode() + b"\0")

@@ -10,7 +10,8 @@ On for ``sysmo run`` (its repair loops' checks and its scoring), ``sysmo reprodu
 ``speed/tla_cascade_speed.py``, under ``<home>/tla-run-cache``, unless ``SYSMO_TLA_RUN_CACHE`` names another
 directory or turns it off (``0``, ``off``, ``no``, ``false``); off elsewhere unless the variable names a directory.
 A run served from it is marked ``cached`` (its ``duration_s`` is the time the caller waited; the check's details
-say ``cached``). Entries are JSON files named by their key; delete the directory to empty it.
+say ``cached``). Entries are JSON files named by their key; delete the directory to empty it. ``sysmo run`` keeps
+its default folder under ``$SYSMO_TLA_RUN_CACHE_MB`` (1,024 MB), the least recently used entries going first.
 
 >>> with enabled(Path("/tmp/cache")):
 ...     card = cascade_for(TaskKind.TLA).score(artifact, task)   # second time: no TLC, same card
@@ -38,6 +39,8 @@ log = get_logger(__name__)
 
 ENV = "SYSMO_TLA_RUN_CACHE"
 OFF = ("0", "off", "no", "false")
+MAX_MB_ENV = "SYSMO_TLA_RUN_CACHE_MB"
+DEFAULT_MAX_MB = 1024.0
 VERSION = "1"
 _inflight_lock = threading.Lock()
 _inflight: dict[str, Future[RunResult]] = {}  # key -> the run of it under way in this process
@@ -88,7 +91,41 @@ def for_run() -> Iterator[Path | None]:
         yield directory()
         return
     with enabled(settings().home / "tla-run-cache") as folder:
+        prune(folder, max_mb())
         yield folder
+
+
+def max_mb() -> float:
+    """The size the default cache is kept under (``$SYSMO_TLA_RUN_CACHE_MB``, 1,024 MB by default)."""
+    value = os.environ.get(MAX_MB_ENV, "").strip()
+    try:
+        return float(value) if value else DEFAULT_MAX_MB
+    except ValueError:
+        return DEFAULT_MAX_MB
+
+
+def prune(folder: Path, limit_mb: float) -> int:
+    """Delete the least recently used entries (by modification time: a hit touches its entry) until the folder
+    holds at most three quarters of ``limit_mb``, when it holds more than ``limit_mb``; returns how many went."""
+    entries = []
+    for path in folder.glob("*/*.json"):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        entries.append((stat.st_mtime, stat.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    if total <= limit_mb * 1024 * 1024:
+        return 0
+    removed = 0
+    for _, size, path in sorted(entries):
+        if total <= 0.75 * limit_mb * 1024 * 1024:
+            break
+        path.unlink(missing_ok=True)
+        total -= size
+        removed += 1
+    log.info("tla_run_cache.pruned", folder=str(folder), removed=removed, left_mb=round(total / 2**20, 1))
+    return removed
 
 
 def deterministic(main_class: str, args: list[str]) -> bool:
@@ -178,6 +215,8 @@ def _stored(path: Path, main_class: str, name: str) -> RunResult | None:
     except (OSError, ValueError):
         path.unlink(missing_ok=True)
         return None
+    with contextlib.suppress(OSError):
+        os.utime(path)  # recently used: pruned last
     log.debug("tla_run_cache.hit", main_class=main_class, key=name[:12])
     return result
 
