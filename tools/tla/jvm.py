@@ -118,7 +118,8 @@ def run_java(
     # deterministic runs are served from the content-addressed cache when SYSMO_TLA_RUN_CACHE is set
     # the sandbox (a served run's record names its isolation), the launcher (its jar named by a digest of its
     # source), the runtime image and the archive are part of a run
-    launch = (f"launch={get_sandbox().name}:{start.main_class}:"
+    sandbox = get_sandbox()
+    launch = (f"launch={sandbox.name}:{getattr(sandbox, 'mode', '')}:{start.main_class}:"
               f"{','.join(sorted(p.name for p in start.readonly))}")
     return run_cache.cached(run, main_class, [*args, f"timeout={limits.timeout_s}", launch], files, jvm_flags, heap,
                             [p for p in readonly if p not in start.readonly], collect)
