@@ -163,7 +163,7 @@ def shown_metric(column: str, values: pd.Series) -> bool:
     return scale.shown
 
 
-def metric_values(group: pd.DataFrame, column: str) -> pd.Series:
+def metric_values(group: pd.DataFrame, column: str, unscored: pd.Series | None = None) -> pd.Series:
     """Each attempt's value of a score column (``score.<stage>`` or ``score.<stage>.<metric>``) as every aggregate
     counts it (stage means, best-of-n): an answer that is not valid counts 0, one not scored is missing.
 
@@ -171,7 +171,9 @@ def metric_values(group: pd.DataFrame, column: str) -> pd.Series:
     stage that scored 0 with no metrics (gated by an earlier stage's failure: nothing extracted, rejected by the
     parser), or an attempt that errored with no scorecard at all. Missing (left out of a mean, a task of best-of-n
     counted apart) where the stage was not scored for a reason of its own (no judge, no traces), and for a
-    metric whose scale does not start at 0 (a 1-5 rubric: 0 is not one of its values)."""
+    metric whose scale does not start at 0 (a 1-5 rubric: 0 is not one of its values). ``unscored``: which
+    attempts of ``group`` have no score at all (``unscored_attempts``), when the caller reads many columns of one
+    group."""
     values = pd.to_numeric(group[column], errors="coerce")
     scale = metric_scale(column)
     if scale.low not in (0, 0.0):
@@ -180,10 +182,16 @@ def metric_values(group: pd.DataFrame, column: str) -> pd.Series:
     if len(parts) > 2 and f"score.{parts[1]}" in group.columns:
         stage = pd.to_numeric(group[f"score.{parts[1]}"], errors="coerce")
         values = values.where(values.notna() | (stage != 0), 0.0)
-    unscored = group[score_columns(group)].isna().all(axis=1)
+    if unscored is None:
+        unscored = unscored_attempts(group)
     if values.notna().any() and "status" in group.columns:  # (no attempt has it: not a metric of the group's kind)
         values = values.where(values.notna() | ~(unscored & (group["status"] == "error")), 0.0)
     return values
+
+
+def unscored_attempts(group: pd.DataFrame) -> pd.Series:
+    """Which attempts of ``group`` have no value in any score column."""
+    return group[score_columns(group)].isna().all(axis=1)
 
 
 def display_frame(summary: pd.DataFrame, headline_only: bool = True) -> pd.DataFrame:
@@ -248,8 +256,9 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
         ci = bootstrap_ci(list(group.groupby("task_id")["passed"].mean()))
         row["pass_rate_ci"] = f"[{ci.low:.3f}, {ci.high:.3f}]"
         metric = f"score.{selection.get(kind, '')}"
+        unscored = unscored_attempts(group)  # once per group, not once per column
         for col in score_columns(group):
-            values = metric_values(group, col).dropna()
+            values = metric_values(group, col, unscored).dropna()
             if values.empty or not shown_metric(col, values):
                 continue
             ci = bootstrap_ci(list(values))
@@ -257,7 +266,7 @@ def summary_frame(frame: pd.DataFrame, selection_metric: dict[str, str] | None =
             row[f"{col[6:]}"] = ci.mean
             row[f"{col[6:]} CI"] = f"[{ci.low:.{digits}f}, {ci.high:.{digits}f}]"
         if metric in group.columns:
-            best = best_of_n([list(g) for _, g in metric_values(group, metric).groupby(group["task_id"])])
+            best = best_of_n([list(g) for _, g in metric_values(group, metric, unscored).groupby(group["task_id"])])
             if best.mean is not None:
                 row[f"best-of-n {selection[kind]}"] = best.mean
                 row["best-of-n tasks"] = best.tasks  # its denominator; of ``tasks``
