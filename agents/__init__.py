@@ -15,18 +15,17 @@ if TYPE_CHECKING:
 
 
 def _control_script() -> MockScript:
-    from sysmo.agents.control_script import build_control_script
-
-    # the starter suite's answers, and on demand those of any other task with a reference model (a control
-    # run on a published benchmark: its gold models, broken once, then repaired)
-    script = build_control_script()
-    return script.model_copy(update={"extend": _control_answers})
+    # a task's answers for an agent are made at their first call (``MockScript.extend``), for the starter suite
+    # and for any other task with a reference model (a control run on a published benchmark: its gold models,
+    # broken once, then repaired): a run makes the answers of the pairs it runs only, importing only their agents
+    return MockScript(mode="repeat_last", responses=[], extend=_control_answers)
 
 
-def _control_answers(task: Task) -> list[MockAnswer]:
-    from sysmo.agents.control_script import build_control_script
+def _control_answers(task: Task, agent: str | None = None) -> list[MockAnswer]:
+    """The control script's answers for ``task``: ``agent``'s (only its module is imported), or every agent's."""
+    from sysmo.agents.control_script import agent_answers, build_control_script
 
-    return build_control_script([task]).responses
+    return agent_answers(task, agent) if agent is not None else build_control_script([task]).responses
 
 
 register_script("control", _control_script)

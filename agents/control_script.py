@@ -140,6 +140,20 @@ def answers_for(task: Task, agent: str) -> list[MockAnswer]:
     return spec.control_answers(task) if spec.control_answers is not None else default_answers(task, agent)
 
 
+def agent_answers(task: Task, agent: str) -> list[MockAnswer]:
+    """``agent``'s scripted answers on ``task``: none for a task without a reference model or of a kind the agent
+    does not take."""
+    from sysmo.agents.registry import UnsupportedTaskError, get_agent
+
+    if task.references.model is None:
+        return []
+    try:
+        get_agent(agent).check_supports(task)
+    except UnsupportedTaskError:
+        return []
+    return answers_for(task, agent)
+
+
 def build_control_script(tasks: Iterable[Task] | None = None) -> MockScript:
     """The script for ``mockllm/control`` over ``tasks`` (default: the starter suite), for every agent."""
     from sysmo.agents.registry import UnsupportedTaskError, all_agents, registry_version

@@ -87,10 +87,10 @@ class MockAnswer(BaseModel):
 class MockScript(BaseModel):
     mode: Literal["repeat_last", "cycle", "strict"] = "repeat_last"
     responses: list[MockAnswer] = Field(default_factory=list)
-    # a script built in code may answer tasks it was not built with: the answers for one more task (given the
-    # call's ``CallContext.task``), made at that task's first call; the control script covers any task with a
-    # reference model this way. Not part of a script file.
-    extend: Callable[[Any], list[MockAnswer]] | None = Field(default=None, exclude=True)
+    # a script built in code may answer tasks it was not built with: the answers for one more task and agent
+    # (given the call's ``CallContext.task`` and ``.agent``, None when the call names no agent), made at their
+    # first call; the control script makes every task's answers this way. Not part of a script file.
+    extend: Callable[[Any, str | None], list[MockAnswer]] | None = Field(default=None, exclude=True)
 
     @model_validator(mode="before")
     @classmethod
@@ -156,7 +156,7 @@ class MockLLMProvider:
         # the script's answers, then those made for tasks it lacked (``MockScript.extend``): this provider's own
         # list, as a built-in script is shared by every provider of the process
         self._answers: list[MockAnswer] = list(script.responses)
-        self._extended: set[str] = set()
+        self._extended: set[tuple[str, str | None]] = set()  # (task id, agent) extended
         # answers by the task they are for (None: any task), so a call only tests its task's answers
         self._by_task: dict[str | None, list[int]] = {}
         self._index(0)
@@ -170,11 +170,11 @@ class MockLLMProvider:
         """Add the script's answers for the call's task if the script can make them and has not yet; whether
         it added any."""
         ctx = request.context
-        if self.script.extend is None or ctx is None or ctx.task is None or ctx.task.id in self._extended:
+        if self.script.extend is None or ctx is None or ctx.task is None or (ctx.task.id, ctx.agent) in self._extended:
             return False
-        self._extended.add(ctx.task.id)
+        self._extended.add((ctx.task.id, ctx.agent))
         start = len(self._answers)
-        self._answers += self.script.extend(ctx.task)
+        self._answers += self.script.extend(ctx.task, ctx.agent)
         self._index(start)
         return len(self._answers) > start
 

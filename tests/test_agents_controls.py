@@ -134,11 +134,19 @@ def test_control_script_repairs_in_round_two_for_every_agent(tmp_path: Path, kno
 
 
 def test_mockllm_control_resolves_without_a_file() -> None:
+    """The script makes each task's answers at the task's first call: every agent's, pinned to it, the same
+    answers the whole starter suite's script holds."""
     script = find_script("control")
 
-    answered = {(a.when.task, a.when.agent) for a in script.responses if a.when}
+    assert script.mode == "repeat_last" and script.responses == [] and script.extend is not None
+    made = [answer for task in TASKS for answer in script.extend(task, None)]
+    answered = {(a.when.task, a.when.agent) for a in made if a.when}
     assert {(task.id, agent) for agent, task in _pairs(TASKS)} <= answered
-    assert script.mode == "repeat_last"
+    assert [a.model_dump() for a in made] == [a.model_dump() for a in build_control_script(TASKS).responses]
+    # one agent's: only its answers, and none for a kind it does not take
+    task = next(t for t in TASKS if t.kind == TaskKind.UML_CLASS)
+    assert {a.when.agent for a in script.extend(task, "metagpt")} == {"metagpt"}
+    assert script.extend(task, "code_translation") == []  # TLA+ only
 
 
 def test_mockllm_control_answers_a_task_outside_the_starter_suite_from_its_reference() -> None:
