@@ -163,3 +163,15 @@ def test_the_default_folder_is_kept_under_its_size_least_recently_used_first(tmp
     assert run_cache.max_mb() == 0.25
     monkeypatch.setenv(run_cache.MAX_MB_ENV, "lots")
     assert run_cache.max_mb() == run_cache.DEFAULT_MAX_MB
+
+
+def test_a_cache_that_cannot_be_written_keeps_the_runs_result(tmp_path: Path) -> None:
+    """A full or read-only cache folder: the run's own result is returned, nothing is kept, no error."""
+    from sysmo.sandbox import RunResult
+
+    blocked = tmp_path / "file-not-folder"
+    blocked.write_text("a file where the cache's folder would be")
+    made = RunResult(argv=["java"], returncode=0, stdout="ok", duration_s=0.1)
+    with run_cache.enabled(blocked):
+        got = run_cache.cached(lambda: made, "tla2sany.SANY", ["M.tla"], {"M.tla": "z"}, [], None, [])
+    assert got.stdout == "ok" and not got.cached and blocked.is_file()

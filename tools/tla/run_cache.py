@@ -121,7 +121,10 @@ def prune(folder: Path, limit_mb: float) -> int:
     for _, size, path in sorted(entries):
         if total <= 0.75 * limit_mb * 1024 * 1024:
             break
-        path.unlink(missing_ok=True)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError:  # a read-only folder: left as it is
+            continue
         total -= size
         removed += 1
     log.info("tla_run_cache.pruned", folder=str(folder), removed=removed, left_mb=round(total / 2**20, 1))
@@ -225,8 +228,16 @@ def _run_and_store(run: Callable[[], RunResult], path: Path) -> RunResult:
     result = run()
     if result.timed_out or result.oom_killed or result.returncode is None:
         return result
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as tmp:
-        tmp.write(json.dumps(result.model_dump(mode="json")))
-    os.replace(tmp.name, path)  # atomic: a parallel reader sees the whole entry or none
+    tmp_name = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp", encoding="utf-8") as tmp:
+            tmp_name = tmp.name
+            tmp.write(json.dumps(result.model_dump(mode="json")))
+        os.replace(tmp_name, path)  # atomic: a parallel reader sees the whole entry or none
+    except OSError as exc:  # a full or read-only disk: the run's result stands, it is just not kept
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+        log.warning("tla_run_cache.not_stored", path=str(path.parent), error=str(exc)[:200])
     return result
