@@ -91,10 +91,11 @@ def environment_record() -> dict[str, Any]:
     from sysmo.tools.tla import run_cache
 
     isolation = describe_isolation()  # named in the experiment record and the report's provenance
+    cache = run_cache.directory()
     return {"sysmo": __version__, "python": platform.python_version(), "platform": platform.platform(),
             "host": platform.node(), "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
             "tool_isolation": f"{isolation['level']} ({isolation['detail']})",
-            "tla_run_cache": str(run_cache.directory()) if run_cache.directory() else None}
+            "tla_run_cache": str(cache) if cache else None}
 
 
 def load_selected_tasks(config: ExperimentConfig) -> list[Task]:

@@ -55,17 +55,21 @@ def use_default() -> Path | None:
     """Turn the cache on under ``<SYSMO_HOME>/tla-run-cache`` unless ``$SYSMO_TLA_RUN_CACHE`` already names a folder
     (``sysmo run``, ``sysmo reproduce sysmobench`` and its table in ``reproduce all``); returns the folder in use, or
     None when the variable turns the cache off."""
-    current = directory()
-    if current is not None or switched_off():
-        return current
-    folder = settings().home / "tla-run-cache"
+    if set_by_variable():
+        return directory()
+    folder = default_folder()
     os.environ[ENV] = str(folder)
     return folder
 
 
-def switched_off() -> bool:
-    """Whether ``$SYSMO_TLA_RUN_CACHE`` turns the cache off (``0``, ``off``, ``no``, ``false``)."""
-    return os.environ.get(ENV, "").strip().lower() in OFF
+def set_by_variable() -> bool:
+    """Whether ``$SYSMO_TLA_RUN_CACHE`` decides: it names a folder or turns the cache off (``0``, ``off``, ``no``,
+    ``false``)."""
+    return directory() is not None or os.environ.get(ENV, "").strip().lower() in OFF
+
+
+def default_folder() -> Path:
+    return settings().home / "tla-run-cache"
 
 
 @contextlib.contextmanager
@@ -87,10 +91,10 @@ def for_run() -> Iterator[Path | None]:
     """The cache on under ``<SYSMO_HOME>/tla-run-cache`` for the duration of a ``sysmo run`` (its worker processes
     inherit it), unless ``$SYSMO_TLA_RUN_CACHE`` already names a folder or turns the cache off; yields the folder
     in use, or None."""
-    if directory() is not None or switched_off():
+    if set_by_variable():
         yield directory()
         return
-    with enabled(settings().home / "tla-run-cache") as folder:
+    with enabled(default_folder()) as folder:
         prune(folder, max_mb())
         yield folder
 
