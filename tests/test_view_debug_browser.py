@@ -216,6 +216,9 @@ def test_every_model_call_shows_parameters_messages_tool_calls_and_reply_never_n
     # a round's model call links to its full record, which unfolds
     round1.locator("a.call-record").first.click()
     record = page.locator(f"#model-calls details.model-call").nth(1)
+    # the page unfolds it on the link's hashchange event, which comes after the click returns: waited for
+    record.locator(":scope > summary").wait_for()
+    page.wait_for_function("el => el.open", arg=record.element_handle(), timeout=10_000)
     assert record.get_attribute("open") is not None and "round 1" in record.locator(":scope > summary").inner_text()
 
 
